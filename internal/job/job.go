@@ -1,0 +1,176 @@
+// Package job holds the job record, its statuses and the rules that move a
+// job between them. It imports no AWS package.
+package job
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Status is where a job stands. The order of the constants is the order a job
+// moves in: a step may be skipped, never revisited, and a terminal status is final.
+type Status string
+
+const (
+	// Backlogged: created while every running slot of the workspace was taken;
+	// promoted to Queued, oldest first, when a job of the workspace ends.
+	Backlogged Status = "backlogged"
+	// Queued: stored and enqueued for a worker. Creation answers with it.
+	Queued Status = "queued"
+	// Scheduled: a worker has taken the job.
+	Scheduled Status = "scheduled"
+	// Processing: the engine is working on it.
+	Processing Status = "processing"
+	// Sampling: the engine is producing output.
+	Sampling Status = "sampling"
+	// IntermediateComplete: previews may be in result; the final output is not.
+	IntermediateComplete Status = "intermediate-complete"
+	// Completed: terminal; result holds the output and the job is billed.
+	Completed Status = "completed"
+	// Failed: terminal; error says why. Not billed.
+	Failed Status = "failed"
+	// Cancelled: terminal; cancelled by the client. Not billed.
+	Cancelled Status = "cancelled"
+)
+
+// Statuses lists every status in order.
+var Statuses = []Status{Backlogged, Queued, Scheduled, Processing, Sampling, IntermediateComplete, Completed, Failed, Cancelled}
+
+// ParseStatus returns the status named s.
+func ParseStatus(s string) (Status, bool) {
+	for _, st := range Statuses {
+		if string(st) == s {
+			return st, true
+		}
+	}
+	return "", false
+}
+
+// Terminal reports whether no further change can happen to a job in s.
+func (s Status) Terminal() bool {
+	return s == Completed || s == Failed || s == Cancelled
+}
+
+// rank orders statuses; every terminal status shares the last rank.
+func (s Status) rank() int {
+	for i, st := range Statuses[:6] {
+		if st == s {
+			return i
+		}
+	}
+	return 6
+}
+
+// CanMoveTo reports whether a job in s may move to next.
+func (s Status) CanMoveTo(next Status) bool {
+	return !s.Terminal() && next.rank() > s.rank()
+}
+
+// Error is the error object of a failed job (spec 2.2).
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
+}
+
+// Record is the job record of spec 2.1: exactly these fields, nothing else.
+type Record struct {
+	ID          string          `json:"job_id"`
+	Status      Status          `json:"status"`
+	CreatedAt   Time            `json:"created_at"`
+	CompletedAt *Time           `json:"completed_at"`
+	Result      json.RawMessage `json:"result"`
+	Error       *Error          `json:"error,omitempty"`
+	Progress    *float64        `json:"progress"`
+}
+
+// MarshalJSON writes null for an empty result, as the creation response needs.
+func (r Record) MarshalJSON() ([]byte, error) {
+	type plain Record
+	p := plain(r)
+	if len(p.Result) == 0 {
+		p.Result = json.RawMessage("null")
+	}
+	return json.Marshal(p)
+}
+
+// Time is a UTC instant written with exactly three fractional digits
+// (2026-11-21T20:33:00.120Z), so that timestamps sort as text.
+type Time struct{ time.Time }
+
+// TimeLayout is the layout of every timestamp the API writes.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// At truncates t to the millisecond the API shows.
+func At(t time.Time) Time { return Time{t.UTC().Truncate(time.Millisecond)} }
+
+// String formats t with TimeLayout.
+func (t Time) String() string { return t.UTC().Format(TimeLayout) }
+
+// MarshalJSON writes t as a JSON string in TimeLayout.
+func (t Time) MarshalJSON() ([]byte, error) { return json.Marshal(t.String()) }
+
+// UnmarshalJSON reads a timestamp in RFC 3339.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	*t = At(v)
+	return nil
+}
+
+// ParseTime reads a timestamp written by String.
+func ParseTime(s string) (Time, error) {
+	v, err := time.Parse(time.RFC3339Nano, s)
+	return At(v), err
+}
+
+// NewID returns a version 7 UUID: its first 48 bits are the creation time in
+// milliseconds, so ids of one millisecond's jobs still sort by creation.
+func NewID(now time.Time) string {
+	var b [16]byte
+	if _, err := rand.Read(b[6:]); err != nil {
+		panic("job: crypto/rand failed: " + err.Error()) // never happens on Linux
+	}
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(now.UnixMilli()))
+	copy(b[:6], ms[2:])
+	b[6] = b[6]&0x0f | 0x70
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// ValidID reports whether s is a UUID as spec 2.1 accepts it: version 1 to 8
+// and variant 8, 9, a or b, or the all-zero or all-f UUID. It guards lookups
+// so that a malformed id costs no read.
+func ValidID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+			continue
+		}
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	if s == "00000000-0000-0000-0000-000000000000" || s == "ffffffff-ffff-ffff-ffff-ffffffffffff" {
+		return true
+	}
+	v, variant := s[14], s[19]
+	return v >= '1' && v <= '8' && (variant == '8' || variant == '9' || variant == 'a' || variant == 'b')
+}
