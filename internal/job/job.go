@@ -174,3 +174,36 @@ func ValidID(s string) bool {
 	v, variant := s[14], s[19]
 	return v >= '1' && v <= '8' && (variant == '8' || variant == '9' || variant == 'a' || variant == 'b')
 }
+
+// Job is everything the service keeps about a job; Record is what a client sees.
+type Job struct {
+	ID          string
+	WorkspaceID string
+	Status      Status
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt *time.Time
+	Result      json.RawMessage // {"urls": [...]} once there is output
+	Error       *Error
+	Progress    *float64
+	Endpoint    string          // the generation path, e.g. /generate/enhance/vendor-a/standard-enhance
+	Request     json.RawMessage // the validated request, defaults filled
+	WebhookURL  string          // validated X-Webhook-URL, empty when none
+}
+
+// Record is the client's view of j.
+func (j *Job) Record() Record {
+	r := Record{
+		ID:        j.ID,
+		Status:    j.Status,
+		CreatedAt: At(j.CreatedAt),
+		Result:    j.Result,
+		Error:     j.Error,
+		Progress:  j.Progress,
+	}
+	if j.CompletedAt != nil {
+		t := At(*j.CompletedAt)
+		r.CompletedAt = &t
+	}
+	return r
+}

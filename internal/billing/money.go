@@ -1,0 +1,64 @@
+// Package billing holds money and the workspace balance. Money is integer
+// micro-USD everywhere inside the service; decimal text only at the edges.
+package billing
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Micros is an amount in millionths of a US dollar.
+type Micros int64
+
+// USD is one dollar in Micros.
+const USD Micros = 1_000_000
+
+// ParseUSD reads a decimal dollar amount with at most six decimals ("25",
+// "10.5", "0.000001"). It never goes through a float.
+func ParseUSD(s string) (Micros, error) {
+	whole, frac, hasDot := strings.Cut(s, ".")
+	if whole == "" || (hasDot && frac == "") || len(frac) > 6 || strings.HasPrefix(whole, "+") {
+		return 0, fmt.Errorf("%q is not a dollar amount with at most six decimals", s)
+	}
+	neg := strings.HasPrefix(whole, "-")
+	digits := strings.TrimPrefix(whole, "-")
+	for _, r := range digits + frac {
+		if r < '0' || r > '9' {
+			return 0, fmt.Errorf("%q is not a dollar amount with at most six decimals", s)
+		}
+	}
+	if len(digits) > 12 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	w, _ := strconv.ParseInt(digits, 10, 64)
+	f, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+	m := Micros(w)*USD + Micros(f)
+	if neg {
+		m = -m
+	}
+	return m, nil
+}
+
+// String writes m as a decimal dollar amount with six decimals ("25.000000").
+func (m Micros) String() string {
+	sign := ""
+	if m < 0 {
+		sign, m = "-", -m
+	}
+	return fmt.Sprintf("%s%d.%06d", sign, m/USD, m%USD)
+}
+
+// Balance is a workspace's API balance. Available can be spent on new jobs;
+// Reserved is held by jobs in flight; Spent is what completed jobs cost.
+type Balance struct {
+	Available Micros
+	Reserved  Micros
+	Spent     Micros
+}
+
+// Top-up bounds of spec 8: a custom amount of 5 to 10000 USD.
+const (
+	MinTopUp = 5 * USD
+	MaxTopUp = 10_000 * USD
+)

@@ -1,0 +1,83 @@
+// Package queue is the SQS adapter: the only code that sends to or sets up
+// the jobs queue.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Message is the body of a jobs-queue message: only the id, so the worker
+// always reads the job's current state from the table.
+type Message struct {
+	JobID string `json:"job_id"`
+}
+
+// Jobs sends job ids to the jobs queue.
+type Jobs struct {
+	sqs *sqs.Client
+	url string
+}
+
+// NewJobs returns a sender to the queue at url. It does no I/O.
+func NewJobs(client *sqs.Client, url string) *Jobs {
+	return &Jobs{sqs: client, url: url}
+}
+
+// Enqueue sends one job id.
+func (q *Jobs) Enqueue(ctx context.Context, jobID string) error {
+	body, _ := json.Marshal(Message{JobID: jobID})
+	_, err := q.sqs.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:    aws.String(q.url),
+		MessageBody: aws.String(string(body)),
+	})
+	if err != nil {
+		return fmt.Errorf("enqueue job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// Settings of the jobs queue, as template.yaml sets them (API-DECISIONS 7):
+// a visibility timeout of six worker timeouts, and the DLQ after 3 receives.
+const (
+	VisibilityTimeoutSeconds = 720
+	MaxReceiveCount          = 3
+)
+
+// Create makes the jobs queue named name and its dead-letter queue
+// name+"-dlq", unless they exist, and returns both URLs. The local stack and
+// tests use it; in AWS the template creates them.
+func Create(ctx context.Context, client *sqs.Client, name string) (url, dlqURL string, err error) {
+	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
+	if err != nil {
+		return "", "", fmt.Errorf("create queue %s-dlq: %w", name, err)
+	}
+	attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       dlq.QueueUrl,
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("read queue %s-dlq: %w", name, err)
+	}
+	redrive, _ := json.Marshal(map[string]string{
+		"deadLetterTargetArn": attrs.Attributes[string(types.QueueAttributeNameQueueArn)],
+		"maxReceiveCount":     strconv.Itoa(MaxReceiveCount),
+	})
+	q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{
+		QueueName: aws.String(name),
+		Attributes: map[string]string{
+			string(types.QueueAttributeNameVisibilityTimeout): strconv.Itoa(VisibilityTimeoutSeconds),
+			string(types.QueueAttributeNameRedrivePolicy):     string(redrive),
+		},
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("create queue %s: %w", name, err)
+	}
+	return aws.ToString(q.QueueUrl), aws.ToString(dlq.QueueUrl), nil
+}

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/auth"
+	"genjobs/internal/billing"
+	"genjobs/internal/job"
+)
+
+// workspaceItem holds a workspace, its limits and its balance, so that a
+// reservation and a concurrency slot can be taken in one conditional write.
+type workspaceItem struct {
+	PK, SK        string
+	WorkspaceID   string `dynamodbav:"workspace_id"`
+	Name          string `dynamodbav:"name"`
+	APIEnabled    bool   `dynamodbav:"api_enabled"`
+	MaxConcurrent int    `dynamodbav:"max_concurrent"`
+	MaxRunning    int    `dynamodbav:"max_running"`
+	CreatedAt     string `dynamodbav:"created_at"`
+	Available     int64  `dynamodbav:"available_micros"`
+	Reserved      int64  `dynamodbav:"reserved_micros"`
+	Spent         int64  `dynamodbav:"spent_micros"`
+}
+
+type tokenItem struct {
+	PK, SK      string
+	TokenID     string `dynamodbav:"token_id"`
+	WorkspaceID string `dynamodbav:"workspace_id"`
+	Name        string `dynamodbav:"name"`
+	Hash        string `dynamodbav:"token_sha256"`
+	CreatedAt   string `dynamodbav:"created_at"`
+	RevokedAt   string `dynamodbav:"revoked_at,omitempty"`
+}
+
+func workspacePK(ws string) string { return "WS#" + ws }
+func tokenPK(hash string) string   { return "TOKEN#" + hash }
+func stamp(t time.Time) string     { return job.At(t).String() }
+
+// CreateWorkspace stores a new workspace with an empty balance.
+func (s *Store) CreateWorkspace(ctx context.Context, w auth.Workspace) error {
+	err := s.putNew(ctx, workspaceItem{
+		PK: workspacePK(w.ID), SK: "WS", WorkspaceID: w.ID, Name: w.Name,
+		APIEnabled: w.APIEnabled, MaxConcurrent: w.MaxConcurrent, MaxRunning: w.MaxRunning,
+		CreatedAt: stamp(w.CreatedAt),
+	})
+	if err != nil {
+		return fmt.Errorf("create workspace %s: %w", w.ID, err)
+	}
+	return nil
+}
+
+// Workspace reads a workspace. A missing one is auth.ErrNotFound, so that
+// Store is an auth.Directory.
+func (s *Store) Workspace(ctx context.Context, id string) (auth.Workspace, error) {
+	var it workspaceItem
+	if err := s.get(ctx, workspacePK(id), "WS", &it); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return auth.Workspace{}, auth.ErrNotFound
+		}
+		return auth.Workspace{}, err
+	}
+	created, _ := job.ParseTime(it.CreatedAt)
+	return auth.Workspace{
+		ID: it.WorkspaceID, Name: it.Name, APIEnabled: it.APIEnabled,
+		MaxConcurrent: it.MaxConcurrent, MaxRunning: it.MaxRunning, CreatedAt: created.Time,
+	}, nil
+}
+
+// SetAPIEnabled switches API access of an existing workspace.
+func (s *Store) SetAPIEnabled(ctx context.Context, id string, enabled bool) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(workspacePK(id), "WS"),
+		UpdateExpression:          aws.String("SET api_enabled = :on"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":on": &types.AttributeValueMemberBOOL{Value: enabled}},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// CreateToken stores a token's hash twice in one transaction: under the hash
+// for authentication, and under the workspace for revocation by id. The
+// workspace must exist.
+func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
+	byHash := tokenItem{PK: tokenPK(t.Hash), SK: "TOKEN", TokenID: t.ID, WorkspaceID: t.WorkspaceID,
+		Name: t.Name, Hash: t.Hash, CreatedAt: stamp(t.CreatedAt)}
+	byID := byHash
+	byID.PK, byID.SK = workspacePK(t.WorkspaceID), "TOKEN#"+t.ID
+	a, err := attributevalue.MarshalMap(byHash)
+	if err != nil {
+		return err
+	}
+	b, err := attributevalue.MarshalMap(byID)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.table), Key: key(workspacePK(t.WorkspaceID), "WS"),
+			ConditionExpression: aws.String("attribute_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(s.table), Item: a, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(s.table), Item: b, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+	}})
+	if reason := cancelReason(err, 0); reason == "ConditionalCheckFailed" {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("create token: %w", err)
+	}
+	return nil
+}
+
+// TokenByHash reads the token with this hash; a missing one is auth.ErrNotFound.
+func (s *Store) TokenByHash(ctx context.Context, hash string) (auth.Token, error) {
+	var it tokenItem
+	if err := s.get(ctx, tokenPK(hash), "TOKEN", &it); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return auth.Token{}, auth.ErrNotFound
+		}
+		return auth.Token{}, err
+	}
+	return it.token(), nil
+}
+
+func (it tokenItem) token() auth.Token {
+	created, _ := job.ParseTime(it.CreatedAt)
+	t := auth.Token{ID: it.TokenID, WorkspaceID: it.WorkspaceID, Name: it.Name, Hash: it.Hash, CreatedAt: created.Time}
+	if it.RevokedAt != "" {
+		r, _ := job.ParseTime(it.RevokedAt)
+		t.RevokedAt = &r.Time
+	}
+	return t
+}
+
+// RevokeToken marks a workspace's token revoked in both its items. Revoking a
+// revoked token keeps the first revocation time.
+func (s *Store) RevokeToken(ctx context.Context, ws, tokenID string, at time.Time) error {
+	var it tokenItem
+	if err := s.get(ctx, workspacePK(ws), "TOKEN#"+tokenID, &it); err != nil {
+		return fmt.Errorf("revoke token %s: %w", tokenID, err)
+	}
+	if it.RevokedAt != "" {
+		return nil
+	}
+	update := func(pk, sk string) types.TransactWriteItem {
+		return types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(s.table), Key: key(pk, sk),
+			UpdateExpression:          aws.String("SET revoked_at = if_not_exists(revoked_at, :at)"),
+			ConditionExpression:       aws.String("attribute_exists(PK)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(stamp(at))},
+		}}
+	}
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		update(tokenPK(it.Hash), "TOKEN"), update(workspacePK(ws), "TOKEN#"+tokenID),
+	}})
+	if err != nil {
+		return fmt.Errorf("revoke token %s: %w", tokenID, err)
+	}
+	return nil
+}
+
+// ErrPaymentConflict is returned when a payment id is used again with
+// another amount.
+var ErrPaymentConflict = errors.New("store: payment id already used with another amount")
+
+// TopUp adds a payment to a workspace's available balance, once per payment
+// id: a repeated call with the same id and amount changes nothing.
+func (s *Store) TopUp(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time) (billing.Balance, error) {
+	when := stamp(at)
+	payment, err := attributevalue.MarshalMap(map[string]any{
+		"PK": workspacePK(ws), "SK": "PAYMENT#" + paymentID,
+		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": when,
+	})
+	if err != nil {
+		return billing.Balance{}, err
+	}
+	ledger, err := attributevalue.MarshalMap(map[string]any{
+		"PK": workspacePK(ws), "SK": "LEDGER#" + when + "#topup#" + paymentID,
+		"kind": "topup", "amount_micros": int64(amount), "payment_id": paymentID, "created_at": when,
+	})
+	if err != nil {
+		return billing.Balance{}, err
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName: aws.String(s.table), Key: key(workspacePK(ws), "WS"),
+			UpdateExpression:          aws.String("ADD available_micros :amount"),
+			ConditionExpression:       aws.String("attribute_exists(PK)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":amount": &types.AttributeValueMemberN{Value: fmt.Sprint(int64(amount))}},
+		}},
+		{Put: &types.Put{TableName: aws.String(s.table), Item: payment, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(s.table), Item: ledger}},
+	}})
+	switch {
+	case cancelReason(err, 0) == "ConditionalCheckFailed":
+		return billing.Balance{}, ErrNotFound
+	case cancelReason(err, 1) == "ConditionalCheckFailed":
+		var prior struct {
+			Amount int64 `dynamodbav:"amount_micros"`
+		}
+		if err := s.get(ctx, workspacePK(ws), "PAYMENT#"+paymentID, &prior); err != nil {
+			return billing.Balance{}, err
+		}
+		if billing.Micros(prior.Amount) != amount {
+			return billing.Balance{}, ErrPaymentConflict
+		}
+	case err != nil:
+		return billing.Balance{}, fmt.Errorf("top up %s: %w", ws, err)
+	}
+	return s.Balance(ctx, ws)
+}
+
+// Balance reads a workspace's balance.
+func (s *Store) Balance(ctx context.Context, ws string) (billing.Balance, error) {
+	var it workspaceItem
+	if err := s.get(ctx, workspacePK(ws), "WS", &it); err != nil {
+		return billing.Balance{}, err
+	}
+	return billing.Balance{Available: billing.Micros(it.Available), Reserved: billing.Micros(it.Reserved), Spent: billing.Micros(it.Spent)}, nil
+}
+
+// cancelReason is the cancellation code of item i of a cancelled
+// transaction, or "" when err is something else.
+func cancelReason(err error, i int) string {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || i >= len(tce.CancellationReasons) {
+		return ""
+	}
+	return aws.ToString(tce.CancellationReasons[i].Code)
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ErrNotFound is returned for a missing item.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrExists is returned when a create meets an item that is already there.
+var ErrExists = errors.New("store: already exists")
+
+// Store reads and writes the service's table.
+type Store struct {
+	db    *dynamodb.Client
+	table string
+	// pageSize caps the items of one Query call. Zero leaves it to DynamoDB
+	// (1 MB pages); tests set it small to exercise the page-following.
+	pageSize int32
+}
+
+// New returns a Store on the table named table. It does no I/O.
+func New(db *dynamodb.Client, table string) *Store {
+	return &Store{db: db, table: table}
+}
+
+// Table is the name of the table s works on.
+func (s *Store) Table() string { return s.table }
+
+// key builds a primary key.
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: pk},
+		"SK": &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+// get reads one item strongly consistently into out.
+func (s *Store) get(ctx context.Context, pk, sk string, out any) error {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            key(pk, sk),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return fmt.Errorf("get %s/%s: %w", pk, sk, err)
+	}
+	if res.Item == nil {
+		return ErrNotFound
+	}
+	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+		return fmt.Errorf("decode %s/%s: %w", pk, sk, err)
+	}
+	return nil
+}
+
+// putNew writes an item that must not exist yet.
+func (s *Store) putNew(ctx context.Context, item any) error {
+	av, err := attributevalue.MarshalMap(item)
+	if err != nil {
+		return fmt.Errorf("encode item: %w", err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                av,
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return ErrExists
+	}
+	return err
+}
