@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -207,3 +208,28 @@ func (j *Job) Record() Record {
 	}
 	return r
 }
+
+// Query selects a workspace's jobs, newest first.
+type Query struct {
+	Status Status // empty: any
+	Limit  int    // 1..MaxListLimit
+	Cursor string // a previous page's NextCursor; empty for the first page
+}
+
+// Page is one page of a job list.
+type Page struct {
+	Jobs       []*Job
+	NextCursor string // empty on the last page
+}
+
+// Bounds of a job list page (API-DECISIONS 2).
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// Errors of job storage that callers act on.
+var (
+	ErrNotFound  = errors.New("job not found")
+	ErrBadCursor = errors.New("cursor is not valid for this query")
+)

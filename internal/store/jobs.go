@@ -120,28 +120,13 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) error {
 // caller checks ownership.
 func (s *Store) Job(ctx context.Context, id string) (*job.Job, error) {
 	var it jobItem
-	if err := s.get(ctx, jobPK(id), "JOB", &it); err != nil {
+	if err := s.get(ctx, jobPK(id), "JOB", &it); errors.Is(err, ErrNotFound) {
+		return nil, job.ErrNotFound
+	} else if err != nil {
 		return nil, err
 	}
 	return it.toJob()
 }
-
-// JobQuery selects a workspace's jobs, newest first.
-type JobQuery struct {
-	Status job.Status // empty: any
-	Limit  int        // 1..1000
-	Cursor string     // from a previous page's NextCursor; empty for the first page
-}
-
-// JobPage is one page of a job list.
-type JobPage struct {
-	Jobs       []*job.Job
-	NextCursor string // empty on the last page
-}
-
-// ErrBadCursor is returned for a cursor that is malformed or was made for
-// another workspace or query.
-var ErrBadCursor = errors.New("store: cursor is not valid for this query")
 
 type cursor struct {
 	After string `json:"a"` // GSI1SK of the last job returned
@@ -156,15 +141,15 @@ func queryBinding(ws string, st job.Status) string {
 func decodeCursor(text, ws string, st job.Status) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(text)
 	if err != nil {
-		return "", ErrBadCursor
+		return "", job.ErrBadCursor
 	}
 	var c cursor
 	if err := json.Unmarshal(b, &c); err != nil || c.Query != queryBinding(ws, st) {
-		return "", ErrBadCursor
+		return "", job.ErrBadCursor
 	}
 	created, id, ok := strings.Cut(c.After, "#")
 	if _, err := job.ParseTime(created); !ok || err != nil || !job.ValidID(id) {
-		return "", ErrBadCursor
+		return "", job.ErrBadCursor
 	}
 	return c.After, nil
 }
@@ -177,12 +162,12 @@ func encodeCursor(after, ws string, st job.Status) string {
 // ListJobs returns up to q.Limit jobs of workspace ws, newest first. It
 // follows DynamoDB's pages (1 MB each, fewer after a status filter) until the
 // limit is met or the jobs run out.
-func (s *Store) ListJobs(ctx context.Context, ws string, q JobQuery) (JobPage, error) {
+func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page, error) {
 	var after string
 	if q.Cursor != "" {
 		var err error
 		if after, err = decodeCursor(q.Cursor, ws, q.Status); err != nil {
-			return JobPage{}, err
+			return job.Page{}, err
 		}
 	}
 	in := &dynamodb.QueryInput{
@@ -201,7 +186,7 @@ func (s *Store) ListJobs(ctx context.Context, ws string, q JobQuery) (JobPage, e
 		in.ExpressionAttributeNames = map[string]string{"#status": "status"}
 		in.ExpressionAttributeValues[":status"] = str(string(q.Status))
 	}
-	var page JobPage
+	var page job.Page
 	var last string
 	for {
 		// Without a filter, asking for exactly what is missing saves reads.
@@ -214,16 +199,16 @@ func (s *Store) ListJobs(ctx context.Context, ws string, q JobQuery) (JobPage, e
 		}
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
-			return JobPage{}, fmt.Errorf("list jobs of %s: %w", ws, err)
+			return job.Page{}, fmt.Errorf("list jobs of %s: %w", ws, err)
 		}
 		for i, item := range out.Items {
 			var it jobItem
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-				return JobPage{}, fmt.Errorf("decode job: %w", err)
+				return job.Page{}, fmt.Errorf("decode job: %w", err)
 			}
 			j, err := it.toJob()
 			if err != nil {
-				return JobPage{}, err
+				return job.Page{}, err
 			}
 			page.Jobs = append(page.Jobs, j)
 			last = it.GSI1SK

@@ -1,0 +1,6 @@
+// Command generate is the Generate Lambda function; internal/app wires it.
+package main
+
+import "genjobs/internal/app"
+
+func main() { app.StartHTTP("generate", app.Generate) }

@@ -1,0 +1,6 @@
+// Command jobs is the Jobs Lambda function; internal/app wires it.
+package main
+
+import "genjobs/internal/app"
+
+func main() { app.StartHTTP("jobs", app.Jobs) }

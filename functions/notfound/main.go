@@ -1,0 +1,6 @@
+// Command notfound is the NotFound Lambda function; internal/app wires it.
+package main
+
+import "genjobs/internal/app"
+
+func main() { app.StartHTTP("notfound", app.NotFound) }

@@ -1,0 +1,6 @@
+// Command openapi is the OpenAPI Lambda function; internal/app wires it.
+package main
+
+import "genjobs/internal/app"
+
+func main() { app.StartHTTP("openapi", app.OpenAPI) }

@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"genjobs/internal/catalog"
+	"genjobs/internal/clock"
+	"genjobs/internal/job"
+)
+
+// JobCreator stores a new job.
+type JobCreator interface {
+	CreateJob(ctx context.Context, j *job.Job) error
+}
+
+// Enqueuer hands a stored job to the workers.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, jobID string) error
+}
+
+// Generate serves POST /generate/{kind}/{vendor}/{model}.
+type Generate struct {
+	Auth    Authenticator
+	Catalog *catalog.Catalog
+	Jobs    JobCreator
+	Queue   Enqueuer
+	Clock   clock.Clock
+	// AllowHTTPWebhooks accepts http:// webhook URLs: only where private
+	// destinations are allowed (local development).
+	AllowHTTPWebhooks bool
+}
+
+// MaxWebhookURLLength bounds X-Webhook-URL (API-DECISIONS 4).
+const MaxWebhookURLLength = 2048
+
+// Routes is the generate function's router.
+func (g *Generate) Routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /generate/{kind}/{vendor}/{model}", g.create)
+	mux.Handle("/", NotFound())
+	return mux
+}
+
+func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
+	p, ok := authenticate(g.Auth, w, r)
+	if !ok {
+		return
+	}
+	ep, ok := g.Catalog.Lookup(r.PathValue("kind"), r.PathValue("vendor"), r.PathValue("model"))
+	if !ok {
+		writeError(w, http.StatusNotFound, msgNotFound)
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusBadRequest, invalidBodyPrefix+"Content-Type must be application/json")
+		return
+	}
+	// One byte over the cap is enough for Decode to refuse the body.
+	body, err := io.ReadAll(io.LimitReader(r.Body, catalog.MaxBodyBytes+1))
+	if err != nil {
+		internalError(w, r, "read body", err)
+		return
+	}
+	now := g.Clock.Now()
+	req, err := ep.Decode(body, now)
+	var invalid *catalog.InvalidError
+	if errors.As(err, &invalid) {
+		writeError(w, http.StatusBadRequest, invalid.Error())
+		return
+	}
+	if err != nil {
+		internalError(w, r, "decode request", err)
+		return
+	}
+	webhook, err := webhookURL(r.Header, g.AllowHTTPWebhooks)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, invalidHeaderPrefix+err.Error())
+		return
+	}
+
+	j := &job.Job{
+		ID:          job.NewID(now),
+		WorkspaceID: p.WorkspaceID,
+		Status:      job.Queued,
+		CreatedAt:   now,
+		Endpoint:    ep.Path(),
+		Request:     req.JSON(),
+		WebhookURL:  webhook,
+	}
+	if err := g.Jobs.CreateJob(r.Context(), j); err != nil {
+		internalError(w, r, "create job", err)
+		return
+	}
+	log := logger(r.Context()).With("job_id", j.ID, "workspace_id", j.WorkspaceID)
+	if err := g.Queue.Enqueue(r.Context(), j.ID); err != nil {
+		// The job is durable; the sweeper enqueues queued jobs that have no
+		// message, so the client still gets its job.
+		log.Error("enqueue failed; left for the sweeper", "error", err.Error())
+	}
+	log.Info("job created", "endpoint", j.Endpoint)
+	setDeprecationHeaders(w.Header(), req.Deprecations)
+	writeJSON(w, http.StatusOK, j.Record())
+}
+
+// setDeprecationHeaders tells a client that used a deprecated alias when it
+// was deprecated (RFC 9745) and when it stops working (RFC 8594).
+func setDeprecationHeaders(h http.Header, ds []catalog.Deprecation) {
+	if len(ds) == 0 {
+		return
+	}
+	deprecated, sunset := ds[0].Deprecated, ds[0].Sunset
+	for _, d := range ds[1:] {
+		if d.Deprecated.Before(deprecated) {
+			deprecated = d.Deprecated
+		}
+		if d.Sunset.Before(sunset) {
+			sunset = d.Sunset
+		}
+	}
+	h.Set("Deprecation", "@"+strconv.FormatInt(deprecated.Unix(), 10))
+	h.Set("Sunset", sunset.UTC().Format(http.TimeFormat))
+}
+
+// webhookURL reads X-Webhook-URL. The api-proxy splits multi-value headers
+// at commas, so its parts are joined back: a URL may contain commas.
+func webhookURL(h http.Header, allowHTTP bool) (string, error) {
+	raw := strings.Join(h.Values("X-Webhook-URL"), ",")
+	if raw == "" {
+		return "", nil
+	}
+	if len(raw) > MaxWebhookURLLength {
+		return "", errors.New("X-Webhook-URL must be at most 2048 characters")
+	}
+	u, err := url.Parse(raw)
+	schemeOK := u != nil && (u.Scheme == "https" || allowHTTP && u.Scheme == "http")
+	if err != nil || !schemeOK || u.Host == "" || u.Hostname() == "" || u.Opaque != "" {
+		if allowHTTP {
+			return "", errors.New("X-Webhook-URL must be an absolute http:// or https:// URL")
+		}
+		return "", errors.New("X-Webhook-URL must be an absolute https:// URL")
+	}
+	if u.User != nil {
+		return "", errors.New("X-Webhook-URL must not contain user info")
+	}
+	if strings.ContainsAny(raw, " \t\r\n") {
+		return "", errors.New("X-Webhook-URL must not contain white space")
+	}
+	return u.String(), nil
+}

@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"net/http"
+	"sync"
+)
+
+// OpenAPI serves the public OpenAPI document. With a configured base URL the
+// document is built once, at init; without one, once per domain the API is
+// reached at (the execute-api domain or a custom domain), since the template
+// cannot pass the API's own URL to its functions.
+func OpenAPI(build func(baseURL string) ([]byte, error), baseURL string) (*http.ServeMux, error) {
+	var docs sync.Map // base URL -> []byte
+	if baseURL != "" {
+		doc, err := build(baseURL)
+		if err != nil {
+			return nil, err
+		}
+		docs.Store(baseURL, doc)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		base := baseURL
+		if base == "" {
+			base = "https://" + r.Host
+		}
+		doc, ok := docs.Load(base)
+		if !ok {
+			b, err := build(base)
+			if err != nil {
+				internalError(w, r, "build OpenAPI document", err)
+				return
+			}
+			doc, _ = docs.LoadOrStore(base, b)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(doc.([]byte))
+	})
+	mux.Handle("/", NotFound())
+	return mux, nil
+}

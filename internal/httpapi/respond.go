@@ -1,0 +1,116 @@
+// Package httpapi holds the HTTP handlers of the API functions: plain
+// net/http, wrapped for Lambda by the api-proxy. Handlers decode, call the
+// domain and the adapters, and map errors to status codes; a client mistake
+// is always an answer, never a Lambda error.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+)
+
+// Fixed client-facing texts (API-DECISIONS 2-4).
+const (
+	msgNotFound         = "Not found."
+	msgJobNotFound      = "Job not found."
+	msgUnauthenticated  = "You are not authenticated."
+	msgAPIDisabled      = "API access is not enabled for this workspace."
+	msgInternal         = "Internal server error."
+	invalidBodyPrefix   = "The request body is invalid: "
+	invalidQueryPrefix  = "The query is invalid: "
+	invalidHeaderPrefix = "The request headers are invalid: "
+)
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"`+msgInternal+`"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Error: msg})
+}
+
+// internalError logs err with the request's id and answers a fixed text: no
+// AWS or Go error string ever reaches the client.
+func internalError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	logger(r.Context()).Error(what, "error", err.Error())
+	writeError(w, http.StatusInternalServerError, msgInternal)
+}
+
+type ctxKey struct{}
+
+// logger is the request's logger, carrying its request id.
+func logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(ctxKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+// requestID is API Gateway's id of the request, so that a log line can be
+// matched with what the client saw in the apigw-requestid header.
+func requestID(r *http.Request) string {
+	if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && rc.RequestID != "" {
+		return rc.RequestID
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Middleware gives every request a logger with its id, logs one line per
+// request, and turns a panic into a logged 500 so a handler never crashes
+// the function.
+func Middleware(base *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		l := base.With("request_id", requestID(r))
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, l))
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				l.Error("panic", "panic", slog.AnyValue(p).String(), "method", r.Method, "path", r.URL.Path)
+				if rec.status == 0 {
+					writeError(rec, http.StatusInternalServerError, msgInternal)
+				}
+			}
+			l.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+				"duration_ms", float64(time.Since(start).Microseconds())/1000)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// NotFound answers every request with 404 {"error":"Not found."}: the
+// $default route, and unknown paths inside a function.
+func NotFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, msgNotFound)
+	})
+}
