@@ -1,0 +1,83 @@
+# Generation job service. `make run` serves the API locally, `make test` runs
+# every check a fresh machine can run; both install what they need.
+SHELL := /bin/bash
+GO ?= go
+LOCAL := $(CURDIR)/.local
+TOOLS := $(LOCAL)/bin
+STATICCHECK_VERSION := v0.8.2
+REDOCLY_VERSION := 2.11.1
+FUZZTIME ?= 20s
+
+# The deployed build: linux/arm64, no RPC shim, no paths, no symbols.
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+FUNCTIONS := generate jobs openapi notfound
+
+.PHONY: run test lint vet staticcheck unit fuzz openapi-lint bench build invoke reset deploy clean
+
+run:
+	$(GO) run ./infra/local
+
+test: lint unit fuzz openapi-lint
+
+lint: vet staticcheck
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+staticcheck: $(TOOLS)/staticcheck
+	$(TOOLS)/staticcheck ./...
+
+# One pair of emulators for the whole run; every test makes its own table and queue.
+unit:
+	$(GO) run ./infra/local exec -- $(GO) test -race -count=1 ./...
+
+# A bounded fuzz run of the generation request decoder.
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./internal/catalog
+
+openapi-lint:
+	@mkdir -p $(LOCAL)
+	$(GO) run ./infra/local openapi > $(LOCAL)/openapi.json
+	cd infra/lint && npm ci --no-audit --no-fund --silent && npx --no-install redocly lint --extends recommended $(LOCAL)/openapi.json
+
+bench:
+	$(GO) run ./infra/bench
+
+# `make invoke FN=generate EVENT=events/generate-valid.json` runs one function's
+# handler on one event against the local stack (`make run` must be up).
+invoke:
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<function> EVENT=<file>"; exit 2; }
+	$(GO) run ./infra/local invoke $(FN) $(EVENT)
+
+build:
+	@for fn in $(FUNCTIONS); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o bin/$$fn/bootstrap ./functions/$$fn || exit 1; \
+	done
+
+reset:
+	rm -rf $(LOCAL)
+
+deploy:
+	sam build && sam deploy --guided
+
+clean:
+	rm -rf bin .aws-sam
+
+# sam build (BuildMethod: makefile) calls build-<LogicalId> with ARTIFACTS_DIR set.
+define lambda_build
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/$(1)
+endef
+
+build-GenerateFunction:
+	$(call lambda_build,generate)
+build-JobsFunction:
+	$(call lambda_build,jobs)
+build-OpenAPIFunction:
+	$(call lambda_build,openapi)
+build-NotFoundFunction:
+	$(call lambda_build,notfound)
