@@ -1,0 +1,159 @@
+// Package testenv gives tests real AWS emulators: DynamoDB Local and fauxqs.
+//
+// A package using it declares
+//
+//	func TestMain(m *testing.M) { testenv.Main(m) }
+//
+// Under `go run ./infra/local exec -- go test ./...` all test binaries share
+// the emulators named by GENJOBS_TEST_DYNAMODB_ENDPOINT and
+// GENJOBS_TEST_SQS_ENDPOINT; without them, each test binary starts its own
+// (so `go test ./internal/store` works alone, a couple of seconds slower).
+// Tests never skip for want of emulators: they fail.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"genjobs/infra/local/emulator"
+)
+
+// Environment variables set by `go run ./infra/local exec`.
+const (
+	DynamoDBEndpointEnv = "GENJOBS_TEST_DYNAMODB_ENDPOINT"
+	SQSEndpointEnv      = "GENJOBS_TEST_SQS_ENDPOINT"
+)
+
+// endpoints are set once by Main, before any test runs.
+var endpoints struct{ dynamodb, sqs string }
+
+// Main runs the tests against the emulators and exits; call it from TestMain.
+func Main(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ddb, sq := os.Getenv(DynamoDBEndpointEnv), os.Getenv(SQSEndpointEnv)
+	if (ddb == "") != (sq == "") {
+		fmt.Fprintf(os.Stderr, "testenv: set both %s and %s, or neither\n", DynamoDBEndpointEnv, SQSEndpointEnv)
+		return 2
+	}
+	if ddb == "" {
+		stack, err := startOwn()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: cannot start the local emulators: %v\n", err)
+			return 2
+		}
+		defer func() {
+			if err := stack.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "testenv:", err)
+			}
+		}()
+		ddb, sq = stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint()
+	}
+	endpoints.dynamodb, endpoints.sqs = ddb, sq
+	return m.Run()
+}
+
+// startOwn starts in-memory emulators for this test binary alone.
+func startOwn() (*emulator.Stack, error) {
+	root, err := emulator.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	// A cold install fetches ~100 MB; later runs only start the emulators.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// Named after the test binary, e.g. .local/logs/test-store-dynamodb.log.
+	name := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	return emulator.StartStack(ctx, emulator.StackOptions{
+		RepoRoot:  root,
+		LogPrefix: "test-" + name + "-",
+	})
+}
+
+// DynamoDBEndpoint is the DynamoDB Local endpoint the tests use.
+func DynamoDBEndpoint() string { return endpoints.dynamodb }
+
+// SQSEndpoint is the fauxqs endpoint the tests use (SQS, and S3 path-style).
+func SQSEndpoint() string { return endpoints.sqs }
+
+func mustHaveMain(t testing.TB) {
+	t.Helper()
+	if endpoints.dynamodb == "" || endpoints.sqs == "" {
+		t.Fatal("testenv: no emulators; the package needs func TestMain(m *testing.M) { testenv.Main(m) }")
+	}
+}
+
+// DynamoDB returns a client for the tests' DynamoDB Local.
+func DynamoDB(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	mustHaveMain(t)
+	return emulator.DynamoDBClient(endpoints.dynamodb)
+}
+
+// SQS returns a client for the tests' fauxqs.
+func SQS(t testing.TB) *sqs.Client {
+	t.Helper()
+	mustHaveMain(t)
+	return emulator.SQSClient(endpoints.sqs)
+}
+
+// UniqueName returns a fresh name for a table or queue of this test:
+// prefix, the test's name and a random suffix, letters, digits, '-' and '_'
+// only, at most 75 characters so that ".fifo" still fits an SQS name.
+// Emulators are shared by all test binaries of a run, so names must never
+// repeat.
+func UniqueName(t testing.TB, prefix string) string {
+	t.Helper()
+	if prefix == "" {
+		prefix = "t"
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return clean(prefix, 16) + "-" + clean(t.Name(), 44) + "-" + hex.EncodeToString(b[:])
+}
+
+// clean keeps [A-Za-z0-9_-], turning anything else into '_', within max bytes.
+func clean(s string, max int) string {
+	out := []byte(s)
+	for i, c := range out {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			out[i] = '_'
+		}
+	}
+	if len(out) > max {
+		out = out[:max]
+	}
+	return string(out)
+}
+
+// NewQueue creates a fresh standard queue on fauxqs, deleted when the test
+// ends, and returns its URL.
+func NewQueue(t testing.TB) (url string) {
+	t.Helper()
+	client := SQS(t)
+	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(UniqueName(t, "q"))})
+	if err != nil {
+		t.Fatalf("testenv: create queue: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}); err != nil {
+			t.Errorf("testenv: delete queue %s: %v", *out.QueueUrl, err)
+		}
+	})
+	return *out.QueueUrl
+}
