@@ -1,0 +1,228 @@
+// Package catalog knows the seven generation endpoints of the API (spec 4.1 to
+// 4.7): their paths, their request schemas and how a request body becomes the
+// validated, defaulted parameters of a job. It imports no AWS package.
+//
+// Each endpoint's request schema is one embedded JSON Schema file
+// (schemas/<model>.json), written so it means the same under draft-07 (what
+// gojsonschema validates here) and JSON Schema 2020-12 (what the OpenAPI 3.1
+// document shows). The same file validates requests, supplies defaults and is
+// published, so the three cannot drift apart.
+package catalog
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xeipuuv/gojsonschema"
+)
+
+//go:embed schemas/*.json
+var schemaFiles embed.FS
+
+// Catalog holds every generation endpoint with its compiled schema. Build it
+// once (at Lambda init) with New; it is safe for concurrent use.
+type Catalog struct {
+	endpoints []*Endpoint
+	byPath    map[string]*Endpoint
+}
+
+// Endpoint is one generation endpoint: POST /generate/{Kind}/{Vendor}/{Model}.
+type Endpoint struct {
+	Kind        string // enhance, image, video, 3d
+	Vendor      string
+	Model       string
+	Tag         string // the spec's endpoint group, used as the OpenAPI tag
+	Summary     string
+	Description string
+	OperationID string
+
+	schemaJSON json.RawMessage // as published: no $schema
+	schema     *gojsonschema.Schema
+	props      map[string]*node
+	deprecated []Deprecation        // sorted by Field
+	derive     func(map[string]any) // fills defaults that depend on other fields
+	check      func(map[string]any, namer) string
+}
+
+// Path is the endpoint's route, e.g. /generate/enhance/vendor-a/standard-enhance.
+func (e *Endpoint) Path() string {
+	return "/generate/" + e.Kind + "/" + e.Vendor + "/" + e.Model
+}
+
+// Schema is the request body's JSON Schema as the OpenAPI document shows it.
+// The caller owns the returned bytes.
+func (e *Endpoint) Schema() json.RawMessage { return slices.Clone(e.schemaJSON) }
+
+// Deprecations lists the deprecated fields the endpoint still knows (spec 9):
+// aliases with their Replacement, and ignored fields with none.
+func (e *Endpoint) Deprecations() []Deprecation {
+	return slices.Clone(e.deprecated)
+}
+
+// endpoints is the spec's order, 4.1 to 4.7.
+func endpoints() []*Endpoint {
+	return []*Endpoint{
+		{
+			Kind: "enhance", Vendor: "vendor-a", Model: "standard-enhance",
+			Tag: "Image Enhance", Summary: "Standard Enhance", OperationID: "generateStandardEnhance",
+			Description: "Faithful image upscaler for photos; output up to 22K resolution.",
+			deprecated:  aliases("imageUrl"),
+			check:       checkOutputPixels,
+		},
+		{
+			Kind: "video", Vendor: "vendor-b", Model: "model-b-fast",
+			Tag: "Video", Summary: "Model B Fast", OperationID: "generateModelBFast",
+			Description: "Faster video model with native audio, reference inputs and frame animation. Adds prompt enhancement and upscaling beyond the base model.",
+			deprecated: append(aliases("startImage", "aspectRatio", "endImage",
+				"referenceImages", "referenceVideos", "referenceAudios"), generateAudio),
+		},
+		{
+			Kind: "video", Vendor: "vendor-c", Model: "model-c",
+			Tag: "Video", Summary: "Model C", OperationID: "generateModelC",
+			Description: "Frontier video model with native text-to-video.",
+			deprecated:  aliases("startImage", "aspectRatio"),
+		},
+		{
+			Kind: "video", Vendor: "vendor-d", Model: "model-d-flash-1.1",
+			Tag: "Video", Summary: "Model D Flash 1.1", OperationID: "generateModelDFlash11",
+			Description: "Multimodal video with native audio.",
+			deprecated:  aliases("startImage", "aspectRatio", "referenceImages", "referenceVideos"),
+		},
+		{
+			Kind: "image", Vendor: "vendor-b", Model: "model-e-4",
+			Tag: "Image", Summary: "Model E 4", OperationID: "generateModelE4",
+			Description: "High quality image model for photorealism and text rendering.",
+			deprecated:  aliases("styleImages"),
+		},
+		{
+			Kind: "video", Vendor: "vendor-f", Model: "model-f-2.2",
+			Tag: "Video", Summary: "Model F 2.2", OperationID: "generateModelF22",
+			Description: "Fast, lower-quality video model.",
+			deprecated:  aliases("startImage", "aspectRatio"),
+			check:       checkAspectRatio,
+		},
+		{
+			Kind: "3d", Vendor: "vendor-g", Model: "model-g-3.1-rapid",
+			Tag: "3D", Summary: "Model G 3.1 Rapid", OperationID: "generateModelG31Rapid",
+			Description: "Fast, inexpensive tier of a 3D model for text-to-3D or image-to-3D. An empty JSON object is an acceptable body.",
+			derive:      deriveMode,
+			check:       checkMode,
+		},
+	}
+}
+
+var registerFormats sync.Once
+
+// New compiles every endpoint's schema. Call it once, at init: compiling is
+// the expensive part, decoding with a compiled schema is cheap.
+func New() (*Catalog, error) {
+	registerFormats.Do(func() {
+		for name, f := range refFormats {
+			gojsonschema.FormatCheckers.Add(name, f)
+		}
+	})
+	c := &Catalog{byPath: map[string]*Endpoint{}}
+	for _, e := range endpoints() {
+		if err := e.compile(); err != nil {
+			return nil, fmt.Errorf("catalog: schema of %s: %w", e.Model, err)
+		}
+		c.endpoints = append(c.endpoints, e)
+		c.byPath[e.Path()] = e
+	}
+	return c, nil
+}
+
+func (e *Endpoint) compile() error {
+	raw, err := schemaFiles.ReadFile("schemas/" + e.Model + ".json")
+	if err != nil {
+		return err
+	}
+	loader := gojsonschema.NewSchemaLoader()
+	loader.Draft = gojsonschema.Draft7
+	loader.AutoDetect = false
+	if e.schema, err = loader.Compile(gojsonschema.NewBytesLoader(raw)); err != nil {
+		return err
+	}
+	var root node
+	if err := json.Unmarshal(raw, &root); err != nil {
+		return err
+	}
+	e.props = root.Properties
+	for name, p := range e.props {
+		if p.Format != "" && refFormats[p.Format] == nil || p.Items != nil && p.Items.Format != "" && refFormats[p.Items.Format] == nil {
+			return fmt.Errorf("property %s: unknown format", name)
+		}
+		var v any
+		if p.Default != nil && json.Unmarshal(p.Default, &v) != nil {
+			return fmt.Errorf("property %s: default is not JSON", name)
+		}
+	}
+	slices.SortFunc(e.deprecated, func(a, b Deprecation) int { return strings.Compare(a.Field, b.Field) })
+	for _, d := range e.deprecated {
+		if d.Replacement != "" && e.props[d.Replacement] == nil {
+			return fmt.Errorf("alias %s: no property %s", d.Field, d.Replacement)
+		}
+	}
+	var published map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &published); err != nil {
+		return err
+	}
+	delete(published, "$schema")
+	delete(published, "$id")
+	e.schemaJSON, err = json.Marshal(published)
+	return err
+}
+
+// Lookup finds the endpoint at /generate/{kind}/{vendor}/{model}.
+func (c *Catalog) Lookup(kind, vendor, model string) (*Endpoint, bool) {
+	e, ok := c.byPath["/generate/"+kind+"/"+vendor+"/"+model]
+	return e, ok
+}
+
+// Endpoints lists every endpoint in the spec's order (4.1 to 4.7).
+func (c *Catalog) Endpoints() []*Endpoint { return slices.Clone(c.endpoints) }
+
+// node is the part of a property's schema that error messages and defaults
+// need. gojsonschema validates; node only explains.
+type node struct {
+	Type       json.RawMessage  `json:"type"` // a name or a list of names
+	Minimum    *json.Number     `json:"minimum"`
+	Maximum    *json.Number     `json:"maximum"`
+	MinLength  *int             `json:"minLength"`
+	MaxLength  *int             `json:"maxLength"`
+	MinItems   *int             `json:"minItems"`
+	MaxItems   *int             `json:"maxItems"`
+	Enum       []any            `json:"enum"`
+	Format     string           `json:"format"`
+	Default    json.RawMessage  `json:"default"`
+	Items      *node            `json:"items"`
+	Properties map[string]*node `json:"properties"`
+}
+
+// types lists the node's type names.
+func (n *node) types() []string {
+	if n == nil || len(n.Type) == 0 {
+		return nil
+	}
+	var one string
+	if json.Unmarshal(n.Type, &one) == nil {
+		return []string{one}
+	}
+	var many []string
+	_ = json.Unmarshal(n.Type, &many)
+	return many
+}
+
+// Deprecation is one deprecated field a request used, for the response's
+// Deprecation (RFC 9745) and Sunset (RFC 8594) headers.
+type Deprecation struct {
+	Field       string    // as the client wrote it, e.g. imageUrl
+	Replacement string    // e.g. image_url; empty for a field that is only ignored
+	Deprecated  time.Time // when it was deprecated
+	Sunset      time.Time // from this instant on it is refused
+}
