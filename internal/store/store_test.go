@@ -1,0 +1,194 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"genjobs/internal/auth"
+	"genjobs/internal/billing"
+	"genjobs/internal/job"
+	"genjobs/internal/store"
+	"genjobs/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var t0 = time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC)
+
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	db := testenv.DynamoDB(t)
+	name := testenv.UniqueName(t, "tbl")
+	if err := store.CreateTable(context.Background(), db, name); err != nil {
+		t.Fatal(err)
+	}
+	return store.New(db, name)
+}
+
+func newJob(ws string, at time.Time) *job.Job {
+	return &job.Job{
+		ID: job.NewID(at), WorkspaceID: ws, Status: job.Queued, CreatedAt: at,
+		Endpoint: "/generate/3d/vendor-g/model-g-3.1-rapid", Request: []byte(`{"prompt":"x"}`),
+		WebhookURL: "https://example.com/hook",
+	}
+}
+
+func TestJobRoundTrip(t *testing.T) {
+	s, ctx := newStore(t), context.Background()
+	j := newJob("ws_a", t0.Add(123*time.Millisecond))
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Job(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != j.ID || got.WorkspaceID != "ws_a" || got.Status != job.Queued || !got.CreatedAt.Equal(j.CreatedAt) ||
+		string(got.Request) != `{"prompt":"x"}` || got.Endpoint != j.Endpoint || got.WebhookURL != j.WebhookURL {
+		t.Errorf("read back %+v; wrote %+v", got, j)
+	}
+	if err := s.CreateJob(ctx, j); !errors.Is(err, store.ErrExists) {
+		t.Errorf("creating the same job twice: %v; want ErrExists", err)
+	}
+	if _, err := s.Job(ctx, job.NewID(t0)); !errors.Is(err, job.ErrNotFound) {
+		t.Errorf("unknown job: %v; want job.ErrNotFound", err)
+	}
+}
+
+func TestListJobsFollowsPagesNewestFirst(t *testing.T) {
+	s, ctx := newStore(t), context.Background()
+	store.SetPageSize(s, 3) // many DynamoDB pages per list page
+	var ids []string
+	for i := 0; i < 11; i++ {
+		j := newJob("ws_a", t0.Add(time.Duration(i)*time.Second))
+		if i%2 == 1 {
+			j.Status = job.Backlogged
+		}
+		if err := s.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	if err := s.CreateJob(ctx, newJob("ws_b", t0.Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+
+	var got []string
+	cursor := ""
+	pages := 0
+	for {
+		page, err := s.ListJobs(ctx, "ws_a", job.Query{Limit: 4, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, j := range page.Jobs {
+			got = append(got, j.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	var want []string
+	for i := len(ids) - 1; i >= 0; i-- {
+		want = append(want, ids[i])
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
+		t.Errorf("listed %d jobs over %d pages:\n%v\nwant newest first over 3 pages:\n%v", len(got), pages, got, want)
+	}
+
+	// A status filter drops items after DynamoDB's limit: pages must still fill up.
+	page, err := s.ListJobs(ctx, "ws_a", job.Query{Limit: 5, Status: job.Backlogged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Jobs) != 5 || page.NextCursor != "" {
+		t.Fatalf("backlogged page: %d jobs, cursor %q; want all 5 and no cursor", len(page.Jobs), page.NextCursor)
+	}
+	for _, j := range page.Jobs {
+		if j.Status != job.Backlogged {
+			t.Errorf("status filter let %s through", j.Status)
+		}
+	}
+}
+
+func TestCursorIsBoundToWorkspaceAndQuery(t *testing.T) {
+	s, ctx := newStore(t), context.Background()
+	for i := 0; i < 3; i++ {
+		if err := s.CreateJob(ctx, newJob("ws_a", t0.Add(time.Duration(i)*time.Second))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.ListJobs(ctx, "ws_a", job.Query{Limit: 1})
+	if err != nil || page.NextCursor == "" {
+		t.Fatalf("first page: %v, cursor %q", err, page.NextCursor)
+	}
+	for name, q := range map[string]struct {
+		ws string
+		q  job.Query
+	}{
+		"other workspace": {"ws_b", job.Query{Limit: 1, Cursor: page.NextCursor}},
+		"other status":    {"ws_a", job.Query{Limit: 1, Cursor: page.NextCursor, Status: job.Queued}},
+		"garbage":         {"ws_a", job.Query{Limit: 1, Cursor: "not-a-cursor"}},
+		"truncated":       {"ws_a", job.Query{Limit: 1, Cursor: page.NextCursor[:len(page.NextCursor)-3]}},
+	} {
+		if _, err := s.ListJobs(ctx, q.ws, q.q); !errors.Is(err, job.ErrBadCursor) {
+			t.Errorf("%s: %v; want ErrBadCursor", name, err)
+		}
+	}
+}
+
+func TestTokensAndRevocation(t *testing.T) {
+	s, ctx := newStore(t), context.Background()
+	if err := s.CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", Name: "A", APIEnabled: true, CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	token, hash := auth.NewToken()
+	if err := s.CreateToken(ctx, auth.Token{ID: "tok_1", WorkspaceID: "ws_a", Name: "ci", Hash: hash, CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateToken(ctx, auth.Token{ID: "tok_2", WorkspaceID: "ws_missing", Hash: "x", CreatedAt: t0}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("token for a missing workspace: %v; want ErrNotFound", err)
+	}
+	a := auth.Authenticator{Dir: s}
+	p, err := a.Authenticate(ctx, "Bearer "+token)
+	if err != nil || p.WorkspaceID != "ws_a" || p.TokenID != "tok_1" {
+		t.Fatalf("Authenticate = %+v, %v", p, err)
+	}
+	if err := s.RevokeToken(ctx, "ws_a", "tok_1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(ctx, "Bearer "+token); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Errorf("revoked token: %v; want ErrUnauthenticated", err)
+	}
+	if err := s.RevokeToken(ctx, "ws_b", "tok_1", t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("revoking another workspace's token: %v; want ErrNotFound", err)
+	}
+}
+
+func TestTopUpIsIdempotentOnThePaymentID(t *testing.T) {
+	s, ctx := newStore(t), context.Background()
+	if err := s.CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		b, err := s.TopUp(ctx, "ws_a", "pay_1", 25*billing.USD, t0)
+		if err != nil || b.Available != 25*billing.USD {
+			t.Fatalf("top-up %d: %+v, %v; want 25 USD available", i, b, err)
+		}
+	}
+	if _, err := s.TopUp(ctx, "ws_a", "pay_1", 10*billing.USD, t0); !errors.Is(err, store.ErrPaymentConflict) {
+		t.Errorf("same payment id, other amount: %v; want ErrPaymentConflict", err)
+	}
+	b, err := s.TopUp(ctx, "ws_a", "pay_2", 10_500_000, t0)
+	if err != nil || b.Available != 35_500_000 {
+		t.Errorf("second payment: %+v, %v; want 35.5 USD", b, err)
+	}
+	if _, err := s.TopUp(ctx, "ws_nope", "pay_3", billing.USD*5, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("top-up of a missing workspace: %v; want ErrNotFound", err)
+	}
+}
