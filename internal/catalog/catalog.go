@@ -104,6 +104,7 @@ func endpoints() []*Endpoint {
 			Tag: "Video", Summary: "Model F 2.2", OperationID: "generateModelF22",
 			Description: "Fast, lower-quality video model.",
 			deprecated:  aliases("startImage", "aspectRatio"),
+			derive:      deriveAspectRatio,
 			check:       checkAspectRatio,
 		},
 		{

@@ -27,9 +27,31 @@ func checkOutputPixels(p map[string]any, name namer) string {
 // body gives aspect_ratio.
 func checkAspectRatio(p map[string]any, name namer) string {
 	ratio, ok := p["aspect_ratio"].(string)
-	if !ok {
+	if !ok || matchesRatio(p, ratio) {
 		return ""
 	}
+	return fmt.Sprintf("%s:%s %d:%d does not match %s %s within 2%%",
+		name.name("width"), name.name("height"), integer(p["width"]), integer(p["height"]), name.name("aspect_ratio"), ratio)
+}
+
+// deriveAspectRatio gives 4.6's aspect_ratio its default: 16:9 (API-DECISIONS
+// 5) when width:height matches it, 9:16 when that matches, and none otherwise.
+// A fixed 16:9 would store a request the rule above refuses (a square frame),
+// so the stored parameters would contradict themselves.
+func deriveAspectRatio(p map[string]any) {
+	if _, ok := p["aspect_ratio"]; ok {
+		return
+	}
+	for _, ratio := range []string{"16:9", "9:16"} {
+		if matchesRatio(p, ratio) {
+			p["aspect_ratio"] = ratio
+			return
+		}
+	}
+}
+
+// matchesRatio reports whether width:height is within 2% of ratio ("16:9").
+func matchesRatio(p map[string]any, ratio string) bool {
 	rw, rh, _ := strings.Cut(ratio, ":")
 	tw, _ := strconv.ParseInt(rw, 10, 64)
 	th, _ := strconv.ParseInt(rh, 10, 64)
@@ -39,11 +61,7 @@ func checkAspectRatio(p map[string]any, name namer) string {
 	if diff < 0 {
 		diff = -diff
 	}
-	if diff*50 <= h*tw {
-		return ""
-	}
-	return fmt.Sprintf("%s:%s %d:%d does not match %s %s within 2%%",
-		name.name("width"), name.name("height"), w, h, name.name("aspect_ratio"), ratio)
+	return diff*50 <= h*tw
 }
 
 // deriveMode gives 4.7's mode its default, which depends on image_urls.
