@@ -416,3 +416,26 @@ func TestJSONDoesNotEscapeHTML(t *testing.T) {
 		t.Errorf("JSON() = %s", req.JSON())
 	}
 }
+
+func BenchmarkDecode(b *testing.B) {
+	c := newCatalog(b)
+	for _, model := range []string{"standard-enhance", "model-b-fast"} {
+		e := endpoint(b, c, model)
+		body := []byte(full[model])
+		b.Run(model, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.Decode(body, beforeSunset); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkNew(b *testing.B) {
+	for b.Loop() {
+		if _, err := catalog.New(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
