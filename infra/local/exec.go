@@ -53,6 +53,16 @@ func runExec(args []string) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	// A SIGTERM aimed at `go run` (or make) alone would orphan this process,
+	// which would then keep the command and emulators up: have the kernel
+	// send SIGTERM here when the parent dies, to clean up as for any signal.
+	ppid := os.Getppid()
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0); errno != 0 {
+		return fmt.Errorf("prctl(PR_SET_PDEATHSIG): %w", errno)
+	}
+	if os.Getppid() != ppid { // the parent died before prctl took effect
+		return errors.New("parent process exited")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var first os.Signal // written by the watcher, read after it has returned
