@@ -5,7 +5,7 @@ GO ?= go
 LOCAL := $(CURDIR)/.local
 TOOLS := $(LOCAL)/bin
 STATICCHECK_VERSION := v0.8.2
-REDOCLY_VERSION := 2.11.1
+
 FUZZTIME ?= 20s
 
 # The deployed build: linux/arm64, no RPC shim, no paths, no symbols.

@@ -5,6 +5,9 @@
 //	go run ./infra/local            serve the API (make run)
 //	go run ./infra/local exec -- CMD  start throwaway emulators, run CMD with
 //	                                  their endpoints in the environment, stop them
+//	go run ./infra/local invoke FN EVENT  run one function's handler on one event
+//	                                  against the running stack (make invoke)
+//	go run ./infra/local openapi       print the OpenAPI document (for the linter)
 package main
 
 import (
@@ -24,8 +27,12 @@ func main() {
 		err = serve(args)
 	case "exec":
 		err = execCommand(args)
+	case "invoke":
+		err = invoke(args)
+	case "openapi":
+		err = printOpenAPI(args)
 	default:
-		err = fmt.Errorf("unknown command %q (serve, exec)", cmd)
+		err = fmt.Errorf("unknown command %q (serve, exec, invoke, openapi)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "local:", err)

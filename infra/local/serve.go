@@ -1,5 +1,149 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
 
-func serve(args []string) error { return errors.New("not yet") }
+	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/emulator"
+	"genjobs/infra/local/gateway"
+	"genjobs/infra/local/sam"
+	"genjobs/internal/store"
+)
+
+// Ports of API-DECISIONS 10, each overridable from the environment.
+func envPort(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil || p < 1 || p > 65535 {
+		return 0, fmt.Errorf("%s must be a port number, not %q", name, v)
+	}
+	return p, nil
+}
+
+// serve runs the whole stack until Ctrl-C: emulators with their data under
+// .local/, the table and queues, the demo workspace, and the API.
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	verbose := fs.Bool("v", false, "log every request the functions serve")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	apiPort, err := envPort("PORT", 3000)
+	if err != nil {
+		return err
+	}
+	dbPort, err := envPort("DYNAMODB_PORT", 8000)
+	if err != nil {
+		return err
+	}
+	sqsPort, err := envPort("FAUXQS_PORT", 4566)
+	if err != nil {
+		return err
+	}
+	root, err := emulator.RepoRoot()
+	if err != nil {
+		return err
+	}
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return err
+	}
+	// Take the API's port first: failing after a minute of install is worse.
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(apiPort)))
+	if err != nil {
+		return fmt.Errorf("port %d for the API is taken (set PORT to use another): %w", apiPort, err)
+	}
+	defer ln.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	begin := time.Now()
+	fmt.Println("Starting DynamoDB Local and fauxqs (the first run installs them)...")
+	stack, err := emulator.StartStack(ctx, emulator.StackOptions{
+		RepoRoot:     root,
+		DynamoDBPort: dbPort,
+		FauxqsPort:   sqsPort,
+		DynamoDBPath: filepath.Join(root, ".local", "dynamodb"),
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := stack.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "local:", err)
+		}
+	}()
+
+	db := emulator.DynamoDBClient(stack.DynamoDB.Endpoint())
+	q := emulator.SQSClient(stack.Fauxqs.Endpoint())
+	queueURL, err := devstack.Provision(ctx, db, q, devstack.Table, devstack.JobsQueue)
+	if err != nil {
+		return err
+	}
+	token, err := devstack.SeedDemo(ctx, store.New(db, devstack.Table), filepath.Join(root, ".local", "demo-token"))
+	if err != nil {
+		return fmt.Errorf("seed the demo workspace: %w", err)
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	baseURL := "http://127.0.0.1:" + strconv.Itoa(apiPort)
+	handlers, err := devstack.Handlers(devstack.Deps(db, q, queueURL, baseURL, log))
+	if err != nil {
+		return err
+	}
+	gw, err := gateway.New(tpl.Routes(), handlers, log)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	fmt.Printf(`
+Generation job API on %[1]s (ready in %.1fs)
+  DynamoDB Local  %[3]s   (data in .local/dynamodb; make reset wipes it)
+  fauxqs (SQS)    %[4]s   (queue %[5]s)
+
+Demo workspace %[6]s, 25 USD, token:
+  %[7]s
+
+Try:
+  curl -s %[1]s/generate/3d/vendor-g/model-g-3.1-rapid \
+    -H "Authorization: Bearer %[7]s" -H "Content-Type: application/json" -d '{"prompt":"a teapot"}'
+  curl -s %[1]s/jobs -H "Authorization: Bearer %[7]s"
+
+Ctrl-C stops everything.
+`, baseURL, time.Since(begin).Seconds(), stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), queueURL, devstack.DemoWorkspace, token)
+
+	select {
+	case <-ctx.Done():
+		fmt.Println("\nStopping...")
+	case err = <-served:
+	case <-stack.DynamoDB.Done():
+		err = errors.New("DynamoDB Local stopped; see .local/logs/dynamodb.log")
+	case <-stack.Fauxqs.Done():
+		err = errors.New("fauxqs stopped; see .local/logs/fauxqs.log")
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	return err
+}

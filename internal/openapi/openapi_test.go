@@ -2,7 +2,6 @@ package openapi_test
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -368,19 +367,5 @@ func TestOtherComponents(t *testing.T) {
 	}
 	if _, ok := openapi.ComponentSchema("Nope"); ok {
 		t.Error("ComponentSchema found Nope")
-	}
-}
-
-// TestWriteDocument writes the document for the linter:
-//
-//	OPENAPI_OUT=/tmp/openapi.json go test ./internal/openapi -run TestWriteDocument
-func TestWriteDocument(t *testing.T) {
-	out := os.Getenv("OPENAPI_OUT")
-	if out == "" {
-		t.Skip("set OPENAPI_OUT to a file name to write the document")
-	}
-	_, b, _ := build(t)
-	if err := os.WriteFile(out, b, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
