@@ -105,7 +105,14 @@ func installDynamoDB(ctx context.Context, cacheDir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dest, "DynamoDBLocal.jar")); err == nil {
 		return dest, nil
 	}
-	tmp, err := os.MkdirTemp("", "genjobs-npm-pack-")
+	// Under the install lock, these are leftovers of interrupted installs.
+	for _, pattern := range []string{".npm-pack-*", ".dynamodb-local-*"} {
+		stale, _ := filepath.Glob(filepath.Join(cacheDir, pattern))
+		for _, dir := range stale {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	tmp, err := os.MkdirTemp(cacheDir, ".npm-pack-*")
 	if err != nil {
 		return "", err
 	}
