@@ -1,0 +1,166 @@
+package devstack_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/gateway"
+	"genjobs/infra/local/sam"
+	"genjobs/internal/auth"
+	"genjobs/internal/store"
+	"genjobs/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+const repo = "../../.."
+
+// stack is the local stack's setup on a fresh table and queue.
+func stack(t *testing.T) (map[string]gateway.Handler, *store.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	db, q := testenv.DynamoDB(t), testenv.SQS(t)
+	table := testenv.UniqueName(t, "tbl")
+	url, err := devstack.Provision(ctx, db, q, table, testenv.UniqueName(t, "jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(db, table)
+	token, err := devstack.SeedDemo(ctx, s, filepath.Join(t.TempDir(), "demo-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := devstack.Deps(db, q, url, "http://127.0.0.1:3000", slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	d.Table = table // tests share the emulators: each keeps to its own table
+	hs, err := devstack.Handlers(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hs, s, token
+}
+
+func TestSeedDemoKeepsItsTokenAcrossRuns(t *testing.T) {
+	ctx := context.Background()
+	s := store.New(testenv.DynamoDB(t), testenv.UniqueName(t, "seed"))
+	if err := store.CreateTable(ctx, testenv.DynamoDB(t), s.Table()); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "demo-token")
+	first, err := devstack.SeedDemo(ctx, s, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := devstack.SeedDemo(ctx, s, file)
+	if err != nil || second != first {
+		t.Fatalf("second run printed %q (%v); want the same token %q", second, err, first)
+	}
+	if b, _ := s.Balance(ctx, devstack.DemoWorkspace); b.Available != 25_000_000 {
+		t.Errorf("demo balance %d micro-USD after two runs; want 25 USD once", b.Available)
+	}
+	p, err := auth.Authenticator{Dir: s}.Authenticate(ctx, "Bearer "+first)
+	if err != nil || p.WorkspaceID != devstack.DemoWorkspace {
+		t.Errorf("the demo token does not authenticate: %+v %v", p, err)
+	}
+}
+
+func TestEveryRoutedFunctionHasAHandler(t *testing.T) {
+	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, _, _ := stack(t)
+	if _, err := gateway.New(tpl.Routes(), hs, slog.Default()); err != nil {
+		t.Error(err)
+	}
+	for id := range devstack.HTTPFunctions {
+		found := false
+		for _, f := range tpl.Functions() {
+			found = found || f.LogicalID == id
+		}
+		if !found {
+			t.Errorf("the runner builds %s, which template.yaml does not deploy", id)
+		}
+	}
+}
+
+// eventStatus is what each sample event gets from its function.
+var eventStatus = map[string]struct {
+	function string
+	status   int
+}{
+	"generate-enhance.json":               {"GenerateFunction", 200},
+	"generate-model-b-fast.json":          {"GenerateFunction", 200},
+	"generate-model-c.json":               {"GenerateFunction", 200},
+	"generate-model-d-flash.json":         {"GenerateFunction", 200},
+	"generate-model-e-4.json":             {"GenerateFunction", 200},
+	"generate-model-f.json":               {"GenerateFunction", 200},
+	"generate-model-g-3d.json":            {"GenerateFunction", 200},
+	"generate-invalid-bound.json":         {"GenerateFunction", 400},
+	"generate-invalid-unknown-field.json": {"GenerateFunction", 400},
+	"generate-invalid-alias.json":         {"GenerateFunction", 400},
+	"generate-unauthenticated.json":       {"GenerateFunction", 401},
+	"jobs-get.json":                       {"JobsFunction", 200},
+	"jobs-get-unknown.json":               {"JobsFunction", 404},
+	"jobs-list.json":                      {"JobsFunction", 200},
+	"jobs-list-invalid-limit.json":        {"JobsFunction", 400},
+	"openapi.json":                        {"OpenAPIFunction", 200},
+	"notfound.json":                       {"NotFoundFunction", 404},
+}
+
+func TestSampleEvents(t *testing.T) {
+	hs, _, token := stack(t)
+	files, err := filepath.Glob(filepath.Join(repo, "events", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no events: %v", err)
+	}
+	var lastJob string
+	// Generation events first, so jobs-get.json has a job to read.
+	for _, pass := range []string{"generate-", ""} {
+		for _, file := range files {
+			name := filepath.Base(file)
+			if !strings.HasPrefix(name, pass) || (pass == "" && strings.HasPrefix(name, "generate-")) {
+				continue
+			}
+			want, ok := eventStatus[name]
+			if !ok {
+				t.Errorf("events/%s has no expected status in this test", name)
+				continue
+			}
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := strings.NewReplacer("{{TOKEN}}", token, "{{JOB_ID}}", lastJob).Replace(string(raw))
+			var ev events.APIGatewayV2HTTPRequest
+			if err := json.Unmarshal([]byte(text), &ev); err != nil {
+				t.Fatalf("events/%s: %v", name, err)
+			}
+			resp, err := hs[want.function](context.Background(), ev)
+			if err != nil || resp.StatusCode != want.status {
+				t.Errorf("events/%s: %d %s (%v); want %d", name, resp.StatusCode, resp.Body, err, want.status)
+				continue
+			}
+			var body map[string]any
+			if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+				t.Errorf("events/%s: the body is not JSON: %s", name, resp.Body)
+			}
+			if want.status >= 400 {
+				if msg, _ := body["error"].(string); msg == "" || len(body) != 1 {
+					t.Errorf("events/%s: error body %s", name, resp.Body)
+				}
+			}
+			if id, ok := body["job_id"].(string); ok && name != "jobs-get.json" {
+				lastJob = id
+			}
+		}
+	}
+}
