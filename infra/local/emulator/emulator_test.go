@@ -242,3 +242,27 @@ func TestStartFailureIncludesLogTail(t *testing.T) {
 		t.Fatalf("start without a jar: %v", err)
 	}
 }
+
+// A port taken between choosing it and the child's bind must be recognised,
+// so that a start on a free port can retry with another one.
+func TestChildBindFailureIsPortTaken(t *testing.T) {
+	inst, logs := install(t)
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	for name, s := range map[string]spec{
+		"dynamodb": dynamoDBSpec(DynamoDBOptions{Dir: inst.DynamoDBDir, LogFile: filepath.Join(logs, "emulator-test-dynamodb.log")}, []string{"-inMemory"}),
+		"fauxqs":   fauxqsSpec(FauxqsOptions{Script: inst.FauxqsScript, LogFile: filepath.Join(logs, "emulator-test-fauxqs.log")}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := startOnce(context.Background(), s, port)
+			var taken *portTakenError
+			if !errors.As(err, &taken) {
+				t.Fatalf("start on a bound port: %v, want *portTakenError", err)
+			}
+		})
+	}
+}

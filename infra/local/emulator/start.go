@@ -43,7 +43,11 @@ func StartDynamoDB(ctx context.Context, o DynamoDBOptions) (*Process, error) {
 		}
 		storage = []string{"-dbPath", abs}
 	}
-	return start(ctx, spec{
+	return start(ctx, dynamoDBSpec(o, storage))
+}
+
+func dynamoDBSpec(o DynamoDBOptions, storage []string) spec {
+	return spec{
 		name: "DynamoDB Local",
 		path: "java",
 		args: func(port int) []string {
@@ -68,7 +72,7 @@ func StartDynamoDB(ctx context.Context, o DynamoDBOptions) (*Process, error) {
 			return err
 		},
 		inUse: []string{"Address already in use", "BindException"},
-	})
+	}
 }
 
 // FauxqsOptions says how to run fauxqs.
@@ -88,7 +92,11 @@ func StartFauxqs(ctx context.Context, o FauxqsOptions) (*Process, error) {
 	if o.Script == "" || o.LogFile == "" {
 		return nil, errors.New("fauxqs: Script and LogFile are required")
 	}
-	return start(ctx, spec{
+	return start(ctx, fauxqsSpec(o))
+}
+
+func fauxqsSpec(o FauxqsOptions) spec {
+	return spec{
 		name: "fauxqs",
 		path: "node",
 		args: func(int) []string { return []string{o.Script} },
@@ -111,7 +119,7 @@ func StartFauxqs(ctx context.Context, o FauxqsOptions) (*Process, error) {
 			return err
 		},
 		inUse: []string{"EADDRINUSE"},
-	})
+	}
 }
 
 // StackOptions says how to run both emulators together.

@@ -25,7 +25,9 @@ var routes = []sam.Route{
 }
 
 // echo answers with the event it got, so tests can look at it.
-type recorder struct{ last events.APIGatewayV2HTTPRequest }
+type recorder struct {
+	last events.APIGatewayV2HTTPRequest
+}
 
 func (r *recorder) handler(name string) Handler {
 	return func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
