@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"genjobs/internal/auth"
+	"genjobs/internal/billing"
+	"genjobs/internal/store"
+)
+
+// Bounds of free text the CLI stores; the settings pages would have them too.
+const (
+	maxNameLen      = 100 // workspace and token names, in characters
+	maxPaymentIDLen = 255 // payment ids come from a payment provider
+)
+
+func (c *cli) workspaceCreate(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	name := fs.String("name", "", "the workspace's `name` (required)")
+	maxConcurrent := fs.Int("max-concurrent", auth.DefaultMaxConcurrent, "non-terminal jobs at once; one more is a 429")
+	maxRunning := fs.Int("max-running", auth.DefaultMaxRunning, "jobs past backlogged at once; the rest wait as backlogged")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	n, err := c.name("--name", *name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *maxConcurrent < 1:
+		return usagef("%s: --max-concurrent must be a positive integer, not %d", c.cmd.name, *maxConcurrent)
+	case *maxRunning < 1:
+		return usagef("%s: --max-running must be a positive integer, not %d", c.cmd.name, *maxRunning)
+	case *maxRunning > *maxConcurrent:
+		return usagef("%s: --max-running (%d) must not exceed --max-concurrent (%d)", c.cmd.name, *maxRunning, *maxConcurrent)
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	id := auth.NewID("ws_")
+	// API access starts disabled: an operator turns it on deliberately
+	// (API-DECISIONS section 3), like the settings page's switch.
+	err = s.CreateWorkspace(ctx, auth.Workspace{
+		ID: id, Name: n, APIEnabled: false,
+		MaxConcurrent: *maxConcurrent, MaxRunning: *maxRunning, CreatedAt: c.clock.Now(),
+	})
+	if err != nil {
+		return c.target.explain(err)
+	}
+	return writeJSON(stdout, struct {
+		WorkspaceID string `json:"workspace_id"`
+	}{id})
+}
+
+func (c *cli) workspaceEnableAPI(ctx context.Context, args []string, stdout io.Writer) error {
+	return c.setAPI(ctx, args, stdout, true)
+}
+
+func (c *cli) workspaceDisableAPI(ctx context.Context, args []string, stdout io.Writer) error {
+	return c.setAPI(ctx, args, stdout, false)
+}
+
+func (c *cli) setAPI(ctx context.Context, args []string, stdout io.Writer, enabled bool) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	// Setting the current value again succeeds: the switch is idempotent.
+	if err := s.SetAPIEnabled(ctx, *ws, enabled); err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	return writeJSON(stdout, struct {
+		WorkspaceID string `json:"workspace_id"`
+		APIEnabled  bool   `json:"api_enabled"`
+	}{*ws, enabled})
+}
+
+func (c *cli) tokenCreate(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	name := fs.String("name", "", "a `name` to recognise the token by (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	n, err := c.name("--name", *name)
+	if err != nil {
+		return err
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	token, hash := auth.NewToken()
+	id := auth.NewID("tok_")
+	err = s.CreateToken(ctx, auth.Token{ID: id, WorkspaceID: *ws, Name: n, Hash: hash, CreatedAt: c.clock.Now()})
+	if err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	// The only time the token exists outside its holder: the table keeps
+	// its hash alone.
+	return writeJSON(stdout, struct {
+		TokenID string `json:"token_id"`
+		Token   string `json:"token"`
+	}{id, token})
+}
+
+func (c *cli) tokenRevoke(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` the token belongs to (required)")
+	tokenID := fs.String("token-id", "", "the token's `id`, tok_... (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	if err := c.id("--token-id", *tokenID); err != nil {
+		return err
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	// Revoking a revoked token succeeds and keeps the first revocation time.
+	if err := s.RevokeToken(ctx, *ws, *tokenID, c.clock.Now()); err != nil {
+		return c.notFound(err, "token %s not found in workspace %s", *tokenID, *ws)
+	}
+	return writeJSON(stdout, struct {
+		TokenID string `json:"token_id"`
+		Revoked bool   `json:"revoked"`
+	}{*tokenID, true})
+}
+
+func (c *cli) balanceTopUp(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	usd := fs.String("usd", "", "the `amount` in USD, 5 to 10000, at most six decimals (required)")
+	paymentID := fs.String("payment-id", "", "the payment's `id`; the same id credits once (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	if *usd == "" {
+		return usagef("%s: --usd is required", c.cmd.name)
+	}
+	amount, err := billing.ParseUSD(*usd)
+	if err != nil {
+		return usagef("%s: --usd: %v", c.cmd.name, err)
+	}
+	if amount < billing.MinTopUp || amount > billing.MaxTopUp {
+		return usagef("%s: --usd must be between %s and %s USD, not %s",
+			c.cmd.name, whole(billing.MinTopUp), whole(billing.MaxTopUp), *usd)
+	}
+	if err := c.id("--payment-id", *paymentID); err != nil {
+		return err
+	}
+	if len(*paymentID) > maxPaymentIDLen {
+		return usagef("%s: --payment-id has %d characters; at most %d are allowed", c.cmd.name, len(*paymentID), maxPaymentIDLen)
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := s.TopUp(ctx, *ws, *paymentID, amount, c.clock.Now())
+	if errors.Is(err, store.ErrPaymentConflict) {
+		return fmt.Errorf("payment id %s was already used with another amount; nothing was credited", *paymentID)
+	}
+	if err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	return writeBalance(stdout, b)
+}
+
+func (c *cli) balanceShow(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := s.Balance(ctx, *ws)
+	if err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	return writeBalance(stdout, b)
+}
+
+// writeBalance prints decimal strings, never floats: money is exact
+// micro-USD all the way out.
+func writeBalance(w io.Writer, b billing.Balance) error {
+	return writeJSON(w, struct {
+		Available string `json:"available_usd"`
+		Reserved  string `json:"reserved_usd"`
+		Spent     string `json:"spent_usd"`
+	}{b.Available.String(), b.Reserved.String(), b.Spent.String()})
+}
+
+func writeJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
+// whole writes a whole-dollar bound as "5" rather than "5.000000".
+func whole(m billing.Micros) string { return fmt.Sprint(int64(m / billing.USD)) }
+
+// notFound words a missing item (either store's or auth's error), and
+// explains the rest.
+func (c *cli) notFound(err error, format string, a ...any) error {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, auth.ErrNotFound) {
+		return fmt.Errorf(format, a...)
+	}
+	return c.target.explain(err)
+}
+
+// id checks a required identifier flag. Ids are not checked further: the
+// seeded demo workspace is ws_demo, not ws_ and hex digits.
+func (c *cli) id(flagName, v string) error {
+	switch {
+	case v == "":
+		return usagef("%s: %s is required", c.cmd.name, flagName)
+	case strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0:
+		return usagef("%s: %s %q has spaces or control characters", c.cmd.name, flagName, v)
+	}
+	return nil
+}
+
+// name checks a required display name and returns it trimmed.
+func (c *cli) name(flagName, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "":
+		return "", usagef("%s: %s is required", c.cmd.name, flagName)
+	case utf8.RuneCountInString(v) > maxNameLen:
+		return "", usagef("%s: %s has %d characters; at most %d are allowed", c.cmd.name, flagName, utf8.RuneCountInString(v), maxNameLen)
+	case !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0:
+		return "", usagef("%s: %s must be printable text", c.cmd.name, flagName)
+	}
+	return v, nil
+}

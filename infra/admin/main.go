@@ -1,0 +1,257 @@
+// Command admin is the operator CLI, the stand-in for the web application's
+// settings pages (API-DECISIONS section 3):
+//
+//	go run ./infra/admin --help
+//	go run ./infra/admin workspace create --name Acme
+//	go run ./infra/admin --aws --stack genjobs balance show --workspace ws_...
+//
+// Every successful command prints one JSON object on stdout. Exit status: 0
+// done, 1 the command failed, 2 bad arguments (nothing was written).
+//
+// It talks to the local stack (DynamoDB Local at 127.0.0.1:$DYNAMODB_PORT,
+// default 8000) unless --aws is given: credentials in the environment alone
+// never send it to AWS, so an operator's shell cannot top up production by
+// accident.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"genjobs/infra/local/devstack"
+	"genjobs/internal/clock"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// Every command is a handful of requests; a hung endpoint should not
+	// hold the operator's terminal for ever.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	c := &cli{clock: clock.System{}, getenv: os.Getenv}
+	code := c.run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	cancel()
+	stop()
+	os.Exit(code)
+}
+
+// command is one entry of the command table.
+type command struct {
+	name     string // the command words, "workspace create"
+	synopsis string // its flags, as the help shows them
+	summary  string
+	run      func(c *cli, ctx context.Context, args []string, stdout io.Writer) error
+}
+
+var commands = []command{
+	{"workspace create", "--name N [--max-concurrent 20] [--max-running 5]",
+		"create a workspace, API access disabled; prints {workspace_id}", (*cli).workspaceCreate},
+	{"workspace enable-api", "--workspace W",
+		"let the workspace's tokens call the API; prints {workspace_id, api_enabled}", (*cli).workspaceEnableAPI},
+	{"workspace disable-api", "--workspace W",
+		"refuse the workspace's tokens (401) until enabled again; prints {workspace_id, api_enabled}", (*cli).workspaceDisableAPI},
+	{"token create", "--workspace W --name N",
+		"create an API token; prints {token_id, token}, the only time the token is shown", (*cli).tokenCreate},
+	{"token revoke", "--workspace W --token-id T",
+		"revoke a token at once; prints {token_id, revoked}", (*cli).tokenRevoke},
+	{"balance topup", "--workspace W --usd AMOUNT --payment-id P",
+		"credit 5 to 10000 USD once per payment id; prints {available_usd, reserved_usd, spent_usd}", (*cli).balanceTopUp},
+	{"balance show", "--workspace W",
+		"print the balance: {available_usd, reserved_usd, spent_usd}", (*cli).balanceShow},
+}
+
+// globals are the flags accepted before or after the command words.
+type globals struct {
+	aws   bool
+	table string
+	stack string
+}
+
+// cli is one invocation. Tests set target to their own table; otherwise
+// the global flags and the environment choose it.
+type cli struct {
+	clock  clock.Clock
+	getenv func(string) string
+	target *target
+
+	g   globals
+	cmd *command // the command being run, for its --help
+}
+
+// usageError is a bad invocation: exit 2, nothing was written.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// errHelpShown ends a command whose --help was printed: exit 0.
+var errHelpShown = errors.New("help shown")
+
+// run executes args (without the program name) and returns the exit status.
+func (c *cli) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := c.dispatch(ctx, args, stdout)
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, errHelpShown):
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintln(stderr, "admin:", oneLine(usage.msg))
+		return 2
+	default:
+		fmt.Fprintln(stderr, "admin:", oneLine(err.Error()))
+		return 1
+	}
+}
+
+// oneLine keeps an error to the single stderr line the CLI promises, even
+// when an SDK error carries newlines.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func (c *cli) dispatch(ctx context.Context, args []string, stdout io.Writer) error {
+	// Global flags before the command words; the flag package stops at the
+	// first word.
+	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.globalFlags(fs)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(stdout, "")
+		return errHelpShown
+	}
+	if err != nil {
+		return usagef("%v (run with --help for usage)", err)
+	}
+	words := fs.Args()
+	if len(words) == 0 {
+		return usagef("no command given (run with --help for the list)")
+	}
+	group := words[0]
+	known := slices.ContainsFunc(commands, func(cmd command) bool { return strings.HasPrefix(cmd.name, group+" ") })
+	if len(words) == 1 || strings.HasPrefix(words[1], "-") {
+		if !known {
+			return usagef("unknown command %q (run with --help for the list)", group)
+		}
+		if len(words) > 1 && (words[1] == "-h" || words[1] == "-help" || words[1] == "--help") {
+			printHelp(stdout, group)
+			return errHelpShown
+		}
+		return usagef("%s: missing subcommand (run %q for the list)", group, group+" --help")
+	}
+	name := words[0] + " " + words[1]
+	i := slices.IndexFunc(commands, func(cmd command) bool { return cmd.name == name })
+	if i < 0 {
+		return usagef("unknown command %q (run with --help for the list)", name)
+	}
+	c.cmd = &commands[i]
+	return c.cmd.run(c, ctx, words[2:], stdout)
+}
+
+func (c *cli) globalFlags(fs *flag.FlagSet) {
+	// Current values as defaults: globals given before the command words
+	// survive the command's own FlagSet.
+	fs.BoolVar(&c.g.aws, "aws", c.g.aws, "talk to AWS through the usual credential chain (without it: always the local stack)")
+	fs.StringVar(&c.g.table, "table", c.g.table, "`NAME` of the table (locally: default "+devstack.Table+")")
+	fs.StringVar(&c.g.stack, "stack", c.g.stack, "with --aws: the CloudFormation stack `NAME` whose TableName output names the table")
+}
+
+// flags returns the FlagSet of the running command, with the global flags,
+// silent: errors come back as one line, --help goes to stdout.
+func (c *cli) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet(c.cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	c.globalFlags(fs)
+	return fs
+}
+
+// parse parses a command's flags; it refuses positional arguments, which
+// are always a mistake here (a forgotten "--name" before a value).
+func (c *cli) parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		c.printCommandHelp(stdout, fs)
+		return errHelpShown
+	}
+	if err != nil {
+		return usagef("%s: %v (run %q for usage)", c.cmd.name, err, c.cmd.name+" --help")
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q (run %q for usage)", c.cmd.name, fs.Arg(0), c.cmd.name+" --help")
+	}
+	return nil
+}
+
+// printCommandHelp shows the command's own flags, then the global ones,
+// written with two dashes as the rest of the CLI's text does.
+func (c *cli) printCommandHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: go run ./infra/admin %s %s\n\n%s.\n", c.cmd.name, c.cmd.synopsis, capitalize(c.cmd.summary))
+	global := map[string]bool{"aws": true, "table": true, "stack": true}
+	for _, section := range []struct {
+		title  string
+		global bool
+	}{{"Flags", false}, {"Global flags", true}} {
+		fmt.Fprintf(w, "\n%s:\n", section.title)
+		fs.VisitAll(func(f *flag.Flag) {
+			if global[f.Name] != section.global {
+				return
+			}
+			arg, usage := flag.UnquoteUsage(f)
+			if arg == "value" || f.DefValue == "false" {
+				arg = "" // a bool flag takes no argument
+			}
+			head := strings.TrimSpace("--" + f.Name + " " + arg)
+			if f.DefValue != "" && f.DefValue != "false" && !section.global {
+				usage += " (default " + f.DefValue + ")"
+			}
+			fmt.Fprintf(w, "  %-22s %s\n", head, usage)
+		})
+	}
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// printHelp lists the commands, or those of one group.
+func printHelp(w io.Writer, group string) {
+	fmt.Fprint(w, `The operator CLI: workspaces, API tokens and balances (the stand-in for the
+web application's settings pages).
+
+usage: go run ./infra/admin [--aws (--table NAME | --stack NAME)] <command> [flags]
+
+Commands:
+`)
+	for _, cmd := range commands {
+		if group == "" || strings.HasPrefix(cmd.name, group+" ") {
+			fmt.Fprintf(w, "  %-22s %s\n  %-22s   %s\n", cmd.name, cmd.synopsis, "", cmd.summary)
+		}
+	}
+	fmt.Fprintf(w, `
+Global flags, before or after the command words:
+  --aws          talk to AWS through the usual credential chain; without it the
+                 CLI always talks to the local stack, whatever the environment
+  --table NAME   the table (locally: default %s)
+  --stack NAME   with --aws: the CloudFormation stack whose TableName output
+                 names the table
+
+Locally it uses DynamoDB Local at 127.0.0.1:$DYNAMODB_PORT (default 8000),
+started by make run. Every command prints one JSON object on stdout and has
+--help. Exit status: 0 done, 1 failed, 2 bad arguments (nothing written).
+`, devstack.Table)
+}
