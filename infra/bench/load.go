@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/emulator"
+	"genjobs/infra/local/gateway"
+	"genjobs/infra/local/sam"
+	"genjobs/internal/job"
+	"genjobs/internal/store"
+)
+
+// Bounds of each load run: whichever of the count and the time comes first.
+const (
+	loadClients  = 8
+	loadRequests = 2000
+	loadDuration = 10 * time.Second
+	// The JVM of DynamoDB Local compiles its hot paths during the first
+	// requests; these are sent first and not counted.
+	warmupRequests = 100
+)
+
+// The request driven through the API: the cheapest model's job creation.
+const (
+	generatePath = "/generate/3d/vendor-g/model-g-3.1-rapid"
+	generateBody = `{"prompt": "a teapot"}`
+)
+
+// loadStats is one load run.
+type loadStats struct {
+	lat     []time.Duration // of each successful call
+	errs    []string        // one per failed call
+	elapsed time.Duration
+}
+
+func (s loadStats) rate() float64 { return float64(len(s.lat)) / s.elapsed.Seconds() }
+
+// loadReport is both load runs.
+type loadReport struct {
+	api, raw  loadStats
+	itemBytes int // size of the job item, as DynamoDB counts it
+}
+
+// drive calls call from clients goroutines until n calls have been made or
+// d has passed, and times each call.
+func drive(ctx context.Context, clients, n int, d time.Duration, call func(context.Context) error) loadStats {
+	var issued atomic.Int64
+	deadline := time.Now().Add(d)
+	per := make([]loadStats, clients)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range per {
+		wg.Go(func() {
+			for issued.Add(1) <= int64(n) && time.Now().Before(deadline) && ctx.Err() == nil {
+				t := time.Now()
+				if err := call(ctx); err != nil {
+					per[w].errs = append(per[w].errs, err.Error())
+					continue
+				}
+				per[w].lat = append(per[w].lat, time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	all := loadStats{elapsed: time.Since(start)}
+	for _, s := range per {
+		all.lat = append(all.lat, s.lat...)
+		all.errs = append(all.errs, s.errs...)
+	}
+	return all
+}
+
+// measureLoad starts the emulators, serves the API as `make run` does, and
+// measures job creation through it, then plain PutItem calls of the same
+// job item on the same table: the ceiling DynamoDB Local puts on any write
+// path here.
+func measureLoad(ctx context.Context, root, tmp string) (*loadReport, error) {
+	stack, err := emulator.StartStack(ctx, emulator.StackOptions{RepoRoot: root, LogPrefix: "bench-"})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := stack.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+	}()
+	db := emulator.DynamoDBClient(stack.DynamoDB.Endpoint())
+	q := emulator.SQSClient(stack.Fauxqs.Endpoint())
+	queueURL, err := devstack.Provision(ctx, db, q, devstack.Table, devstack.JobsQueue)
+	if err != nil {
+		return nil, err
+	}
+	token, err := devstack.SeedDemo(ctx, store.New(db, devstack.Table), filepath.Join(tmp, "demo-token"))
+	if err != nil {
+		return nil, fmt.Errorf("seed the demo workspace: %w", err)
+	}
+	baseURL, stop, err := serveAPI(root, db, q, queueURL)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+
+	api := newAPIClient(baseURL, token)
+	jobID, err := api.createJob(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("first job through the API: %w", err)
+	}
+	put, err := newRawPut(ctx, db, jobID)
+	if err != nil {
+		return nil, err
+	}
+	rep := &loadReport{itemBytes: itemSize(put.item)}
+
+	fmt.Fprintf(os.Stderr, "bench: job creation through the API (%d clients)...\n", loadClients)
+	drive(ctx, loadClients, warmupRequests, loadDuration, api.call)
+	rep.api = drive(ctx, loadClients, loadRequests, loadDuration, api.call)
+
+	// As many calls as the API run made, from as many clients.
+	n := len(rep.api.lat) + len(rep.api.errs)
+	fmt.Fprintf(os.Stderr, "bench: %d raw PutItem calls...\n", n)
+	drive(ctx, loadClients, warmupRequests, loadDuration, put.call)
+	rep.raw = drive(ctx, loadClients, n, loadDuration, put.call)
+	return rep, ctx.Err()
+}
+
+// serveAPI serves the API the way `make run` does, on a free loopback port,
+// with logs discarded so that logging does not weigh on the numbers.
+func serveAPI(root string, db *dynamodb.Client, q *sqs.Client, queueURL string) (baseURL string, stop func(), err error) {
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	baseURL = "http://" + ln.Addr().String()
+	log := slog.New(slog.DiscardHandler)
+	handlers, err := devstack.Handlers(devstack.Deps(db, q, queueURL, baseURL, log))
+	if err != nil {
+		ln.Close()
+		return "", nil, err
+	}
+	gw, err := gateway.New(tpl.Routes(), handlers, log)
+	if err != nil {
+		ln.Close()
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return baseURL, func() { _ = srv.Close() }, nil
+}
+
+// apiClient creates jobs through the local API.
+type apiClient struct {
+	http  *http.Client
+	url   string
+	token string
+}
+
+func newAPIClient(baseURL, token string) *apiClient {
+	return &apiClient{
+		http: &http.Client{
+			Timeout: startTimeout,
+			// One kept-alive connection per client goroutine, and no proxy:
+			// the traffic stays on 127.0.0.1.
+			Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: loadClients},
+		},
+		url:   baseURL + generatePath,
+		token: token,
+	}
+}
+
+// post creates one job and returns the response body; anything but 200 is
+// an error.
+func (c *apiClient) post(ctx context.Context) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(generateBody))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+func (c *apiClient) call(ctx context.Context) error {
+	_, err := c.post(ctx)
+	return err
+}
+
+// createJob creates one job and returns its id.
+func (c *apiClient) createJob(ctx context.Context) (string, error) {
+	body, err := c.post(ctx)
+	if err != nil {
+		return "", err
+	}
+	var rec struct {
+		ID string `json:"job_id"`
+	}
+	if err := json.Unmarshal(body, &rec); err != nil || rec.ID == "" {
+		return "", fmt.Errorf("no job_id in %s", body)
+	}
+	return rec.ID, nil
+}
+
+// rawPut writes copies of a job item the service wrote, each under a new job
+// id of the same length, with the store's create condition: the same size,
+// indexes and conditional write as a job creation's PutItem.
+type rawPut struct {
+	db    *dynamodb.Client
+	item  map[string]types.AttributeValue
+	jobID string
+}
+
+// newRawPut reads the item of job jobID. A scan, rather than a GetItem, so
+// that the bench does not depend on the store's key layout; the table holds
+// only the demo workspace and this job yet.
+func newRawPut(ctx context.Context, db *dynamodb.Client, jobID string) (*rawPut, error) {
+	out, err := db.Scan(ctx, &dynamodb.ScanInput{
+		TableName:                 aws.String(devstack.Table),
+		FilterExpression:          aws.String("job_id = :id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: jobID}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read job %s: %w", jobID, err)
+	}
+	if len(out.Items) != 1 {
+		return nil, fmt.Errorf("job %s: %d items in the table, want 1", jobID, len(out.Items))
+	}
+	return &rawPut{db: db, item: out.Items[0], jobID: jobID}, nil
+}
+
+func (p *rawPut) call(ctx context.Context) error {
+	id := job.NewID(time.Now())
+	item := make(map[string]types.AttributeValue, len(p.item))
+	for k, v := range p.item {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && strings.Contains(s.Value, p.jobID) {
+			v = &types.AttributeValueMemberS{Value: strings.ReplaceAll(s.Value, p.jobID, id)}
+		}
+		item[k] = v
+	}
+	_, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(devstack.Table),
+		Item:                item,
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return fmt.Errorf("job id %s taken", id)
+	}
+	return err
+}
+
+// itemSize is an item's size as DynamoDB counts it for string, number and
+// boolean attributes: the UTF-8 bytes of names and values.
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range item {
+		n += len(k)
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			n += len(v.Value)
+		case *types.AttributeValueMemberN:
+			n += len(v.Value)
+		case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+			n++
+		}
+	}
+	return n
+}

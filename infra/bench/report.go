@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// report turns the measurements into the table and notes any failed check.
+type report struct {
+	t      *table
+	host   string
+	failed bool
+}
+
+func newReportTable() *table {
+	return newTable(
+		column{title: "MEASURE"},
+		column{title: "SUBJECT"},
+		column{title: "N", right: true},
+		column{title: "VALUE", right: true},
+		column{title: "P50", right: true},
+		column{title: "P99", right: true},
+		column{title: "NOTE"},
+	)
+}
+
+// fail marks the run failed and returns the note that says why.
+func (r *report) fail(format string, args ...any) string {
+	r.failed = true
+	return "FAIL: " + fmt.Sprintf(format, args...)
+}
+
+func (r *report) sizes(ts []target, size map[string]int64) {
+	bare := size[bareName]
+	for _, t := range ts {
+		n := size[t.name]
+		var note string
+		switch {
+		case n >= sizeLimit:
+			note = r.fail("%s B: not under the 12 MB limit", commas(n))
+		case t.name == bareName:
+			note = "baseline"
+		default:
+			note = fmt.Sprintf("%+.2f MB vs bare; %.2f MB to spare", float64(n-bare)/1e6, float64(sizeLimit-n)/1e6)
+		}
+		r.t.add("size, linux/arm64", t.name, "", megabytes(n), "", "", note)
+	}
+}
+
+func (r *report) coldStarts(ts []target, cold map[string]*coldStats) {
+	bare := percentile(cold[bareName].cold, 50)
+	for _, t := range ts {
+		st := cold[t.name]
+		p50 := percentile(st.cold, 50)
+		note := "baseline"
+		if t.name != bareName {
+			note = signedMS(p50-bare) + " vs bare (p50)"
+		}
+		if len(st.errs) > 0 {
+			note = r.fail("%d of %d starts failed: %s", len(st.errs), coldRuns+1, firstLine(st.errs[0]))
+		}
+		r.t.add("cold start, "+r.host, t.name, strconv.Itoa(len(st.cold)), "",
+			ms(p50), ms(percentile(st.cold, 99)), note)
+	}
+	for _, t := range ts {
+		st := cold[t.name]
+		if st.want == 0 {
+			continue
+		}
+		r.t.add("first invoke, "+r.host, t.name, strconv.Itoa(len(st.invoke)), "",
+			ms(percentile(st.invoke, 50)), ms(percentile(st.invoke, 99)), r.statusNote(st))
+	}
+}
+
+// statusNote says whether every first invocation answered the probe's status.
+func (r *report) statusNote(st *coldStats) string {
+	var got []string
+	for _, code := range slices.Sorted(maps.Keys(st.statuses)) {
+		got = append(got, fmt.Sprintf("%d ×%d", code, st.statuses[code]))
+	}
+	if len(st.statuses) == 1 && st.statuses[st.want] > 0 {
+		return fmt.Sprintf("answered %s as expected", strings.Join(got, ", "))
+	}
+	if len(got) == 0 {
+		got = []string{"nothing"}
+	}
+	return r.fail("want %d, got %s", st.want, strings.Join(got, ", "))
+}
+
+func (r *report) load(l *loadReport) {
+	api, raw := l.api, l.raw
+	apiNote := fmt.Sprintf("%d clients, %.1f s, all 200", loadClients, api.elapsed.Seconds())
+	if len(api.errs) > 0 {
+		apiNote = r.fail("%d of %d not 200: %s", len(api.errs), len(api.lat)+len(api.errs), failureSummary(api.errs))
+	}
+	r.t.add("create job, local API", "POST "+generatePath, strconv.Itoa(len(api.lat)),
+		fmt.Sprintf("%.0f req/s", api.rate()), ms(percentile(api.lat, 50)), ms(percentile(api.lat, 99)), apiNote)
+
+	rawNote := fmt.Sprintf("API: %.0f%% of this rate, p50 ×%.1f", 100*api.rate()/raw.rate(),
+		ratio(percentile(api.lat, 50), percentile(raw.lat, 50)))
+	if len(raw.errs) > 0 {
+		rawNote = r.fail("%d of %d PutItem calls failed: %s", len(raw.errs), len(raw.lat)+len(raw.errs), failureSummary(raw.errs))
+	}
+	r.t.add("raw PutItem, same table", fmt.Sprintf("job item of %d B", l.itemBytes),
+		strconv.Itoa(len(raw.lat)), fmt.Sprintf("%.0f req/s", raw.rate()),
+		ms(percentile(raw.lat, 50)), ms(percentile(raw.lat, 99)), rawNote)
+}
+
+// footnotes say what each measure is, and how busy the machine was.
+func (r *report) footnotes(loadBefore, loadAtLoad string) {
+	r.t.note("size: the deployed build (CGO_ENABLED=0, -tags lambda.norpc -trimpath -ldflags='-s -w'); limit 12 MB = 12,000,000 B.")
+	r.t.note("bare: config.LoadDefaultConfig + DynamoDB and SQS clients + lambda.Start with a trivial handler, none of our code.")
+	r.t.note("cold start: exec to the first GET /2018-06-01/runtime/invocation/next under a fake Runtime API, built for %s.", r.host)
+	r.t.note("first invoke: the process's first event handed over to its response posted back (no network: events without a token).")
+	r.t.note("create job: %d-request warm-up first; each request = 2 GetItem + 1 conditional PutItem + 1 SQS SendMessage.", warmupRequests)
+	r.t.note("raw PutItem: copies of a job item the API wrote, with its condition, same count and clients: DynamoDB Local's ceiling.")
+	r.t.note("p99 is nearest-rank: of %d starts it is the slowest one.", coldRuns)
+	r.t.note("machine: %d CPUs; 1-minute load average %s at the start, %s before the load runs.",
+		runtime.NumCPU(), loadBefore, loadAtLoad)
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// failureSummary counts the distinct failures, most frequent first, and
+// shows the first three.
+func failureSummary(errs []string) string {
+	count := map[string]int{}
+	for _, e := range errs {
+		count[firstLine(e)]++
+	}
+	distinct := slices.SortedFunc(maps.Keys(count), func(a, b string) int { return count[b] - count[a] })
+	var parts []string
+	for i, e := range distinct {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more kinds", len(distinct)-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%q ×%d", e, count[e]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return s
+}
+
+// commas writes n with thousands separators.
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
