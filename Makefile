@@ -10,17 +10,19 @@ FUZZTIME ?= 20s
 
 # The deployed build: linux/arm64, no RPC shim, no paths, no symbols.
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
-FUNCTIONS := generate jobs openapi notfound
+FUNCTIONS := $(notdir $(wildcard functions/*))
+# The size budget of one function's deployed binary.
+MAX_BINARY_BYTES := 12000000
 
-.PHONY: run test lint vet staticcheck unit fuzz openapi-lint bench build invoke reset deploy clean
+.PHONY: run test lint vet staticcheck unit fuzz openapi-lint sizes bench build invoke reset deploy clean
 
 run:
 	$(GO) run ./infra/local
 
-test: lint unit fuzz openapi-lint
+test: lint unit fuzz openapi-lint sizes
 
 lint: vet staticcheck
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
+	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' ':!third_party')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 
 vet:
@@ -57,6 +59,13 @@ invoke:
 build:
 	@for fn in $(FUNCTIONS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o bin/$$fn/bootstrap ./functions/$$fn || exit 1; \
+	done
+
+# Every deployed binary must stay under the budget (make bench shows the sizes).
+sizes: build
+	@for fn in $(FUNCTIONS); do \
+		size=$$(stat -c %s bin/$$fn/bootstrap); echo "$$fn: $$size bytes (linux/arm64)"; \
+		[ $$size -lt $(MAX_BINARY_BYTES) ] || { echo "$$fn is over the $(MAX_BINARY_BYTES)-byte budget"; exit 1; }; \
 	done
 
 reset:
