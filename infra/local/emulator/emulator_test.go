@@ -252,6 +252,15 @@ func TestChildBindFailureIsPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	go func() { // hang up at once, so that probes fail fast
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	port := l.Addr().(*net.TCPAddr).Port
 	for name, s := range map[string]spec{
 		"dynamodb": dynamoDBSpec(DynamoDBOptions{Dir: inst.DynamoDBDir, LogFile: filepath.Join(logs, "emulator-test-dynamodb.log")}, []string{"-inMemory"}),

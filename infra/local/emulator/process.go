@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -114,6 +115,23 @@ func (p *Process) logTail() string {
 	return fmt.Sprintf("\n--- end of %s ---\n%s", p.logPath, s)
 }
 
+// logFind returns the first of texts that this run wrote to the log.
+func (p *Process) logFind(texts []string) string {
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, 64<<10) // start-up output is short
+	n, _ := f.ReadAt(b, p.logStart)
+	for _, text := range texts {
+		if bytes.Contains(b[:n], []byte(text)) {
+			return text
+		}
+	}
+	return ""
+}
+
 func max64(a, b int64) int64 {
 	if a > b {
 		return a
@@ -132,6 +150,7 @@ type spec struct {
 	port    int                                              // 0: choose a free one
 	probe   func(ctx context.Context, endpoint string) error // one real request
 	inUse   []string                                         // log texts meaning "port taken"
+	fatal   []string                                         // log texts meaning "will never answer"
 }
 
 // start runs the emulator and waits until it answers a real request.
@@ -235,11 +254,19 @@ func startOnce(ctx context.Context, s spec, port int) (*Process, error) {
 func waitReady(ctx context.Context, s spec, p *Process) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
+	fatal := append(append([]string(nil), s.inUse...), s.fatal...)
 	var last error
 	for {
 		probeCtx, cancelProbe := context.WithTimeout(ctx, 2*time.Second)
 		last = s.probe(probeCtx, p.endpoint)
 		cancelProbe()
+		// DynamoDB Local's JVM outlives a failed bind (only its main thread
+		// dies): waiting for the exit would take the whole timeout. Checked
+		// before trusting an answer too, which could come from whoever
+		// holds the port.
+		if text := p.logFind(fatal); text != "" {
+			return fmt.Errorf("failed to start (log says %q)", text)
+		}
 		if last == nil {
 			return nil
 		}

@@ -72,6 +72,7 @@ func dynamoDBSpec(o DynamoDBOptions, storage []string) spec {
 			return err
 		},
 		inUse: []string{"Address already in use", "BindException"},
+		fatal: []string{`Exception in thread "main"`},
 	}
 }
 
