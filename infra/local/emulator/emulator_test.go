@@ -275,3 +275,32 @@ func TestChildBindFailureIsPortTaken(t *testing.T) {
 		})
 	}
 }
+
+func TestDynamoDBLocalKeepsDataInDBPath(t *testing.T) {
+	inst, logs := install(t)
+	ctx := context.Background()
+	opts := DynamoDBOptions{Dir: inst.DynamoDBDir, DBPath: t.TempDir(), LogFile: filepath.Join(logs, "emulator-test-dynamodb.log")}
+	for run := range 2 {
+		p, err := StartDynamoDB(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := DynamoDBClient(p.Endpoint())
+		if run == 0 {
+			_, err = db.CreateTable(ctx, &dynamodb.CreateTableInput{
+				TableName:            aws.String("kept"),
+				BillingMode:          types.BillingModePayPerRequest,
+				AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+				KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+			})
+		} else {
+			_, err = db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("kept")})
+		}
+		if stopErr := p.Stop(); stopErr != nil {
+			t.Fatal(stopErr)
+		}
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+	}
+}

@@ -100,12 +100,12 @@ func (p *Process) logTail() string {
 		return ""
 	}
 	defer f.Close()
-	const max = 3000
+	const tailBytes = 3000
 	fi, err := f.Stat()
 	if err != nil {
 		return ""
 	}
-	from := max64(p.logStart, fi.Size()-max)
+	from := max(p.logStart, fi.Size()-tailBytes)
 	b := make([]byte, fi.Size()-from)
 	n, _ := f.ReadAt(b, from)
 	s := strings.TrimSpace(string(b[:n]))
@@ -130,13 +130,6 @@ func (p *Process) logFind(texts []string) string {
 		}
 	}
 	return ""
-}
-
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // spec describes how to run one emulator.
