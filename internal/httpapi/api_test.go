@@ -16,12 +16,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/xeipuuv/gojsonschema"
 
 	"genjobs/internal/auth"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
+	"genjobs/internal/openapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"
@@ -207,6 +209,7 @@ func TestEachEndpointCreatesAQueuedJobThatReadsBack(t *testing.T) {
 				t.Errorf("POST %s: the job record has a field %q the spec does not allow", path, k)
 			}
 		}
+		matchesSchema(t, "Job", resp.body)
 		id, _ := rec["job_id"].(string)
 		if !job.ValidID(id) {
 			t.Fatalf("POST %s: job_id %q is not a UUID", path, id)
@@ -225,6 +228,23 @@ func TestEachEndpointCreatesAQueuedJobThatReadsBack(t *testing.T) {
 		if ids := e.queued(); len(ids) != 1 || ids[0] != id {
 			t.Errorf("queue holds %v; want [%s]", ids, id)
 		}
+	}
+}
+
+// matchesSchema checks a response body against a component of the OpenAPI
+// document: what the API promises, checked against what it answers.
+func matchesSchema(t *testing.T, name string, body []byte) {
+	t.Helper()
+	raw, ok := openapi.ComponentSchema(name)
+	if !ok {
+		t.Fatalf("the OpenAPI document has no %s schema", name)
+	}
+	res, err := gojsonschema.Validate(gojsonschema.NewBytesLoader(raw), gojsonschema.NewBytesLoader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Valid() {
+		t.Errorf("%s does not match the OpenAPI %s schema: %v", body, name, res.Errors())
 	}
 }
 
@@ -281,6 +301,7 @@ func TestRefusedRequestsWriteNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		resp := e.do("POST", c.path, e.tokenA, c.body, c.headers...)
+		matchesSchema(t, "Error", resp.body)
 		if resp.status != c.status || resp.errorText(t) != c.text {
 			t.Errorf("%s: %d %s\nwant %d %q", c.name, resp.status, resp.body, c.status, c.text)
 		}
@@ -369,7 +390,9 @@ func TestWorkspacesDoNotSeeEachOthersJobs(t *testing.T) {
 			t.Errorf("GET /jobs/%s: %d %s; want 404", id, r.status, r.body)
 		}
 	}
-	list := e.do("GET", "/jobs", e.tokenB, "").json(t)
+	listed := e.do("GET", "/jobs", e.tokenB, "")
+	matchesSchema(t, "JobList", listed.body)
+	list := listed.json(t)
 	items, _ := list["items"].([]any)
 	if len(items) != 1 || items[0].(map[string]any)["job_id"] != b || list["next_cursor"] != nil {
 		t.Errorf("B's list = %v; want only its job %s", list, b)
