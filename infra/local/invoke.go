@@ -43,21 +43,13 @@ func invoke(args []string) error {
 	if err != nil {
 		return err
 	}
-	dbPort, err := envPort("DYNAMODB_PORT", 8000)
-	if err != nil {
-		return err
-	}
-	sqsPort, err := envPort("FAUXQS_PORT", 4566)
-	if err != nil {
-		return err
-	}
-	apiPort, err := envPort("PORT", 3000)
+	p, err := localPorts()
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
-	db := emulator.DynamoDBClient("http://127.0.0.1:" + strconv.Itoa(dbPort))
-	q := emulator.SQSClient("http://127.0.0.1:" + strconv.Itoa(sqsPort))
+	db := emulator.DynamoDBClient("http://127.0.0.1:" + strconv.Itoa(p.dynamodb))
+	q := emulator.SQSClient("http://127.0.0.1:" + strconv.Itoa(p.fauxqs))
 	qu, err := q.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(devstack.JobsQueue)})
 	if err != nil {
 		return fmt.Errorf("the local stack is not running (start it with make run): %w", err)
@@ -91,7 +83,7 @@ func invoke(args []string) error {
 	}
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	deps := devstack.Deps(db, q, aws.ToString(qu.QueueUrl), "http://127.0.0.1:"+strconv.Itoa(apiPort), log)
+	deps := devstack.Deps(db, q, aws.ToString(qu.QueueUrl), "http://127.0.0.1:"+strconv.Itoa(p.api), log)
 	h, err := devstack.HTTPFunctions[id](deps)
 	if err != nil {
 		return err

@@ -22,7 +22,23 @@ import (
 	"genjobs/internal/store"
 )
 
-// Ports of API-DECISIONS 10, each overridable from the environment.
+// ports are the local stack's ports (API-DECISIONS 10), each overridable
+// from the environment.
+type ports struct{ api, dynamodb, fauxqs int }
+
+func localPorts() (ports, error) {
+	var p ports
+	var err error
+	if p.api, err = envPort("PORT", 3000); err != nil {
+		return p, err
+	}
+	if p.dynamodb, err = envPort("DYNAMODB_PORT", 8000); err != nil {
+		return p, err
+	}
+	p.fauxqs, err = envPort("FAUXQS_PORT", 4566)
+	return p, err
+}
+
 func envPort(name string, def int) (int, error) {
 	v := os.Getenv(name)
 	if v == "" {
@@ -43,18 +59,11 @@ func serve(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	apiPort, err := envPort("PORT", 3000)
+	p, err := localPorts()
 	if err != nil {
 		return err
 	}
-	dbPort, err := envPort("DYNAMODB_PORT", 8000)
-	if err != nil {
-		return err
-	}
-	sqsPort, err := envPort("FAUXQS_PORT", 4566)
-	if err != nil {
-		return err
-	}
+	apiPort := p.api
 	root, err := emulator.RepoRoot()
 	if err != nil {
 		return err
@@ -76,8 +85,8 @@ func serve(args []string) error {
 	fmt.Println("Starting DynamoDB Local and fauxqs (the first run installs them)...")
 	stack, err := emulator.StartStack(ctx, emulator.StackOptions{
 		RepoRoot:     root,
-		DynamoDBPort: dbPort,
-		FauxqsPort:   sqsPort,
+		DynamoDBPort: p.dynamodb,
+		FauxqsPort:   p.fauxqs,
 		DynamoDBPath: filepath.Join(root, ".local", "dynamodb"),
 	})
 	if err != nil {
