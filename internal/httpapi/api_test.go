@@ -214,7 +214,7 @@ func TestEachEndpointCreatesAQueuedJobThatReadsBack(t *testing.T) {
 		if !job.ValidID(id) {
 			t.Fatalf("POST %s: job_id %q is not a UUID", path, id)
 		}
-		got := e.do("GET", "/jobs/"+id, e.tokenA, "")
+		got := e.do("GET", "/jobs/"+strings.ToUpper(id), e.tokenA, "")
 		if got.status != 200 || !bytes.Equal(got.body, resp.body) {
 			t.Errorf("GET /jobs/%s = %d %s; want the creation record %s", id, got.status, got.body, resp.body)
 		}

@@ -36,7 +36,8 @@ func (h *Jobs) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id := r.PathValue("id")
+	// Ids are issued in lower case; UUIDs compare case-insensitively.
+	id := strings.ToLower(r.PathValue("id"))
 	if !job.ValidID(id) {
 		writeError(w, http.StatusNotFound, msgJobNotFound)
 		return
