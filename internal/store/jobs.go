@@ -163,6 +163,9 @@ func encodeCursor(after, ws string, st job.Status) string {
 // follows DynamoDB's pages (1 MB each, fewer after a status filter) until the
 // limit is met or the jobs run out.
 func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page, error) {
+	if q.Limit < 1 || q.Limit > job.MaxListLimit {
+		return job.Page{}, fmt.Errorf("list jobs: limit %d is outside 1..%d", q.Limit, job.MaxListLimit)
+	}
 	var after string
 	if q.Cursor != "" {
 		var err error
