@@ -190,7 +190,6 @@ func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page,
 		in.ExpressionAttributeValues[":status"] = str(string(q.Status))
 	}
 	var page job.Page
-	var last string
 	for {
 		// Without a filter, asking for exactly what is missing saves reads.
 		in.Limit = nil
@@ -214,10 +213,9 @@ func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page,
 				return job.Page{}, err
 			}
 			page.Jobs = append(page.Jobs, j)
-			last = it.GSI1SK
 			if len(page.Jobs) == q.Limit {
 				if i < len(out.Items)-1 || out.LastEvaluatedKey != nil {
-					page.NextCursor = encodeCursor(last, ws, q.Status)
+					page.NextCursor = encodeCursor(it.GSI1SK, ws, q.Status)
 				}
 				return page, nil
 			}

@@ -35,10 +35,9 @@ const MaxPayloadBytes = 6 * 1024 * 1024
 
 // Gateway routes HTTP requests to function handlers.
 type Gateway struct {
-	routes     []sam.Route
-	handlers   map[string]Handler
-	log        *slog.Logger
-	requestSeq func() string
+	routes   []sam.Route
+	handlers map[string]Handler
+	log      *slog.Logger
 }
 
 // New builds a gateway for routes; every routed function needs a handler.
@@ -48,7 +47,7 @@ func New(routes []sam.Route, handlers map[string]Handler, log *slog.Logger) (*Ga
 			return nil, fmt.Errorf("route %s goes to %s, which has no handler", r.Key(), r.Function)
 		}
 	}
-	return &Gateway{routes: routes, handlers: handlers, log: log, requestSeq: newRequestID}, nil
+	return &Gateway{routes: routes, handlers: handlers, log: log}, nil
 }
 
 // Match finds the route API Gateway would pick: the most specific path
@@ -120,7 +119,7 @@ func matchPath(pattern, path string) (map[string]string, int, bool) {
 }
 
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := g.requestSeq()
+	id := newRequestID()
 	w.Header().Set("Apigw-Requestid", id)
 	route, params, ok := g.Match(r.Method, r.URL.Path)
 	if !ok {
