@@ -263,3 +263,45 @@ func (c *cli) name(flagName, v string) (string, error) {
 	}
 	return v, nil
 }
+
+func (c *cli) workspaceVerify(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	stored, err := s.StoredSlots(ctx, *ws)
+	if err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	counted, err := s.CountSlots(ctx, *ws)
+	if err != nil {
+		return c.target.explain(err)
+	}
+	differences := []string{}
+	if stored.Active != counted.Active {
+		differences = append(differences, fmt.Sprintf("active: counter %d, jobs %d", stored.Active, counted.Active))
+	}
+	if stored.Running != counted.Running {
+		differences = append(differences, fmt.Sprintf("running: counter %d, jobs %d", stored.Running, counted.Running))
+	}
+	if err := writeJSON(stdout, struct {
+		WorkspaceID string      `json:"workspace_id"`
+		Stored      store.Slots `json:"stored"`
+		Counted     store.Slots `json:"counted"`
+		Differences []string    `json:"differences"`
+	}{*ws, stored, counted, differences}); err != nil {
+		return err
+	}
+	if len(differences) > 0 {
+		return fmt.Errorf("workspace %s: slot counters disagree with its jobs (%s)", *ws, strings.Join(differences, "; "))
+	}
+	return nil
+}

@@ -60,6 +60,8 @@ var commands = []command{
 		"let the workspace's tokens call the API; prints {workspace_id, api_enabled}", (*cli).workspaceEnableAPI},
 	{"workspace disable-api", "--workspace W",
 		"refuse the workspace's tokens (401) until enabled again; prints {workspace_id, api_enabled}", (*cli).workspaceDisableAPI},
+	{"workspace verify", "--workspace W",
+		"recount the workspace's unfinished jobs against its slot counters; prints {workspace_id, stored, counted, differences}, exits 1 on any difference", (*cli).workspaceVerify},
 	{"token create", "--workspace W --name N",
 		"create an API token; prints {token_id, token}, the only time the token is shown", (*cli).tokenCreate},
 	{"token revoke", "--workspace W --token-id T",

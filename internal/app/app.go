@@ -21,6 +21,7 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/lifecycle"
 	"genjobs/internal/openapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
@@ -89,6 +90,10 @@ func need(vars ...[2]string) error {
 
 func (d Deps) store() *store.Store { return store.New(d.DynamoDB, d.Table) }
 
+func (d Deps) lifecycle() *lifecycle.Jobs {
+	return &lifecycle.Jobs{Store: d.store(), Queue: queue.NewJobs(d.SQS, d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
+}
+
 func (d Deps) authenticator() auth.Authenticator { return auth.Authenticator{Dir: d.store()} }
 
 // Generate builds the generate function's handler.
@@ -106,6 +111,7 @@ func Generate(d Deps) (http.Handler, error) {
 		Jobs:              d.store(),
 		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
 		Clock:             d.Clock,
+		BaseURL:           d.BaseURL,
 		AllowHTTPWebhooks: d.AllowPrivateDestinations,
 	}
 	return httpapi.Middleware(d.Log, g.Routes()), nil
@@ -113,10 +119,10 @@ func Generate(d Deps) (http.Handler, error) {
 
 // Jobs builds the jobs function's handler.
 func Jobs(d Deps) (http.Handler, error) {
-	if err := need([2]string{"TABLE_NAME", d.Table}); err != nil {
+	if err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL}); err != nil {
 		return nil, err
 	}
-	h := &httpapi.Jobs{Auth: d.authenticator(), Jobs: d.store()}
+	h := &httpapi.Jobs{Auth: d.authenticator(), Jobs: d.store(), Cancel: d.lifecycle()}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
+	"genjobs/internal/lifecycle"
 	"genjobs/internal/openapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
@@ -83,7 +84,9 @@ func (e *env) handler(queueURL string) http.Handler {
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
 	a := auth.Authenticator{Dir: e.store}
 	gen := &httpapi.Generate{Auth: a, Catalog: cat, Jobs: e.store, Queue: queue.NewJobs(e.sqs, queueURL), Clock: e.clock}
-	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store}
+	q := queue.NewJobs(e.sqs, queueURL)
+	life := &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log}
+	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}}
 	mux := http.NewServeMux()
 	mux.Handle("/generate/", httpapi.Middleware(log, gen.Routes()))
 	mux.Handle("/jobs", httpapi.Middleware(log, jobs.Routes()))
@@ -91,10 +94,16 @@ func (e *env) handler(queueURL string) http.Handler {
 	return mux
 }
 
+// workspace makes a workspace with room for every test's jobs and returns a token.
 func (e *env) workspace(id string, enabled bool) string {
+	return e.limitedWorkspace(id, enabled, 100, 100)
+}
+
+func (e *env) limitedWorkspace(id string, enabled bool, maxConcurrent, maxRunning int) string {
 	e.t.Helper()
 	ctx := context.Background()
-	if err := e.store.CreateWorkspace(ctx, auth.Workspace{ID: id, Name: id, APIEnabled: enabled, CreatedAt: now}); err != nil {
+	w := auth.Workspace{ID: id, Name: id, APIEnabled: enabled, MaxConcurrent: maxConcurrent, MaxRunning: maxRunning, CreatedAt: now}
+	if err := e.store.CreateWorkspace(ctx, w); err != nil {
 		e.t.Fatal(err)
 	}
 	token, hash := auth.NewToken()

@@ -15,7 +15,8 @@ import (
 	"genjobs/internal/job"
 )
 
-// JobCreator stores a new job.
+// JobCreator stores a new job, deciding whether it is queued or backlogged
+// (it sets j.Status) or refusing it with job.ErrTooManyJobs.
 type JobCreator interface {
 	CreateJob(ctx context.Context, j *job.Job) error
 }
@@ -32,6 +33,8 @@ type Generate struct {
 	Jobs    JobCreator
 	Queue   Enqueuer
 	Clock   clock.Clock
+	// BaseURL is the API's public address; empty means the request's own.
+	BaseURL string
 	// AllowHTTPWebhooks accepts http:// webhook URLs: only where private
 	// destinations are allowed (local development).
 	AllowHTTPWebhooks bool
@@ -92,21 +95,30 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 		CreatedAt:   now,
 		Endpoint:    ep.Path(),
 		Request:     req.JSON(),
+		BaseURL:     baseURLOf(g.BaseURL, r),
 		WebhookURL:  webhook,
 	}
-	if err := g.Jobs.CreateJob(r.Context(), j); err != nil {
+	err = g.Jobs.CreateJob(r.Context(), j)
+	if errors.Is(err, job.ErrTooManyJobs) {
+		writeError(w, http.StatusTooManyRequests, msgTooManyJobs)
+		return
+	}
+	if err != nil {
 		internalError(w, r, "create job", err)
 		return
 	}
 	log := logger(r.Context()).With("job_id", j.ID, "workspace_id", j.WorkspaceID)
-	if err := g.Queue.Enqueue(r.Context(), j.ID); err != nil {
-		// The job is durable; the sweeper enqueues queued jobs that have no
-		// message, so the client still gets its job.
-		log.Error("enqueue failed; left for the sweeper", "error", err.Error())
+	// A backlogged job is enqueued when it is promoted.
+	if j.Status == job.Queued {
+		if err := g.Queue.Enqueue(r.Context(), j.ID); err != nil {
+			// The job is durable; the sweeper enqueues queued jobs that have no
+			// message, so the client still gets its job.
+			log.Error("enqueue failed; left for the sweeper", "error", err.Error())
+		}
 	}
-	log.Info("job created", "endpoint", j.Endpoint)
+	log.Info("job created", "endpoint", j.Endpoint, "status", string(j.Status))
 	setDeprecationHeaders(w.Header(), req.Deprecations)
-	writeJSON(w, http.StatusOK, j.Record())
+	writeJSON(w, http.StatusOK, j.Record(nil))
 }
 
 // setDeprecationHeaders tells a client that used a deprecated alias when it

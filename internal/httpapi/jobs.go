@@ -16,43 +16,107 @@ type JobReader interface {
 	ListJobs(ctx context.Context, workspaceID string, q job.Query) (job.Page, error)
 }
 
-// Jobs serves GET /jobs/{id} and GET /jobs.
+// ResultURLs mints the fetchable URL of an output file (a presigned GET).
+type ResultURLs interface {
+	ResultURL(ctx context.Context, key string) (string, error)
+}
+
+// Canceller ends a job at the client's request (lifecycle.Jobs).
+type Canceller interface {
+	Cancel(ctx context.Context, j *job.Job) (*job.Job, error)
+}
+
+// Jobs serves GET /jobs/{id}, GET /jobs and DELETE /jobs/{id}.
 type Jobs struct {
-	Auth Authenticator
-	Jobs JobReader
+	Auth    Authenticator
+	Jobs    JobReader
+	Results ResultURLs
+	Cancel  Canceller
 }
 
 // Routes is the jobs function's router.
 func (h *Jobs) Routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /jobs/{id}", h.get)
+	mux.HandleFunc("DELETE /jobs/{id}", h.cancel)
 	mux.HandleFunc("GET /jobs", h.list)
 	mux.Handle("/", NotFound())
 	return mux
 }
 
-func (h *Jobs) get(w http.ResponseWriter, r *http.Request) {
+// own reads the caller's job named in the path, answering 404 itself.
+func (h *Jobs) own(w http.ResponseWriter, r *http.Request) (*job.Job, bool) {
 	p, ok := authenticate(h.Auth, w, r)
 	if !ok {
-		return
+		return nil, false
 	}
 	// Ids are issued in lower case; UUIDs compare case-insensitively.
 	id := strings.ToLower(r.PathValue("id"))
 	if !job.ValidID(id) {
 		writeError(w, http.StatusNotFound, msgJobNotFound)
-		return
+		return nil, false
 	}
 	j, err := h.Jobs.Job(r.Context(), id)
 	// Another workspace's job is answered exactly like a missing one.
 	if errors.Is(err, job.ErrNotFound) || err == nil && j.WorkspaceID != p.WorkspaceID {
 		writeError(w, http.StatusNotFound, msgJobNotFound)
-		return
+		return nil, false
 	}
 	if err != nil {
 		internalError(w, r, "read job", err)
+		return nil, false
+	}
+	return j, true
+}
+
+func (h *Jobs) get(w http.ResponseWriter, r *http.Request) {
+	j, ok := h.own(w, r)
+	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, j.Record())
+	rec, err := Record(r.Context(), h.Results, j)
+	if err != nil {
+		internalError(w, r, "mint result URLs", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+func (h *Jobs) cancel(w http.ResponseWriter, r *http.Request) {
+	j, ok := h.own(w, r)
+	if !ok {
+		return
+	}
+	ended, err := h.Cancel.Cancel(r.Context(), j)
+	if errors.Is(err, job.ErrConflict) && ended != nil {
+		writeError(w, http.StatusConflict, "The job has already ended; its status is "+string(ended.Status)+".")
+		return
+	}
+	if err != nil {
+		internalError(w, r, "cancel job", err)
+		return
+	}
+	logger(r.Context()).Info("job cancelled", "job_id", j.ID, "workspace_id", j.WorkspaceID)
+	rec, err := Record(r.Context(), h.Results, ended)
+	if err != nil {
+		internalError(w, r, "mint result URLs", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// Record is the client's view of j, its outputs as URLs minted by urls now,
+// so that they are always fresh (API-DECISIONS 1).
+func Record(ctx context.Context, urls ResultURLs, j *job.Job) (job.Record, error) {
+	var out []string
+	for _, key := range j.Outputs {
+		u, err := urls.ResultURL(ctx, key)
+		if err != nil {
+			return job.Record{}, err
+		}
+		out = append(out, u)
+	}
+	return j.Record(out), nil
 }
 
 type jobList struct {
@@ -81,7 +145,12 @@ func (h *Jobs) list(w http.ResponseWriter, r *http.Request) {
 	}
 	out := jobList{Items: make([]job.Record, 0, len(page.Jobs))}
 	for _, j := range page.Jobs {
-		out.Items = append(out.Items, j.Record())
+		rec, err := Record(r.Context(), h.Results, j)
+		if err != nil {
+			internalError(w, r, "mint result URLs", err)
+			return
+		}
+		out.Items = append(out.Items, rec)
 	}
 	if page.NextCursor != "" {
 		out.NextCursor = &page.NextCursor

@@ -9,21 +9,18 @@ import (
 // document is built once, at init; without one, once per domain the API is
 // reached at (the execute-api domain or a custom domain), since the template
 // cannot pass the API's own URL to its functions.
-func OpenAPI(build func(baseURL string) ([]byte, error), baseURL string) (*http.ServeMux, error) {
+func OpenAPI(build func(baseURL string) ([]byte, error), configured string) (*http.ServeMux, error) {
 	var docs sync.Map // base URL -> []byte
-	if baseURL != "" {
-		doc, err := build(baseURL)
+	if configured != "" {
+		doc, err := build(configured)
 		if err != nil {
 			return nil, err
 		}
-		docs.Store(baseURL, doc)
+		docs.Store(configured, doc)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
-		base := baseURL
-		if base == "" {
-			base = "https://" + r.Host
-		}
+		base := baseURLOf(configured, r)
 		doc, ok := docs.Load(base)
 		if !ok {
 			b, err := build(base)

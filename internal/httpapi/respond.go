@@ -23,6 +23,7 @@ const (
 	msgUnauthenticated  = "You are not authenticated."
 	msgAPIDisabled      = "API access is not enabled for this workspace."
 	msgInternal         = "Internal server error."
+	msgTooManyJobs      = "You have reached the maximum number of concurrent jobs."
 	invalidBodyPrefix   = "The request body is invalid: "
 	invalidQueryPrefix  = "The query is invalid: "
 	invalidHeaderPrefix = "The request headers are invalid: "
@@ -113,4 +114,13 @@ func NotFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, msgNotFound)
 	})
+}
+
+// baseURLOf is the API's public address: the configured one, or else the
+// address the request came to (the execute-api domain or a custom domain).
+func baseURLOf(configured string, r *http.Request) string {
+	if configured != "" {
+		return configured
+	}
+	return "https://" + r.Host
 }

@@ -8,32 +8,48 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 )
 
 // Status is where a job stands. The order of the constants is the order a job
-// moves in: a step may be skipped, never revisited, and a terminal status is final.
+// moves in: a step may be skipped, never revisited, and a terminal status is
+// final. Each constant says who moves a job into it and out of it; every
+// writer goes through one conditional transition (store.Transition), which
+// checks CanMoveTo on the stored status, so no writer can break these rules.
 type Status string
 
 const (
-	// Backlogged: created while every running slot of the workspace was taken;
-	// promoted to Queued, oldest first, when a job of the workspace ends.
+	// Backlogged: created while every running slot of the workspace was taken.
+	// In: creation. Out: to Queued by promotion, oldest first, when a job of
+	// the workspace ends (the ending writer promotes; the sweeper promotes any
+	// job a promotion missed); to Cancelled by the client. Never run.
 	Backlogged Status = "backlogged"
-	// Queued: stored and enqueued for a worker. Creation answers with it.
+	// Queued: holds a running slot and is (or is about to be) on the jobs
+	// queue. In: creation, promotion. Out: to Scheduled by the worker that
+	// claims it; to Failed by the sweeper (timeout); to Cancelled by the client.
 	Queued Status = "queued"
-	// Scheduled: a worker has taken the job.
+	// Scheduled: a worker holds the job's lease. In: the worker's claim.
+	// Out: onward by that worker; Failed by the sweeper; Cancelled by the client.
 	Scheduled Status = "scheduled"
-	// Processing: the engine is working on it.
+	// Processing: the worker fetches inputs and starts the engine. In and out:
+	// the lease holder; Failed by the sweeper; Cancelled by the client.
 	Processing Status = "processing"
-	// Sampling: the engine is producing output.
+	// Sampling: the engine is producing output; progress rises. In and out:
+	// the lease holder; Failed by the sweeper; Cancelled by the client.
 	Sampling Status = "sampling"
-	// IntermediateComplete: previews may be in result; the final output is not.
+	// IntermediateComplete: previews may be in the result; the final output is
+	// not. In and out: the lease holder; Failed by the sweeper; Cancelled by
+	// the client.
 	IntermediateComplete Status = "intermediate-complete"
-	// Completed: terminal; result holds the output and the job is billed.
+	// Completed: terminal; the result holds the output and the job is billed.
+	// In: the lease holder, from Queued or later (never from Backlogged).
 	Completed Status = "completed"
-	// Failed: terminal; error says why. Not billed.
+	// Failed: terminal; error says why. Not billed. In: the lease holder (the
+	// engine or an input failed), the sweeper (timeout, or a message the DLQ
+	// took).
 	Failed Status = "failed"
-	// Cancelled: terminal; cancelled by the client. Not billed.
+	// Cancelled: terminal; cancelled by the client (DELETE /jobs/{id}). Not billed.
 	Cancelled Status = "cancelled"
 )
 
@@ -55,6 +71,12 @@ func (s Status) Terminal() bool {
 	return s == Completed || s == Failed || s == Cancelled
 }
 
+// Running reports whether a job in s holds one of its workspace's running
+// slots: Queued or later, not yet terminal (API-DECISIONS 7).
+func (s Status) Running() bool {
+	return s != Backlogged && !s.Terminal()
+}
+
 // rank orders statuses; every terminal status shares the last rank.
 func (s Status) rank() int {
 	for i, st := range Statuses[:6] {
@@ -65,10 +87,38 @@ func (s Status) rank() int {
 	return 6
 }
 
-// CanMoveTo reports whether a job in s may move to next.
+// CanMoveTo reports whether a job in s may move to next: only forward, never
+// out of a terminal status, and a backlogged job only to Queued (it must take
+// a running slot before it runs) or to Failed or Cancelled.
 func (s Status) CanMoveTo(next Status) bool {
-	return !s.Terminal() && next.rank() > s.rank()
+	if s.Terminal() || next.rank() <= s.rank() {
+		return false
+	}
+	if s == Backlogged {
+		return next == Queued || next == Failed || next == Cancelled
+	}
+	return true
 }
+
+// From lists the statuses a job may move to next from, in order.
+func (next Status) From() []Status {
+	var out []Status
+	for _, s := range Statuses {
+		if s.CanMoveTo(next) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Error codes of a failed job (API-DECISIONS 1).
+const (
+	CodeInvalidInput = "invalid_input" // an input could not be fetched or decoded
+	CodeInputBlocked = "input_blocked" // an input URL was refused by the network policy
+	CodeEngineError  = "engine_error"
+	CodeTimeout      = "timeout"
+	CodeInternal     = "internal"
+)
 
 // Error is the error object of a failed job (spec 2.2).
 type Error struct {
@@ -183,30 +233,75 @@ type Job struct {
 	Status      Status
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	QueuedAt    *time.Time // when it took a running slot; the 30-minute deadline runs from here
 	CompletedAt *time.Time
-	Result      json.RawMessage // {"urls": [...]} once there is output
-	Error       *Error
-	Progress    *float64
-	Endpoint    string          // the generation path, e.g. /generate/enhance/vendor-a/standard-enhance
-	Request     json.RawMessage // the validated request, defaults filled
-	WebhookURL  string          // validated X-Webhook-URL, empty when none
+	// Outputs are the blob keys of the result files (previews at
+	// intermediate-complete); the record shows them as URLs minted when read.
+	Outputs  []string
+	Error    *Error
+	Progress *float64
+	Endpoint string          // the generation path, e.g. /generate/enhance/vendor-a/standard-enhance
+	Request  json.RawMessage // the validated request, defaults filled
+	// BaseURL is the API address the job was created at: asset URLs in the
+	// request are recognised against it.
+	BaseURL    string
+	WebhookURL string // validated X-Webhook-URL, empty when none
+	Lease      Lease  // the worker currently holding the job, if any
+	Attempts   int    // how many times a worker has claimed it
 }
 
-// Record is the client's view of j.
-func (j *Job) Record() Record {
+// Model is the last segment of the job's endpoint, e.g. standard-enhance.
+func (j *Job) Model() string {
+	return j.Endpoint[strings.LastIndexByte(j.Endpoint, '/')+1:]
+}
+
+// Record is the client's view of j; urls are its Outputs as fetchable URLs.
+func (j *Job) Record(urls []string) Record {
 	r := Record{
 		ID:        j.ID,
 		Status:    j.Status,
 		CreatedAt: At(j.CreatedAt),
-		Result:    j.Result,
 		Error:     j.Error,
 		Progress:  j.Progress,
+	}
+	if len(urls) > 0 {
+		r.Result, _ = json.Marshal(struct {
+			URLs []string `json:"urls"`
+		}{urls})
 	}
 	if j.CompletedAt != nil {
 		t := At(*j.CompletedAt)
 		r.CompletedAt = &t
 	}
 	return r
+}
+
+// Lease is a worker's hold on a job: only its holder may move the job on,
+// until it expires. A worker that crashed loses its lease, and the job's
+// redelivered message lets another take it.
+type Lease struct {
+	ID    string
+	Until time.Time
+}
+
+// Held reports whether the lease is in force at now.
+func (l Lease) Held(now time.Time) bool { return l.ID != "" && now.Before(l.Until) }
+
+// Change is one write to a job through the transition primitive.
+type Change struct {
+	// To is the status after the change. It may equal the current status of
+	// a non-terminal job (a progress write); otherwise CanMoveTo must allow it.
+	To       Status
+	Progress *float64 // never lower than the stored progress
+	Outputs  []string // replaces the outputs when non-nil
+	Error    *Error   // with To == Failed
+	// Holder is the lease the writer holds: a worker's writes fail once
+	// another worker took the job or the job ended. Empty for the client and
+	// the sweeper.
+	Holder string
+	// Lease claims the job (Holder empty: only when no lease is in force) or
+	// extends the holder's lease (Holder == Lease.ID).
+	Lease *Lease
 }
 
 // Query selects a workspace's jobs, newest first.
@@ -232,4 +327,13 @@ const (
 var (
 	ErrNotFound  = errors.New("job not found")
 	ErrBadCursor = errors.New("cursor is not valid for this query")
+	// ErrConflict: the job is not in a status the change may start from,
+	// the writer's lease is gone, or the progress would go down.
+	ErrConflict = errors.New("job changed meanwhile")
+	// ErrTooManyJobs: the workspace already has max_concurrent jobs that
+	// have not ended (429).
+	ErrTooManyJobs = errors.New("workspace has reached its concurrent job limit")
+	// ErrNoRunningSlot: every running slot of the workspace is taken, so a
+	// backlogged job cannot be promoted yet.
+	ErrNoRunningSlot = errors.New("no running slot free")
 )

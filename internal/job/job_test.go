@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 )
@@ -44,32 +45,73 @@ func TestValidID(t *testing.T) {
 	}
 }
 
-func TestStatusMovesOnlyForward(t *testing.T) {
-	cases := []struct {
-		from, to Status
-		ok       bool
-	}{
-		{Backlogged, Queued, true},
-		{Queued, Processing, true},
-		{Processing, Queued, false},
-		{Sampling, Sampling, false},
-		{IntermediateComplete, Completed, true},
-		{Backlogged, Cancelled, true},
-		{Queued, Failed, true},
-		{Completed, Failed, false},
-		{Cancelled, Completed, false},
+// TestEveryTransition checks every pair of statuses against the table of
+// API-DECISIONS 1 and 7, written out here rather than derived.
+func TestEveryTransition(t *testing.T) {
+	allowed := map[Status][]Status{
+		Backlogged:           {Queued, Failed, Cancelled},
+		Queued:               {Scheduled, Processing, Sampling, IntermediateComplete, Completed, Failed, Cancelled},
+		Scheduled:            {Processing, Sampling, IntermediateComplete, Completed, Failed, Cancelled},
+		Processing:           {Sampling, IntermediateComplete, Completed, Failed, Cancelled},
+		Sampling:             {IntermediateComplete, Completed, Failed, Cancelled},
+		IntermediateComplete: {Completed, Failed, Cancelled},
+		Completed:            nil,
+		Failed:               nil,
+		Cancelled:            nil,
 	}
-	for _, c := range cases {
-		if got := c.from.CanMoveTo(c.to); got != c.ok {
-			t.Errorf("%s -> %s allowed = %v; want %v", c.from, c.to, got, c.ok)
+	pairs := 0
+	for _, from := range Statuses {
+		for _, to := range Statuses {
+			want := slices.Contains(allowed[from], to)
+			if got := from.CanMoveTo(to); got != want {
+				t.Errorf("%s -> %s allowed = %v; want %v", from, to, got, want)
+			}
+			if got := slices.Contains(to.From(), from); got != want {
+				t.Errorf("%s.From() contains %s = %v; want %v", to, from, got, want)
+			}
+			pairs++
 		}
+	}
+	if pairs != 81 {
+		t.Errorf("checked %d pairs; want all 81", pairs)
+	}
+}
+
+func TestRunningSlots(t *testing.T) {
+	for _, s := range Statuses {
+		want := s == Queued || s == Scheduled || s == Processing || s == Sampling || s == IntermediateComplete
+		if s.Running() != want {
+			t.Errorf("%s.Running() = %v; want %v", s, s.Running(), want)
+		}
+	}
+}
+
+func TestRecordShowsOutputsAsURLs(t *testing.T) {
+	done := time.Date(2026, 11, 21, 20, 34, 0, 5e6, time.UTC)
+	p := 1.0
+	j := Job{ID: "0194b3a0-1c2d-7e3f-8a4b-5c6d7e8f9a0b", Status: Completed, CreatedAt: done.Add(-time.Minute),
+		CompletedAt: &done, Outputs: []string{"results/x/0.png"}, Progress: &p}
+	b, err := json.Marshal(j.Record([]string{"https://s3.example/x/0.png?sig=1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"job_id":"0194b3a0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","status":"completed","created_at":"2026-11-21T20:33:00.005Z","completed_at":"2026-11-21T20:34:00.005Z","result":{"urls":["https://s3.example/x/0.png?sig=1"]},"progress":1}`
+	if string(b) != want {
+		t.Errorf("record = %s\nwant     %s", b, want)
+	}
+}
+
+func TestModelIsTheEndpointsLastSegment(t *testing.T) {
+	j := Job{Endpoint: "/generate/3d/vendor-g/model-g-3.1-rapid"}
+	if got := j.Model(); got != "model-g-3.1-rapid" {
+		t.Errorf("Model() = %q", got)
 	}
 }
 
 func TestCreationRecordHasExactlyTheSpecFields(t *testing.T) {
 	created := time.Date(2026, 11, 21, 20, 33, 0, 0, time.UTC)
 	j := Job{ID: "0194b3a0-1c2d-7e3f-8a4b-5c6d7e8f9a0b", Status: Queued, CreatedAt: created}
-	b, err := json.Marshal(j.Record())
+	b, err := json.Marshal(j.Record(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

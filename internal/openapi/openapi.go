@@ -111,7 +111,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 	addTag("Utilities", tagDescriptions["Utilities"])
 	paths = append(paths,
 		member{"/jobs", object{{"get", listJobs()}}},
-		member{"/jobs/{id}", object{{"get", getJob()}}},
+		member{"/jobs/{id}", object{{"get", getJob()}, {"delete", cancelJob()}}},
 		member{"/openapi.json", object{{"get", getDocument()}}},
 	)
 
@@ -227,23 +227,43 @@ var webhookParameter = object{
 	{"schema", object{{"type", "string"}, {"format", "uri"}, {"maxLength", 2048}}},
 }
 
+func jobIDParameter() object {
+	return object{
+		{"name", "id"},
+		{"in", "path"},
+		{"required", true},
+		{"description", "The job_id a generation request answered with."},
+		{"schema", object{{"type", "string"}, {"format", "uuid"}}},
+	}
+}
+
 func getJob() object {
 	return object{
 		{"tags", []string{"General"}},
 		{"summary", "Get a job"},
 		{"description", "The job's current record. A job of another workspace is not found."},
 		{"operationId", "getJob"},
-		{"parameters", []any{object{
-			{"name", "id"},
-			{"in", "path"},
-			{"required", true},
-			{"description", "The job_id a generation request answered with."},
-			{"schema", object{{"type", "string"}, {"format", "uuid"}}},
-		}}},
+		{"parameters", []any{jobIDParameter()}},
 		{"responses", object{
 			{"200", object{{"description", "The job."}, {"content", jsonContent(ref(refPrefix + "Job"))}}},
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"404", ref("#/components/responses/NotFound")},
+		}},
+	}
+}
+
+func cancelJob() object {
+	return object{
+		{"tags", []string{"General"}},
+		{"summary", "Cancel a job"},
+		{"description", "Cancels a job that has not ended: it is not billed, a running engine stops within a second, and the workspace's oldest backlogged job takes its slot."},
+		{"operationId", "cancelJob"},
+		{"parameters", []any{jobIDParameter()}},
+		{"responses", object{
+			{"200", object{{"description", "The cancelled job."}, {"content", jsonContent(ref(refPrefix + "Job"))}}},
+			{"401", ref("#/components/responses/Unauthorized")},
+			{"404", ref("#/components/responses/NotFound")},
+			{"409", ref("#/components/responses/AlreadyEnded")},
 		}},
 	}
 }
@@ -342,6 +362,8 @@ func responses() object {
 		{"TooManyJobs", errorResponse("The workspace has its maximum number of unfinished jobs.",
 			"You have reached the maximum number of concurrent jobs.")},
 		{"NotFound", errorResponse("No such job in the workspace.", "Job not found.")},
+		{"AlreadyEnded", errorResponse("The job has already ended (completed, failed or cancelled).",
+			"The job has already ended; its status is completed.")},
 	}
 }
 

@@ -29,6 +29,8 @@ type workspaceItem struct {
 	Available     int64  `dynamodbav:"available_micros"`
 	Reserved      int64  `dynamodbav:"reserved_micros"`
 	Spent         int64  `dynamodbav:"spent_micros"`
+	Active        int    `dynamodbav:"jobs_active"`
+	Running       int    `dynamodbav:"jobs_running"`
 }
 
 type tokenItem struct {
@@ -45,8 +47,15 @@ func workspacePK(ws string) string { return "WS#" + ws }
 func tokenPK(hash string) string   { return "TOKEN#" + hash }
 func stamp(t time.Time) string     { return job.At(t).String() }
 
-// CreateWorkspace stores a new workspace with an empty balance.
+// CreateWorkspace stores a new workspace with an empty balance and no jobs.
+// Zero limits take the defaults of API-DECISIONS 7.
 func (s *Store) CreateWorkspace(ctx context.Context, w auth.Workspace) error {
+	if w.MaxConcurrent == 0 {
+		w.MaxConcurrent = auth.DefaultMaxConcurrent
+	}
+	if w.MaxRunning == 0 {
+		w.MaxRunning = auth.DefaultMaxRunning
+	}
 	err := s.putNew(ctx, workspaceItem{
 		PK: workspacePK(w.ID), SK: "WS", WorkspaceID: w.ID, Name: w.Name,
 		APIEnabled: w.APIEnabled, MaxConcurrent: w.MaxConcurrent, MaxRunning: w.MaxRunning,

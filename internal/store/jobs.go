@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 
@@ -30,19 +31,45 @@ type jobItem struct {
 	Status         string   `dynamodbav:"status"`
 	CreatedAt      string   `dynamodbav:"created_at"`
 	UpdatedAt      string   `dynamodbav:"updated_at,omitempty"`
+	QueuedAt       string   `dynamodbav:"queued_at,omitempty"`
+	EnqueuedAt     string   `dynamodbav:"enqueued_at,omitempty"`
 	CompletedAt    string   `dynamodbav:"completed_at,omitempty"`
-	Result         string   `dynamodbav:"result,omitempty"`
+	Result         string   `dynamodbav:"result,omitempty"` // JSON list of output blob keys
 	ErrorCode      string   `dynamodbav:"error_code,omitempty"`
 	ErrorMessage   string   `dynamodbav:"error_message,omitempty"`
 	Progress       *float64 `dynamodbav:"progress,omitempty"`
 	Endpoint       string   `dynamodbav:"endpoint,omitempty"`
 	Request        string   `dynamodbav:"request,omitempty"`
+	BaseURL        string   `dynamodbav:"base_url,omitempty"`
 	WebhookURL     string   `dynamodbav:"webhook_url,omitempty"`
+	LeaseID        string   `dynamodbav:"lease_id,omitempty"`
+	LeaseUntil     string   `dynamodbav:"lease_until,omitempty"`
+	Attempts       int      `dynamodbav:"attempts,omitempty"`
 }
 
 func jobPK(id string) string           { return "JOB#" + id }
 func workspaceJobsPK(ws string) string { return "WSJOBS#" + ws }
-func statusPK(st job.Status) string    { return "STATUS#" + string(st) }
+
+// statusShards spreads jobs-by-status over partitions: a status's jobs are
+// split by a hash of their workspace, so no one partition takes every
+// workspace's writes, while one workspace's jobs of a status (at most
+// max_concurrent) stay in one shard, where its backlog is one Query.
+const statusShards = 16
+
+func shardOf(ws string) int {
+	h := fnv.New32a()
+	h.Write([]byte(ws))
+	return int(h.Sum32() % statusShards)
+}
+
+func statusPK(st job.Status, shard int) string {
+	return fmt.Sprintf("STATUS#%s#%02d", st, shard)
+}
+
+// statusSK orders a workspace's jobs of one status by creation.
+func statusSK(ws string, created time.Time, id string) string {
+	return ws + "#" + job.At(created).String() + "#" + id
+}
 
 func toJobItem(j *job.Job) jobItem {
 	created := job.At(j.CreatedAt).String()
@@ -55,18 +82,28 @@ func toJobItem(j *job.Job) jobItem {
 		GSI1PK: workspaceJobsPK(j.WorkspaceID), GSI1SK: created + "#" + j.ID,
 		JobID: j.ID, WorkspaceID: j.WorkspaceID, Status: string(j.Status),
 		CreatedAt: created, UpdatedAt: job.At(updated).String(),
-		Result: string(j.Result), Progress: j.Progress,
-		Endpoint: j.Endpoint, Request: string(j.Request), WebhookURL: j.WebhookURL,
+		Progress: j.Progress, Endpoint: j.Endpoint, Request: string(j.Request),
+		BaseURL: j.BaseURL, WebhookURL: j.WebhookURL, Attempts: j.Attempts,
+	}
+	if len(j.Outputs) > 0 {
+		b, _ := json.Marshal(j.Outputs)
+		it.Result = string(b)
 	}
 	if !j.Status.Terminal() {
-		it.GSI2PK = statusPK(j.Status)
-		it.GSI2SK = j.WorkspaceID + "#" + created + "#" + j.ID
+		it.GSI2PK = statusPK(j.Status, shardOf(j.WorkspaceID))
+		it.GSI2SK = statusSK(j.WorkspaceID, j.CreatedAt, j.ID)
+	}
+	if j.QueuedAt != nil {
+		it.QueuedAt = stamp(*j.QueuedAt)
 	}
 	if j.CompletedAt != nil {
-		it.CompletedAt = job.At(*j.CompletedAt).String()
+		it.CompletedAt = stamp(*j.CompletedAt)
 	}
 	if j.Error != nil {
 		it.ErrorCode, it.ErrorMessage = j.Error.Code, j.Error.Message
+	}
+	if j.Lease.ID != "" {
+		it.LeaseID, it.LeaseUntil = j.Lease.ID, stamp(j.Lease.Until)
 	}
 	return it
 }
@@ -78,7 +115,7 @@ func (it *jobItem) toJob() (*job.Job, error) {
 	}
 	j := &job.Job{
 		ID: it.JobID, WorkspaceID: it.WorkspaceID, Status: st, Progress: it.Progress,
-		Endpoint: it.Endpoint, WebhookURL: it.WebhookURL,
+		Endpoint: it.Endpoint, BaseURL: it.BaseURL, WebhookURL: it.WebhookURL, Attempts: it.Attempts,
 	}
 	var err error
 	parse := func(s string) time.Time {
@@ -88,16 +125,25 @@ func (it *jobItem) toJob() (*job.Job, error) {
 		}
 		return t.Time
 	}
+	optional := func(s string) *time.Time {
+		if s == "" {
+			return nil
+		}
+		t := parse(s)
+		return &t
+	}
 	j.CreatedAt = parse(it.CreatedAt)
 	if it.UpdatedAt != "" {
 		j.UpdatedAt = parse(it.UpdatedAt)
 	}
-	if it.CompletedAt != "" {
-		t := parse(it.CompletedAt)
-		j.CompletedAt = &t
+	j.QueuedAt, j.CompletedAt = optional(it.QueuedAt), optional(it.CompletedAt)
+	if it.LeaseID != "" {
+		j.Lease = job.Lease{ID: it.LeaseID, Until: parse(it.LeaseUntil)}
 	}
 	if it.Result != "" {
-		j.Result = json.RawMessage(it.Result)
+		if e := json.Unmarshal([]byte(it.Result), &j.Outputs); e != nil && err == nil {
+			err = fmt.Errorf("job %s: bad result %q", it.JobID, it.Result)
+		}
 	}
 	if it.Request != "" {
 		j.Request = json.RawMessage(it.Request)
@@ -106,14 +152,6 @@ func (it *jobItem) toJob() (*job.Job, error) {
 		j.Error = &job.Error{Code: it.ErrorCode, Message: it.ErrorMessage}
 	}
 	return j, err
-}
-
-// CreateJob stores a new job. Its id must be new.
-func (s *Store) CreateJob(ctx context.Context, j *job.Job) error {
-	if err := s.putNew(ctx, toJobItem(j)); err != nil {
-		return fmt.Errorf("create job %s: %w", j.ID, err)
-	}
-	return nil
 }
 
 // Job reads a job by id, strongly consistently, whatever its workspace: the
@@ -159,9 +197,21 @@ func encodeCursor(after, ws string, st job.Status) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// MaxListScan bounds the jobs one filtered list request reads: a rare
+// status must not make a request read a workspace's whole history. A page
+// that hits the bound comes back short (even empty) with a cursor to go on.
+const MaxListScan = 2000
+
+func (s *Store) maxListScan() int {
+	if s.listScan > 0 {
+		return s.listScan
+	}
+	return MaxListScan
+}
+
 // ListJobs returns up to q.Limit jobs of workspace ws, newest first. It
-// follows DynamoDB's pages (1 MB each, fewer after a status filter) until the
-// limit is met or the jobs run out.
+// follows DynamoDB's pages until the limit is met, the jobs run out or, under
+// a status filter, MaxListScan jobs have been read.
 func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page, error) {
 	if q.Limit < 1 || q.Limit > job.MaxListLimit {
 		return job.Page{}, fmt.Errorf("list jobs: limit %d is outside 1..%d", q.Limit, job.MaxListLimit)
@@ -190,19 +240,23 @@ func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page,
 		in.ExpressionAttributeValues[":status"] = str(string(q.Status))
 	}
 	var page job.Page
+	scanned := 0
 	for {
-		// Without a filter, asking for exactly what is missing saves reads.
-		in.Limit = nil
-		if remaining := int32(q.Limit - len(page.Jobs)); q.Status == "" {
-			in.Limit = aws.Int32(remaining)
+		// Without a filter, asking for exactly what is missing saves reads;
+		// with one, the read budget bounds the call.
+		remaining := q.Limit - len(page.Jobs)
+		if q.Status != "" {
+			remaining = s.maxListScan() - scanned
 		}
-		if s.pageSize > 0 && (in.Limit == nil || *in.Limit > s.pageSize) {
+		in.Limit = aws.Int32(int32(remaining))
+		if s.pageSize > 0 && *in.Limit > s.pageSize {
 			in.Limit = aws.Int32(s.pageSize)
 		}
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
 			return job.Page{}, fmt.Errorf("list jobs of %s: %w", ws, err)
 		}
+		scanned += int(out.ScannedCount)
 		for i, item := range out.Items {
 			var it jobItem
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
@@ -221,6 +275,14 @@ func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page,
 			}
 		}
 		if out.LastEvaluatedKey == nil {
+			return page, nil
+		}
+		if scanned >= s.maxListScan() {
+			var last struct{ GSI1SK string }
+			if err := attributevalue.UnmarshalMap(out.LastEvaluatedKey, &last); err != nil {
+				return job.Page{}, fmt.Errorf("decode list position: %w", err)
+			}
+			page.NextCursor = encodeCursor(last.GSI1SK, ws, q.Status)
 			return page, nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey

@@ -24,6 +24,7 @@ type Store struct {
 	// pageSize caps the items of one Query call. Zero leaves it to DynamoDB
 	// (1 MB pages); tests set it small to exercise the page-following.
 	pageSize int32
+	listScan int // tests lower MaxListScan
 }
 
 // New returns a Store on the table named table. It does no I/O.

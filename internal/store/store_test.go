@@ -28,6 +28,16 @@ func newStore(t *testing.T) *store.Store {
 	return store.New(db, name)
 }
 
+// addWorkspace creates a workspace with the given slot limits.
+func addWorkspace(t *testing.T, s *store.Store, id string, maxConcurrent, maxRunning int) {
+	t.Helper()
+	err := s.CreateWorkspace(context.Background(), auth.Workspace{ID: id, Name: id, APIEnabled: true,
+		MaxConcurrent: maxConcurrent, MaxRunning: maxRunning, CreatedAt: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newJob(ws string, at time.Time) *job.Job {
 	return &job.Job{
 		ID: job.NewID(at), WorkspaceID: ws, Status: job.Queued, CreatedAt: at,
@@ -38,6 +48,7 @@ func newJob(ws string, at time.Time) *job.Job {
 
 func TestJobRoundTrip(t *testing.T) {
 	s, ctx := newStore(t), context.Background()
+	addWorkspace(t, s, "ws_a", 20, 5)
 	j := newJob("ws_a", t0.Add(123*time.Millisecond))
 	if err := s.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
@@ -61,12 +72,11 @@ func TestJobRoundTrip(t *testing.T) {
 func TestListJobsFollowsPagesNewestFirst(t *testing.T) {
 	s, ctx := newStore(t), context.Background()
 	store.SetPageSize(s, 3) // many DynamoDB pages per list page
+	addWorkspace(t, s, "ws_a", 20, 6)
+	addWorkspace(t, s, "ws_b", 20, 5)
 	var ids []string
-	for i := 0; i < 11; i++ {
+	for i := 0; i < 11; i++ { // 6 queued, then 5 backlogged
 		j := newJob("ws_a", t0.Add(time.Duration(i)*time.Second))
-		if i%2 == 1 {
-			j.Status = job.Backlogged
-		}
 		if err := s.CreateJob(ctx, j); err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +112,7 @@ func TestListJobsFollowsPagesNewestFirst(t *testing.T) {
 	}
 
 	// A status filter drops items after DynamoDB's limit: pages must still fill up.
-	page, err := s.ListJobs(ctx, "ws_a", job.Query{Limit: 5, Status: job.Backlogged})
+	page, err := s.ListJobs(ctx, "ws_a", job.Query{Limit: 6, Status: job.Backlogged})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +128,7 @@ func TestListJobsFollowsPagesNewestFirst(t *testing.T) {
 
 func TestCursorIsBoundToWorkspaceAndQuery(t *testing.T) {
 	s, ctx := newStore(t), context.Background()
+	addWorkspace(t, s, "ws_a", 20, 5)
 	for i := 0; i < 3; i++ {
 		if err := s.CreateJob(ctx, newJob("ws_a", t0.Add(time.Duration(i)*time.Second))); err != nil {
 			t.Fatal(err)

@@ -87,6 +87,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 	sort.Strings(keys)
 	want := []string{
 		"$default -> NotFoundFunction",
+		"DELETE /jobs/{id} -> JobsFunction",
 		"GET /jobs -> JobsFunction",
 		"GET /jobs/{id} -> JobsFunction",
 		"GET /openapi.json -> OpenAPIFunction",

@@ -1,0 +1,96 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/url"
+	"testing"
+
+	"genjobs/internal/job"
+)
+
+// fakeURLs stands in for S3's presigner: minting a URL is local computation,
+// and the blob package's own tests check the real one.
+type fakeURLs struct{}
+
+func (fakeURLs) ResultURL(_ context.Context, key string) (string, error) {
+	return "https://results.example/" + url.PathEscape(key), nil
+}
+
+func TestConcurrentLimitAndBacklog(t *testing.T) {
+	e := newEnv(t)
+	token := e.limitedWorkspace("ws_small", true, 3, 1)
+	body := minimal["/generate/3d/vendor-g/model-g-3.1-rapid"]
+	var statuses []string
+	var ids []string
+	for i := 0; i < 3; i++ {
+		resp := e.do("POST", "/generate/3d/vendor-g/model-g-3.1-rapid", token, body)
+		if resp.status != 200 {
+			t.Fatalf("job %d: %d %s", i, resp.status, resp.body)
+		}
+		rec := resp.json(t)
+		statuses = append(statuses, rec["status"].(string))
+		ids = append(ids, rec["job_id"].(string))
+	}
+	if statuses[0] != "queued" || statuses[1] != "backlogged" || statuses[2] != "backlogged" {
+		t.Errorf("statuses %v; want queued, backlogged, backlogged", statuses)
+	}
+	if q := e.queued(); len(q) != 1 || q[0] != ids[0] {
+		t.Errorf("queue holds %v; want only the queued job %s", q, ids[0])
+	}
+
+	resp := e.do("POST", "/generate/3d/vendor-g/model-g-3.1-rapid", token, body)
+	if resp.status != 429 || string(resp.body) != `{"error":"You have reached the maximum number of concurrent jobs."}` {
+		t.Errorf("fourth job: %d %s; want 429 with the exact body", resp.status, resp.body)
+	}
+	page, err := e.store.ListJobs(context.Background(), "ws_small", job.Query{Limit: 10})
+	if err != nil || len(page.Jobs) != 3 {
+		t.Errorf("the refused request wrote a job: %d jobs, %v", len(page.Jobs), err)
+	}
+
+	// Cancelling the running job frees its slot: the oldest backlogged job starts.
+	resp = e.do("DELETE", "/jobs/"+ids[0], token, "")
+	rec := resp.json(t)
+	if resp.status != 200 || rec["status"] != "cancelled" || rec["completed_at"] == nil {
+		t.Fatalf("DELETE: %d %s; want 200 with the cancelled record", resp.status, resp.body)
+	}
+	matchesSchema(t, "Job", resp.body)
+	if got := e.do("GET", "/jobs/"+ids[1], token, "").json(t)["status"]; got != "queued" {
+		t.Errorf("oldest backlogged job after the cancel: %v; want queued", got)
+	}
+	if got := e.do("GET", "/jobs/"+ids[2], token, "").json(t)["status"]; got != "backlogged" {
+		t.Errorf("newer backlogged job: %v; want still backlogged", got)
+	}
+	if q := e.queued(); len(q) != 1 || q[0] != ids[1] {
+		t.Errorf("queue holds %v; want the promoted job %s", q, ids[1])
+	}
+}
+
+func TestCancel(t *testing.T) {
+	e := newEnv(t)
+	resp := e.do("POST", "/generate/3d/vendor-g/model-g-3.1-rapid", e.tokenA, `{}`)
+	id := resp.json(t)["job_id"].(string)
+
+	if r := e.do("DELETE", "/jobs/"+id, e.tokenB, ""); r.status != 404 || string(r.body) != `{"error":"Job not found."}` {
+		t.Errorf("another workspace's cancel: %d %s; want 404", r.status, r.body)
+	}
+	if got := e.do("GET", "/jobs/"+id, e.tokenA, "").json(t)["status"]; got != "queued" {
+		t.Fatalf("another workspace's cancel changed the job: %v", got)
+	}
+	if r := e.do("DELETE", "/jobs/"+id, "", ""); r.status != 401 {
+		t.Errorf("cancel without a token: %d", r.status)
+	}
+	if r := e.do("DELETE", "/jobs/not-a-uuid", e.tokenA, ""); r.status != 404 {
+		t.Errorf("cancel of a malformed id: %d", r.status)
+	}
+	first := e.do("DELETE", "/jobs/"+id, e.tokenA, "")
+	if first.status != 200 || first.json(t)["status"] != "cancelled" {
+		t.Fatalf("cancel: %d %s", first.status, first.body)
+	}
+	again := e.do("DELETE", "/jobs/"+id, e.tokenA, "")
+	if again.status != 409 || string(again.body) != `{"error":"The job has already ended; its status is cancelled."}` {
+		t.Errorf("second cancel: %d %s; want 409", again.status, again.body)
+	}
+	if got := e.do("GET", "/jobs/"+id, e.tokenA, ""); string(got.body) != string(first.body) {
+		t.Errorf("GET after cancel %s; want the cancel's record %s", got.body, first.body)
+	}
+}

@@ -1,0 +1,183 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/job"
+)
+
+// Backlog returns up to limit ids of the workspace's backlogged jobs, oldest
+// first: the order they are promoted in. The index is eventually consistent,
+// so a listed job may have moved on meanwhile; Transition judges the stored one.
+func (s *Store) Backlog(ctx context.Context, ws string, limit int) ([]*job.Job, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		IndexName:              aws.String(IndexJobsByStatus),
+		KeyConditionExpression: aws.String("GSI2PK = :pk AND begins_with(GSI2SK, :ws)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(statusPK(job.Backlogged, shardOf(ws))), ":ws": str(ws + "#"),
+		},
+		ScanIndexForward: aws.Bool(true),
+		Limit:            aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("backlog of %s: %w", ws, err)
+	}
+	return decodeRefs(out.Items)
+}
+
+// EachUnfinished calls fn with every job in status st across all
+// workspaces, from the status index: id, workspace, status, creation and
+// last update only (read the job for the rest). The sweeper walks it.
+func (s *Store) EachUnfinished(ctx context.Context, st job.Status, fn func(*job.Job) error) error {
+	for shard := 0; shard < statusShards; shard++ {
+		in := &dynamodb.QueryInput{
+			TableName:                 aws.String(s.table),
+			IndexName:                 aws.String(IndexJobsByStatus),
+			KeyConditionExpression:    aws.String("GSI2PK = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(statusPK(st, shard))},
+		}
+		if s.pageSize > 0 {
+			in.Limit = aws.Int32(s.pageSize)
+		}
+		for {
+			out, err := s.db.Query(ctx, in)
+			if err != nil {
+				return fmt.Errorf("jobs in %s: %w", st, err)
+			}
+			jobs, err := decodeRefs(out.Items)
+			if err != nil {
+				return err
+			}
+			for _, j := range jobs {
+				if err := fn(j); err != nil {
+					return err
+				}
+			}
+			if out.LastEvaluatedKey == nil {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	return nil
+}
+
+// decodeRefs reads jobs-by-status items: the index holds a few attributes,
+// the creation time comes from its sort key.
+func decodeRefs(items []map[string]types.AttributeValue) ([]*job.Job, error) {
+	out := make([]*job.Job, 0, len(items))
+	for _, item := range items {
+		var it jobItem
+		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+			return nil, fmt.Errorf("decode job: %w", err)
+		}
+		parts := strings.Split(it.GSI2SK, "#")
+		if len(parts) == 3 {
+			it.CreatedAt = parts[1]
+		}
+		j, err := it.toJob()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// MarkEnqueued records when a queued job was last put on the jobs queue, so
+// the sweeper re-sends a possibly lost message only after a while. It changes
+// no status and is skipped for a job that has moved on.
+func (s *Store) MarkEnqueued(ctx context.Context, id string, at time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(jobPK(id), "JOB"),
+		UpdateExpression:          aws.String("SET enqueued_at = :at"),
+		ConditionExpression:       aws.String("#status = :queued"),
+		ExpressionAttributeNames:  map[string]string{"#status": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(stamp(at)), ":queued": str(string(job.Queued))},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &failed) {
+		return fmt.Errorf("mark job %s enqueued: %w", id, err)
+	}
+	return nil
+}
+
+// LastEnqueued is when the sweeper last re-sent the job's message, or zero.
+func (s *Store) LastEnqueued(ctx context.Context, id string) (time.Time, error) {
+	var it jobItem
+	if err := s.get(ctx, jobPK(id), "JOB", &it); err != nil {
+		return time.Time{}, err
+	}
+	if it.EnqueuedAt == "" {
+		return time.Time{}, nil
+	}
+	t, err := job.ParseTime(it.EnqueuedAt)
+	return t.Time, err
+}
+
+// Slots is a workspace's slot counters (API-DECISIONS 7).
+type Slots struct {
+	Active  int `json:"active"`  // jobs that have not ended
+	Running int `json:"running"` // of which past backlogged
+}
+
+// StoredSlots reads the counters on the workspace item.
+func (s *Store) StoredSlots(ctx context.Context, ws string) (Slots, error) {
+	var it workspaceItem
+	if err := s.get(ctx, workspacePK(ws), "WS", &it); err != nil {
+		return Slots{}, fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	return Slots{Active: it.Active, Running: it.Running}, nil
+}
+
+// CountSlots recounts the counters from the workspace's jobs themselves,
+// reading its whole history through jobs-by-workspace (an operator check,
+// not a hot path; the index is eventually consistent, so run it when the
+// workspace is quiet).
+func (s *Store) CountSlots(ctx context.Context, ws string) (Slots, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(IndexJobsByWorkspace),
+		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
+		ProjectionExpression:      aws.String("#status"),
+		ExpressionAttributeNames:  map[string]string{"#status": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(workspaceJobsPK(ws))},
+	}
+	var n Slots
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return Slots{}, fmt.Errorf("count jobs of %s: %w", ws, err)
+		}
+		for _, item := range out.Items {
+			var it struct {
+				Status string `dynamodbav:"status"`
+			}
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return Slots{}, err
+			}
+			st, _ := job.ParseStatus(it.Status)
+			if !st.Terminal() {
+				n.Active++
+			}
+			if st.Running() {
+				n.Running++
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			return n, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}

@@ -1,0 +1,355 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/job"
+)
+
+// The slot counters on the workspace item (API-DECISIONS 7): jobs_active
+// counts jobs that have not ended (bounded by max_concurrent), jobs_running
+// those of them past backlogged (bounded by max_running). They change only in
+// the same transaction as a job's creation, promotion or end, so they are
+// exact; `workspace verify` recounts them.
+
+// Conditions on the workspace item at creation. Items written before the
+// counters existed have none; ADD starts them at zero.
+const (
+	// A new job may run at once when a running slot is free and no job of
+	// the workspace is waiting (active == running): the backlog goes first.
+	condRunNow = "attribute_exists(PK) AND (attribute_not_exists(jobs_active) OR " +
+		"(jobs_active < max_concurrent AND jobs_running < max_running AND jobs_active = jobs_running))"
+	condAnySlot = "attribute_exists(PK) AND (attribute_not_exists(jobs_active) OR jobs_active < max_concurrent)"
+)
+
+// CreateJob stores a new job and takes its slots in one transaction: Queued
+// when a running slot is free and nothing waits before it, else Backlogged;
+// j.Status is set to the outcome. It returns job.ErrTooManyJobs when the
+// workspace has max_concurrent jobs that have not ended, ErrExists when the
+// id is taken, and ErrNotFound when the workspace is missing.
+func (s *Store) CreateJob(ctx context.Context, j *job.Job) error {
+	for _, st := range []job.Status{job.Queued, job.Backlogged} {
+		j.Status = st
+		j.QueuedAt = nil
+		if st == job.Queued {
+			at := j.CreatedAt
+			j.QueuedAt = &at
+		}
+		running := 0
+		cond := condAnySlot
+		if st == job.Queued {
+			running, cond = 1, condRunNow
+		}
+		item, err := attributevalue.MarshalMap(toJobItem(j))
+		if err != nil {
+			return fmt.Errorf("encode job %s: %w", j.ID, err)
+		}
+		err = s.transact(ctx, []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+			{Update: &types.Update{
+				TableName: aws.String(s.table), Key: key(workspacePK(j.WorkspaceID), "WS"),
+				UpdateExpression:                    aws.String("ADD jobs_active :one, jobs_running :running"),
+				ConditionExpression:                 aws.String(cond),
+				ExpressionAttributeValues:           map[string]types.AttributeValue{":one": num(1), ":running": num(running)},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+		})
+		switch {
+		case err == nil:
+			return nil
+		case cancelReason(err, 0) == "ConditionalCheckFailed":
+			return fmt.Errorf("create job %s: %w", j.ID, ErrExists)
+		case cancelReason(err, 1) != "ConditionalCheckFailed":
+			return fmt.Errorf("create job %s: %w", j.ID, err)
+		}
+		ws := cancelItem(err, 1)
+		if ws == nil {
+			return fmt.Errorf("create job %s: workspace %s: %w", j.ID, j.WorkspaceID, ErrNotFound)
+		}
+		var counts workspaceItem
+		if err := attributevalue.UnmarshalMap(ws, &counts); err == nil && counts.Active >= counts.MaxConcurrent {
+			return job.ErrTooManyJobs
+		}
+		// Running slots are full (or others wait): try again as backlogged.
+	}
+	return job.ErrTooManyJobs
+}
+
+// Transition applies c to job j when the stored job allows it, and returns
+// the job as it now stands. j is the caller's last read of the job: its id,
+// workspace and creation time (which never change) give the keys; its status
+// is only a first guess, the stored one decides. It is the one write every
+// writer of a job's status uses (worker, client cancellation, sweeper,
+// promotion):
+//   - the stored status must be one c.To may follow (job.Status.CanMoveTo),
+//     or equal c.To for a progress write to a job that has not ended;
+//   - progress never goes down; a writer holding a lease must still hold it;
+//   - a change that moves slots (a promotion out of backlogged, any end) is
+//     one TransactWriteItems with the workspace's counters, so that billing
+//     can add its settlement to the same transaction.
+//
+// On job.ErrConflict the returned job is the stored one, so the caller can
+// tell why (already ended, taken over). A promotion without a free running
+// slot gives job.ErrNoRunningSlot.
+func (s *Store) Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error) {
+	if !c.To.Terminal() && c.To != job.Queued {
+		return s.update(ctx, j, c, now)
+	}
+	// Slots move: the exact status the job leaves decides which, so write on
+	// the condition that the stored status is still the one last read.
+	cur := j
+	for attempt := 0; ; attempt++ {
+		if !cur.Status.CanMoveTo(c.To) {
+			if cur.Status == c.To && !c.To.Terminal() {
+				return s.update(ctx, cur, c, now)
+			}
+			if attempt == 0 { // the caller's view may be old: judge the stored job
+				stored, err := s.Job(ctx, j.ID)
+				if err != nil {
+					return nil, err
+				}
+				if cur = stored; cur.Status.CanMoveTo(c.To) {
+					continue
+				}
+			}
+			return cur, job.ErrConflict
+		}
+		next, err := s.moveSlots(ctx, cur, c, now)
+		if !errors.Is(err, errStale) || attempt == 4 {
+			return next, err
+		}
+		cur = next
+	}
+}
+
+// errStale: the job changed between the read and the transaction.
+var errStale = errors.New("store: job changed since read")
+
+// moveSlots writes a change that frees or takes slots, conditioned on the job
+// still being in cur.Status.
+func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now time.Time) (*job.Job, error) {
+	u := newJobUpdate(cur, c, now)
+	u.cond("#status = :from")
+	u.values[":from"] = str(string(cur.Status))
+	active, running := 0, 0
+	wsCond := "attribute_exists(PK)"
+	if c.To.Terminal() {
+		active = -1
+		if cur.Status.Running() {
+			running = -1
+		}
+	} else { // backlogged -> queued
+		running = 1
+		wsCond += " AND jobs_running < max_running"
+		u.set("queued_at", str(stamp(now)))
+	}
+	err := s.transact(ctx, []types.TransactWriteItem{
+		{Update: u.build(s.table)},
+		{Update: &types.Update{
+			TableName: aws.String(s.table), Key: key(workspacePK(cur.WorkspaceID), "WS"),
+			UpdateExpression:          aws.String("ADD jobs_active :active, jobs_running :running"),
+			ConditionExpression:       aws.String(wsCond),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":active": num(active), ":running": num(running)},
+		}},
+	})
+	switch {
+	case err == nil:
+		return s.Job(ctx, cur.ID)
+	case cancelReason(err, 0) == "ConditionalCheckFailed":
+		stored, rerr := s.Job(ctx, cur.ID)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if stored.Status != cur.Status {
+			return stored, errStale
+		}
+		return stored, job.ErrConflict // the lease or the progress refused it
+	case cancelReason(err, 1) == "ConditionalCheckFailed":
+		return cur, job.ErrNoRunningSlot
+	}
+	return nil, fmt.Errorf("transition job %s to %s: %w", cur.ID, c.To, err)
+}
+
+// update writes a change that moves no slot: one conditional UpdateItem.
+func (s *Store) update(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error) {
+	u := newJobUpdate(j, c, now)
+	from := append(c.To.From(), c.To)
+	names := make([]string, len(from))
+	for i, st := range from {
+		names[i] = ":from" + strconv.Itoa(i)
+		u.values[names[i]] = str(string(st))
+	}
+	u.cond("attribute_exists(PK) AND #status IN (" + strings.Join(names, ", ") + ")")
+	in := u.build(s.table)
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: in.TableName, Key: in.Key,
+		UpdateExpression: in.UpdateExpression, ConditionExpression: in.ConditionExpression,
+		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		if len(failed.Item) == 0 {
+			return nil, job.ErrNotFound
+		}
+		cur, err := decodeJob(failed.Item)
+		if err != nil {
+			return nil, err
+		}
+		return cur, job.ErrConflict
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transition job %s to %s: %w", j.ID, c.To, err)
+	}
+	return decodeJob(out.Attributes)
+}
+
+// jobUpdate builds the UpdateItem of one change to a job.
+type jobUpdate struct {
+	key    map[string]types.AttributeValue
+	sets   []string
+	adds   []string
+	remove []string
+	conds  []string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+func newJobUpdate(j *job.Job, c job.Change, now time.Time) *jobUpdate {
+	u := &jobUpdate{
+		key:    key(jobPK(j.ID), "JOB"),
+		names:  map[string]string{"#status": "status"},
+		values: map[string]types.AttributeValue{},
+	}
+	u.set("#status", str(string(c.To)))
+	u.set("updated_at", str(stamp(now)))
+	if c.To.Terminal() {
+		// Off the status index, and no lease to hold any more.
+		u.set("completed_at", str(stamp(now)))
+		u.remove = append(u.remove, "GSI2PK", "GSI2SK", "lease_id", "lease_until")
+	} else {
+		u.set("GSI2PK", str(statusPK(c.To, shardOf(j.WorkspaceID))))
+		u.set("GSI2SK", str(statusSK(j.WorkspaceID, j.CreatedAt, j.ID)))
+	}
+	if c.Progress != nil {
+		u.set("progress", num64(*c.Progress))
+		u.cond("(attribute_not_exists(progress) OR progress <= :progress)")
+	}
+	if c.Outputs != nil {
+		b, _ := json.Marshal(c.Outputs)
+		u.set("#result", str(string(b)))
+		u.names["#result"] = "result"
+	}
+	if c.Error != nil {
+		u.set("error_code", str(c.Error.Code))
+		u.set("error_message", str(c.Error.Message))
+	}
+	switch {
+	case c.Holder != "":
+		u.cond("lease_id = :holder")
+		u.values[":holder"] = str(c.Holder)
+	case c.Lease != nil: // a claim: only when no lease is in force
+		u.cond("(attribute_not_exists(lease_until) OR lease_until < :now)")
+		u.values[":now"] = str(stamp(now))
+		u.adds = append(u.adds, "attempts :one")
+		u.values[":one"] = num(1)
+	}
+	if c.Lease != nil && !c.To.Terminal() {
+		u.set("lease_id", str(c.Lease.ID))
+		u.set("lease_until", str(stamp(c.Lease.Until)))
+	}
+	return u
+}
+
+// set adds "name = :name" (the value placeholder is the name without '#').
+func (u *jobUpdate) set(name string, v types.AttributeValue) {
+	ph := ":" + strings.TrimPrefix(name, "#")
+	u.sets = append(u.sets, name+" = "+ph)
+	u.values[ph] = v
+}
+
+func (u *jobUpdate) cond(c string) { u.conds = append(u.conds, c) }
+
+func (u *jobUpdate) build(table string) *types.Update {
+	expr := "SET " + strings.Join(u.sets, ", ")
+	if len(u.adds) > 0 {
+		expr += " ADD " + strings.Join(u.adds, ", ")
+	}
+	if len(u.remove) > 0 {
+		expr += " REMOVE " + strings.Join(u.remove, ", ")
+	}
+	return &types.Update{
+		TableName: aws.String(table), Key: u.key,
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String(strings.Join(u.conds, " AND ")),
+		ExpressionAttributeNames:  u.names,
+		ExpressionAttributeValues: u.values,
+	}
+}
+
+func decodeJob(item map[string]types.AttributeValue) (*job.Job, error) {
+	var it jobItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return nil, fmt.Errorf("decode job: %w", err)
+	}
+	return it.toJob()
+}
+
+// transact runs a transaction, retrying the conflicts DynamoDB reports when
+// another transaction touched the same items at the same moment.
+func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) error {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if !conflicted(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func conflicted(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	for _, r := range tce.CancellationReasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelItem is the item a cancelled transaction returned for item i (with
+// ReturnValuesOnConditionCheckFailure ALL_OLD), or nil.
+func cancelItem(err error, i int) map[string]types.AttributeValue {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || i >= len(tce.CancellationReasons) {
+		return nil
+	}
+	return tce.CancellationReasons[i].Item
+}
+
+func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
+
+func num64(f float64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(f, 'f', -1, 64)}
+}
