@@ -13,7 +13,9 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -183,6 +185,55 @@ func (e *Endpoint) compile() error {
 func (c *Catalog) Lookup(kind, vendor, model string) (*Endpoint, bool) {
 	e, ok := c.byPath["/generate/"+kind+"/"+vendor+"/"+model]
 	return e, ok
+}
+
+// ByPath finds the endpoint whose Path is path.
+func (c *Catalog) ByPath(path string) (*Endpoint, bool) {
+	e, ok := c.byPath[path]
+	return e, ok
+}
+
+// ImageRef is one image-valued value of a request: a single field, or one
+// item of an array field.
+type ImageRef struct {
+	Field string // the field's name, e.g. reference_images
+	Index int    // the item's position; 0 for a single value
+	Array bool
+	Ref   string // URL, data: URI or asset URL
+}
+
+// Name is how messages name the value: image_url, reference_images[2].
+func (r ImageRef) Name() string {
+	if r.Array {
+		return r.Field + "[" + strconv.Itoa(r.Index) + "]"
+	}
+	return r.Field
+}
+
+// ImageRefs lists the image-valued values of a validated request (the
+// fields of format image-ref), by field name and then position: the images
+// a worker fetches.
+func (e *Endpoint) ImageRefs(params map[string]any) []ImageRef {
+	var out []ImageRef
+	for _, name := range slices.Sorted(maps.Keys(e.props)) {
+		n := e.props[name]
+		switch v := params[name].(type) {
+		case string:
+			if n.Format == "image-ref" {
+				out = append(out, ImageRef{Field: name, Ref: v})
+			}
+		case []any:
+			if n.Items == nil || n.Items.Format != "image-ref" {
+				continue
+			}
+			for i, item := range v {
+				if s, ok := item.(string); ok {
+					out = append(out, ImageRef{Field: name, Index: i, Array: true, Ref: s})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Endpoints lists every endpoint in the spec's order (4.1 to 4.7).

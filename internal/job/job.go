@@ -234,6 +234,7 @@ type Job struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	QueuedAt    *time.Time // when it took a running slot; the 30-minute deadline runs from here
+	EnqueuedAt  *time.Time // when the sweeper last re-sent its message
 	CompletedAt *time.Time
 	// Outputs are the blob keys of the result files (previews at
 	// intermediate-complete); the record shows them as URLs minted when read.

@@ -81,3 +81,48 @@ func Create(ctx context.Context, client *sqs.Client, name string) (url, dlqURL s
 	}
 	return aws.ToString(q.QueueUrl), aws.ToString(dlq.QueueUrl), nil
 }
+
+// DeadLetters reads the jobs queue's dead-letter queue: messages whose job
+// failed MaxReceiveCount attempts.
+type DeadLetters struct {
+	sqs *sqs.Client
+	url string
+}
+
+// NewDeadLetters returns a reader of the DLQ at url. It does no I/O.
+func NewDeadLetters(client *sqs.Client, url string) *DeadLetters {
+	return &DeadLetters{sqs: client, url: url}
+}
+
+// Drain hands each dead message's job id to fn, at most max messages, and
+// deletes a message once fn has returned nil for it (an unreadable message
+// is deleted at once). It returns how many messages it deleted.
+func (d *DeadLetters) Drain(ctx context.Context, max int, fn func(jobID string) error) (int, error) {
+	n := 0
+	for n < max {
+		out, err := d.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:            aws.String(d.url),
+			MaxNumberOfMessages: int32(min(10, max-n)),
+			VisibilityTimeout:   60,
+		})
+		if err != nil {
+			return n, fmt.Errorf("read the dead-letter queue: %w", err)
+		}
+		if len(out.Messages) == 0 {
+			return n, nil
+		}
+		for _, m := range out.Messages {
+			var msg Message
+			if json.Unmarshal([]byte(aws.ToString(m.Body)), &msg) == nil && msg.JobID != "" {
+				if err := fn(msg.JobID); err != nil {
+					return n, err
+				}
+			}
+			if _, err := d.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(d.url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				return n, fmt.Errorf("delete a dead letter: %w", err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}

@@ -136,7 +136,7 @@ func (it *jobItem) toJob() (*job.Job, error) {
 	if it.UpdatedAt != "" {
 		j.UpdatedAt = parse(it.UpdatedAt)
 	}
-	j.QueuedAt, j.CompletedAt = optional(it.QueuedAt), optional(it.CompletedAt)
+	j.QueuedAt, j.EnqueuedAt, j.CompletedAt = optional(it.QueuedAt), optional(it.EnqueuedAt), optional(it.CompletedAt)
 	if it.LeaseID != "" {
 		j.Lease = job.Lease{ID: it.LeaseID, Until: parse(it.LeaseUntil)}
 	}

@@ -113,19 +113,6 @@ func (s *Store) MarkEnqueued(ctx context.Context, id string, at time.Time) error
 	return nil
 }
 
-// LastEnqueued is when the sweeper last re-sent the job's message, or zero.
-func (s *Store) LastEnqueued(ctx context.Context, id string) (time.Time, error) {
-	var it jobItem
-	if err := s.get(ctx, jobPK(id), "JOB", &it); err != nil {
-		return time.Time{}, err
-	}
-	if it.EnqueuedAt == "" {
-		return time.Time{}, nil
-	}
-	t, err := job.ParseTime(it.EnqueuedAt)
-	return t.Time, err
-}
-
 // Slots is a workspace's slot counters (API-DECISIONS 7).
 type Slots struct {
 	Active  int `json:"active"`  // jobs that have not ended

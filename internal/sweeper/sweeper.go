@@ -1,0 +1,227 @@
+// Package sweeper is the rescuer: once a minute it makes sure no job stays
+// stuck. It re-sends the message of a queued job that may have lost its
+// own, fails jobs 30 minutes past queued with timeout, fails the jobs whose
+// messages the dead-letter queue took, and promotes backlogged jobs a
+// promotion missed. Every change goes through the store's one transition.
+package sweeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"genjobs/internal/clock"
+	"genjobs/internal/job"
+)
+
+// Store reads jobs (store.Store).
+type Store interface {
+	Job(ctx context.Context, id string) (*job.Job, error)
+	EachUnfinished(ctx context.Context, st job.Status, fn func(*job.Job) error) error
+	MarkEnqueued(ctx context.Context, id string, at time.Time) error
+}
+
+// Lifecycle ends and promotes jobs (lifecycle.Jobs).
+type Lifecycle interface {
+	End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error)
+	Promote(ctx context.Context, ws string) (int, error)
+}
+
+// Queue re-sends a job's message.
+type Queue interface {
+	Enqueue(ctx context.Context, jobID string) error
+}
+
+// DeadLetters reads the jobs DLQ (queue.DeadLetters).
+type DeadLetters interface {
+	Drain(ctx context.Context, max int, fn func(jobID string) error) (int, error)
+}
+
+// Sweeper finds stuck jobs.
+type Sweeper struct {
+	Store     Store
+	Lifecycle Lifecycle
+	Queue     Queue
+	Dead      DeadLetters
+	Clock     clock.Clock
+	Log       *slog.Logger
+	// Deadline is how long a job may take from queued to its end (API-DECISIONS 7).
+	Deadline time.Duration
+	// RequeueAfter is how long a queued job waits for a worker before its
+	// message is sent again (its first may have been lost).
+	RequeueAfter time.Duration
+}
+
+// Defaults for Deadline and RequeueAfter.
+const (
+	DefaultDeadline     = 30 * time.Minute
+	DefaultRequeueAfter = 2 * time.Minute
+	// maxDeadPerSweep bounds the DLQ work of one run; the next takes the rest.
+	maxDeadPerSweep = 100
+)
+
+// Report is what one sweep did; it is logged as one line.
+type Report struct {
+	Scanned      int `json:"scanned"`
+	Requeued     int `json:"requeued"`
+	TimedOut     int `json:"timed_out"`
+	DeadLettered int `json:"dead_lettered"`
+	Promoted     int `json:"promoted"`
+}
+
+// Handle runs one sweep for the schedule. It fails (so the run is retried
+// and visible) only when a sweep could not finish.
+func (s *Sweeper) Handle(ctx context.Context, _ events.EventBridgeEvent) error {
+	_, err := s.Sweep(ctx)
+	return err
+}
+
+// Sweep runs once over every unfinished job.
+func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
+	start := time.Now()
+	var r Report
+	err := s.sweep(ctx, &r)
+	attrs := []any{"scanned", r.Scanned, "requeued", r.Requeued, "timed_out", r.TimedOut,
+		"dead_lettered", r.DeadLettered, "promoted", r.Promoted, "duration_ms", time.Since(start).Milliseconds()}
+	if err != nil {
+		s.Log.Error("sweep", append(attrs, "error", err.Error())...)
+		return r, err
+	}
+	s.Log.Info("sweep", attrs...)
+	return r, nil
+}
+
+func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
+	if s.Dead != nil {
+		_, err := s.Dead.Drain(ctx, maxDeadPerSweep, func(id string) error {
+			return s.failDead(ctx, id, r)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, st := range job.Statuses {
+		if !st.Running() {
+			continue
+		}
+		err := s.Store.EachUnfinished(ctx, st, func(ref *job.Job) error {
+			r.Scanned++
+			return s.check(ctx, ref, r)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	waiting := map[string]bool{}
+	err := s.Store.EachUnfinished(ctx, job.Backlogged, func(ref *job.Job) error {
+		r.Scanned++
+		waiting[ref.WorkspaceID] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for ws := range waiting {
+		n, err := s.Lifecycle.Promote(ctx, ws)
+		if err != nil {
+			return fmt.Errorf("promote the backlog of %s: %w", ws, err)
+		}
+		r.Promoted += n
+	}
+	return nil
+}
+
+// check looks at one running job from the status index (which holds only
+// its id, workspace, status and times) and reads it whole only when it may
+// need something.
+func (s *Sweeper) check(ctx context.Context, ref *job.Job, r *Report) error {
+	now := s.Clock.Now()
+	// queued_at is never before creation: a job created less than a
+	// deadline ago cannot be late, and one updated a moment ago needs nothing.
+	late := now.Sub(ref.CreatedAt) >= s.Deadline
+	idle := ref.Status == job.Queued && now.Sub(ref.UpdatedAt) >= s.RequeueAfter
+	if !late && !idle {
+		return nil
+	}
+	j, err := s.Store.Job(ctx, ref.ID)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if j.Status.Terminal() {
+		return nil
+	}
+	if j.QueuedAt != nil && now.Sub(*j.QueuedAt) >= s.Deadline {
+		_, err := s.Lifecycle.End(ctx, j, job.Change{To: job.Failed, Error: &job.Error{
+			Code: job.CodeTimeout, Message: fmt.Sprintf("The job did not finish within %s of being queued.", formatDuration(s.Deadline)),
+		}})
+		if errors.Is(err, job.ErrConflict) {
+			return nil // it ended meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		r.TimedOut++
+		s.Log.Warn("job timed out", "job_id", j.ID, "workspace_id", j.WorkspaceID, "status", string(j.Status))
+		return nil
+	}
+	if j.Status != job.Queued || j.Lease.Held(now) {
+		return nil
+	}
+	last := j.UpdatedAt
+	if j.EnqueuedAt != nil && j.EnqueuedAt.After(last) {
+		last = *j.EnqueuedAt
+	}
+	if now.Sub(last) < s.RequeueAfter {
+		return nil
+	}
+	if err := s.Queue.Enqueue(ctx, j.ID); err != nil {
+		return err
+	}
+	r.Requeued++
+	return s.Store.MarkEnqueued(ctx, j.ID, now)
+}
+
+// failDead fails the job of a message the DLQ took: every attempt crashed
+// or ran out of time.
+func (s *Sweeper) failDead(ctx context.Context, id string, r *Report) error {
+	j, err := s.Store.Job(ctx, id)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if j.Status.Terminal() || j.Status == job.Backlogged {
+		return nil
+	}
+	_, err = s.Lifecycle.End(ctx, j, job.Change{To: job.Failed, Error: &job.Error{
+		Code: job.CodeInternal, Message: "The job could not be run; every attempt failed.",
+	}})
+	if errors.Is(err, job.ErrConflict) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.DeadLettered++
+	s.Log.Warn("job failed: its message reached the dead-letter queue", "job_id", j.ID, "workspace_id", j.WorkspaceID)
+	return nil
+}
+
+// formatDuration writes whole minutes as "30 minutes".
+func formatDuration(d time.Duration) string {
+	if d%time.Minute == 0 {
+		if d == time.Minute {
+			return "1 minute"
+		}
+		return fmt.Sprintf("%d minutes", int(d/time.Minute))
+	}
+	return d.String()
+}

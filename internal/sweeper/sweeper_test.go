@@ -1,0 +1,210 @@
+package sweeper_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"genjobs/internal/auth"
+	"genjobs/internal/clock"
+	"genjobs/internal/job"
+	"genjobs/internal/lifecycle"
+	"genjobs/internal/queue"
+	"genjobs/internal/store"
+	"genjobs/internal/sweeper"
+	"genjobs/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+type env struct {
+	t      *testing.T
+	store  *store.Store
+	sqs    *sqs.Client
+	url    string
+	dlq    string
+	clock  *clock.Fixed
+	sweep  *sweeper.Sweeper
+	ctx    context.Context
+	nextID time.Duration
+}
+
+func newEnv(t *testing.T) *env {
+	ctx := context.Background()
+	db := testenv.DynamoDB(t)
+	table := testenv.UniqueName(t, "sweep")
+	if err := store.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, store: store.New(db, table), sqs: testenv.SQS(t), clock: &clock.Fixed{T: t0}, ctx: ctx}
+	var err error
+	if e.url, e.dlq, err = queue.Create(ctx, e.sqs, testenv.UniqueName(t, "jobs")); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	q := queue.NewJobs(e.sqs, e.url)
+	e.sweep = &sweeper.Sweeper{
+		Store:     e.store,
+		Lifecycle: &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log},
+		Queue:     q, Dead: queue.NewDeadLetters(e.sqs, e.dlq),
+		Clock: e.clock, Log: log,
+		Deadline: sweeper.DefaultDeadline, RequeueAfter: sweeper.DefaultRequeueAfter,
+	}
+	return e
+}
+
+func (e *env) workspace(id string, maxRunning int) {
+	if err := e.store.CreateWorkspace(e.ctx, auth.Workspace{ID: id, MaxConcurrent: 20, MaxRunning: maxRunning, CreatedAt: t0}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// create stores a job now, as the generate function would, without a message.
+func (e *env) create(ws string) *job.Job {
+	e.t.Helper()
+	e.nextID += time.Millisecond
+	j := &job.Job{ID: job.NewID(e.clock.T), WorkspaceID: ws, CreatedAt: e.clock.T.Add(e.nextID),
+		Endpoint: "/generate/3d/vendor-g/model-g-3.1-rapid", Request: []byte(`{}`)}
+	if err := e.store.CreateJob(e.ctx, j); err != nil {
+		e.t.Fatal(err)
+	}
+	return j
+}
+
+func (e *env) status(id string) *job.Job {
+	e.t.Helper()
+	j, err := e.store.Job(e.ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j
+}
+
+// messages drains the jobs queue and returns the job ids it held.
+func (e *env) messages(url string) []string {
+	var ids []string
+	for {
+		out, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			return ids
+		}
+		for _, m := range out.Messages {
+			var msg queue.Message
+			_ = json.Unmarshal([]byte(aws.ToString(m.Body)), &msg)
+			ids = append(ids, msg.JobID)
+			_, _ = e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+func (e *env) run() sweeper.Report {
+	e.t.Helper()
+	r, err := e.sweep.Sweep(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func TestQueuedJobWithoutMessageIsSentAgainOnce(t *testing.T) {
+	e := newEnv(t)
+	e.workspace("ws_a", 5)
+	j := e.create("ws_a")
+	if r := e.run(); r.Requeued != 0 {
+		t.Errorf("a fresh queued job was re-sent: %+v", r)
+	}
+	e.clock.T = t0.Add(3 * time.Minute)
+	if r := e.run(); r.Requeued != 1 {
+		t.Errorf("report %+v; want the idle job re-sent", r)
+	}
+	if got := e.messages(e.url); len(got) != 1 || got[0] != j.ID {
+		t.Errorf("queue holds %v; want [%s]", got, j.ID)
+	}
+	e.clock.T = t0.Add(4 * time.Minute)
+	if r := e.run(); r.Requeued != 0 {
+		t.Errorf("re-sent again a minute later: %+v", r)
+	}
+}
+
+func TestLateJobsTimeOutAndFreeTheirSlot(t *testing.T) {
+	e := newEnv(t)
+	e.workspace("ws_a", 1)
+	running := e.create("ws_a")
+	waiting := e.create("ws_a")
+	// A worker holds the running job and then goes silent.
+	lease := job.Lease{ID: "w1", Until: t0.Add(time.Hour)}
+	if _, err := e.store.Transition(e.ctx, running, job.Change{To: job.Processing, Lease: &lease}, t0); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.T = t0.Add(29 * time.Minute)
+	if r := e.run(); r.TimedOut != 0 {
+		t.Fatalf("timed out before the deadline: %+v", r)
+	}
+	e.clock.T = t0.Add(30*time.Minute + time.Second)
+	r := e.run()
+	if r.TimedOut != 1 {
+		t.Errorf("report %+v; want one timeout", r)
+	}
+	got := e.status(running.ID)
+	if got.Status != job.Failed || got.Error == nil || got.Error.Code != "timeout" || got.CompletedAt == nil {
+		t.Errorf("late job: %s %+v; want failed with timeout", got.Status, got.Error)
+	}
+	if w := e.status(waiting.ID); w.Status != job.Queued {
+		t.Errorf("backlogged job after the timeout: %s; want queued", w.Status)
+	}
+	if ids := e.messages(e.url); len(ids) != 1 || ids[0] != waiting.ID {
+		t.Errorf("queue holds %v; want the promoted job", ids)
+	}
+	stored, _ := e.store.StoredSlots(e.ctx, "ws_a")
+	counted, _ := e.store.CountSlots(e.ctx, "ws_a")
+	if stored != counted || stored != (store.Slots{Active: 1, Running: 1}) {
+		t.Errorf("slots %+v, counted %+v; want 1 active, 1 running", stored, counted)
+	}
+}
+
+func TestMissedPromotionIsMade(t *testing.T) {
+	e := newEnv(t)
+	e.workspace("ws_a", 1)
+	first, second := e.create("ws_a"), e.create("ws_a")
+	// The first job ends without a promotion (as if the writer crashed right after).
+	if _, err := e.store.Transition(e.ctx, first, job.Change{To: job.Cancelled}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run(); r.Promoted != 1 {
+		t.Errorf("report %+v; want one promotion", r)
+	}
+	if got := e.status(second.ID).Status; got != job.Queued {
+		t.Errorf("backlogged job: %s; want queued", got)
+	}
+}
+
+func TestDeadLetteredJobFails(t *testing.T) {
+	e := newEnv(t)
+	e.workspace("ws_a", 5)
+	j := e.create("ws_a")
+	body, _ := json.Marshal(queue.Message{JobID: j.ID})
+	if _, err := e.sqs.SendMessage(e.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(e.dlq), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run(); r.DeadLettered != 1 {
+		t.Errorf("report %+v; want one dead-lettered job", r)
+	}
+	got := e.status(j.ID)
+	if got.Status != job.Failed || got.Error.Code != "internal" {
+		t.Errorf("job %s %+v; want failed internal", got.Status, got.Error)
+	}
+	if left := e.messages(e.dlq); len(left) != 0 {
+		t.Errorf("the DLQ still holds %v", left)
+	}
+}

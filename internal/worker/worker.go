@@ -1,0 +1,361 @@
+// Package worker runs jobs from the jobs queue: it claims a job with a lease,
+// fetches its inputs, runs its engine while reporting progress, stores the
+// outputs and ends the job, every status change through the store's one
+// conditional transition. At-least-once delivery is safe: a job someone else
+// holds or that has ended is acknowledged and dropped, and only the lease
+// holder can complete a job, once.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"genjobs/internal/catalog"
+	"genjobs/internal/clock"
+	"genjobs/internal/engine"
+	"genjobs/internal/fetch"
+	"genjobs/internal/job"
+	"genjobs/internal/queue"
+)
+
+// Store reads and moves jobs (store.Store).
+type Store interface {
+	Job(ctx context.Context, id string) (*job.Job, error)
+	Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error)
+}
+
+// Ender ends a job and promotes the backlog behind it (lifecycle.Jobs).
+type Ender interface {
+	End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error)
+}
+
+// Inputs fetches one image-valued input (fetch.Fetcher).
+type Inputs interface {
+	Fetch(ctx context.Context, workspaceID, field, ref string) (fetch.Image, error)
+}
+
+// Blobs stores output files (blob.Store).
+type Blobs interface {
+	PutResult(ctx context.Context, key, contentType string, data []byte) error
+	DeleteResult(ctx context.Context, key string) error
+}
+
+// Worker runs jobs. Build it once per function instance.
+type Worker struct {
+	Store   Store
+	Ender   Ender
+	Catalog *catalog.Catalog
+	Engines engine.Registry
+	Inputs  Inputs
+	Blobs   Blobs
+	Clock   clock.Clock
+	Log     *slog.Logger
+	// LeaseFor is how long a claim keeps other workers out without a
+	// heartbeat; longer than the function's timeout, far shorter than the
+	// queue's visibility timeout (a crashed attempt's message comes back
+	// after the lease has lapsed).
+	LeaseFor time.Duration
+	// Heartbeat is how often progress (and the lease) is written while the
+	// engine works: under a second, so a cancellation is noticed in time.
+	Heartbeat time.Duration
+}
+
+// Defaults for LeaseFor and Heartbeat.
+const (
+	DefaultLeaseFor  = 150 * time.Second // the worker's 120 s timeout plus a margin
+	DefaultHeartbeat = 500 * time.Millisecond
+)
+
+// HandleSQS runs each message's job and reports the messages to retry; the
+// rest are deleted by the event source mapping.
+func (w *Worker) HandleSQS(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	for _, m := range e.Records {
+		var msg queue.Message
+		if err := json.Unmarshal([]byte(m.Body), &msg); err != nil || !job.ValidID(msg.JobID) {
+			// Retrying cannot make it readable: drop it.
+			w.Log.Error("dropping an unreadable message", "message_id", m.MessageId)
+			continue
+		}
+		if err := w.Run(ctx, msg.JobID); err != nil {
+			w.Log.Error("job attempt failed; the message will be retried",
+				"job_id", msg.JobID, "message_id", m.MessageId, "error", err.Error())
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// Run works on one job. It returns nil when the message is done with (the
+// job ended, or needs nothing from this message) and an error when the
+// message must come back for another attempt.
+func (w *Worker) Run(ctx context.Context, id string) error {
+	log := w.Log.With("job_id", id)
+	j, err := w.Store.Job(ctx, id)
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		log.Warn("dropping a message for an unknown job")
+		return nil
+	case err != nil:
+		return err
+	case j.Status.Terminal(), j.Status == job.Backlogged:
+		// Ended, or not yet promoted (promotion enqueues it again).
+		log.Info("dropping a message for a job that needs no work", "status", string(j.Status))
+		return nil
+	case j.Lease.Held(w.Clock.Now()):
+		// Another worker has it; if that one crashes, its own message
+		// comes back after the lease has lapsed.
+		log.Info("dropping a duplicate message: another worker holds the job")
+		return nil
+	}
+	log = log.With("workspace_id", j.WorkspaceID, "endpoint", j.Endpoint)
+
+	lease := job.Lease{ID: newLeaseID(), Until: w.Clock.Now().Add(w.LeaseFor)}
+	start := job.Scheduled
+	if j.Status != job.Queued { // a retry after a crash resumes where it was
+		start = j.Status
+	}
+	j, err = w.Store.Transition(ctx, j, job.Change{To: start, Lease: &lease}, w.Clock.Now())
+	if errors.Is(err, job.ErrConflict) {
+		log.Info("another worker claimed the job first")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log = log.With("attempt", j.Attempts)
+	log.Info("job claimed")
+	a := &attempt{w: w, j: j, lease: lease, log: log}
+	return a.run(ctx)
+}
+
+// attempt is one worker's go at one job, from claim to end.
+type attempt struct {
+	w     *Worker
+	j     *job.Job
+	lease job.Lease
+	log   *slog.Logger
+}
+
+// errStopped: the job was cancelled or taken over, so this attempt stops
+// without writing anything more.
+var errStopped = errors.New("the job was cancelled or taken over")
+
+func (a *attempt) run(ctx context.Context) error {
+	w := a.w
+	if err := a.move(ctx, job.Processing, nil, nil); err != nil {
+		return a.stopped(err)
+	}
+	ep, ok := w.Catalog.ByPath(a.j.Endpoint)
+	eng, known := w.Engines.For(a.j.Model())
+	if !ok || !known {
+		return a.fail(ctx, job.CodeInternal, "This model cannot be run.", fmt.Errorf("no engine for %s", a.j.Endpoint))
+	}
+	var params map[string]any
+	if err := json.Unmarshal(a.j.Request, &params); err != nil {
+		return a.fail(ctx, job.CodeInternal, "The stored request could not be read.", err)
+	}
+	var inputs []engine.Input
+	for _, ref := range ep.ImageRefs(params) {
+		img, err := w.Inputs.Fetch(ctx, a.j.WorkspaceID, ref.Name(), ref.Ref)
+		switch {
+		case errors.Is(err, fetch.ErrBlocked):
+			return a.fail(ctx, job.CodeInputBlocked, err.Error(), nil)
+		case errors.Is(err, fetch.ErrInvalid):
+			return a.fail(ctx, job.CodeInvalidInput, err.Error(), nil)
+		case err != nil:
+			return fmt.Errorf("fetch %s: %w", ref.Name(), err) // ours, not the client's: retry
+		}
+		inputs = append(inputs, engine.Input{Field: ref.Field, Index: ref.Index, ContentType: img.ContentType, Data: img.Data})
+	}
+
+	files, err := a.runEngine(ctx, eng, engine.Job{Model: a.j.Model(), Request: a.j.Request, Inputs: inputs})
+	switch {
+	case errors.Is(err, errStopped):
+		return a.stopped(err)
+	case errors.Is(err, engine.ErrInvalidInput):
+		return a.fail(ctx, job.CodeInvalidInput, err.Error(), nil)
+	case ctx.Err() != nil:
+		return ctx.Err() // out of time: the message comes back
+	case err != nil:
+		return a.fail(ctx, job.CodeEngineError, "The engine failed to produce the output.", err)
+	}
+
+	keys := make([]string, len(files))
+	for i, f := range files {
+		keys[i] = fmt.Sprintf("results/%s/%d.%s", a.j.ID, i, f.Ext)
+		if err := w.Blobs.PutResult(ctx, keys[i], f.ContentType, f.Data); err != nil {
+			return fmt.Errorf("store output %d: %w", i, err)
+		}
+	}
+	done := 1.0
+	_, err = w.Ender.End(ctx, a.j, job.Change{To: job.Completed, Progress: &done, Outputs: keys, Holder: a.lease.ID})
+	if errors.Is(err, job.ErrConflict) {
+		// Cancelled while the outputs were being stored: nothing of this
+		// attempt may remain.
+		for _, k := range keys {
+			if derr := w.Blobs.DeleteResult(context.WithoutCancel(ctx), k); derr != nil {
+				a.log.Warn("could not delete the output of a cancelled job", "key", k, "error", derr.Error())
+			}
+		}
+		return a.stopped(errStopped)
+	}
+	if err != nil {
+		return err
+	}
+	a.log.Info("job completed", "outputs", len(keys))
+	return nil
+}
+
+// move writes a status (and progress or outputs) as the lease holder,
+// renewing the lease.
+func (a *attempt) move(ctx context.Context, to job.Status, progress *float64, outputs []string) error {
+	if !a.j.Status.CanMoveTo(to) && a.j.Status != to {
+		to = a.j.Status // never backwards: a resumed attempt stays where it was
+	}
+	a.lease.Until = a.w.Clock.Now().Add(a.w.LeaseFor)
+	j, err := a.w.Store.Transition(ctx, a.j, job.Change{To: to, Progress: progress, Outputs: outputs, Holder: a.lease.ID, Lease: &a.lease}, a.w.Clock.Now())
+	if errors.Is(err, job.ErrConflict) {
+		return errStopped
+	}
+	if err != nil {
+		return err
+	}
+	a.j = j
+	return nil
+}
+
+// stopped ends an attempt that lost its job: the message is done with.
+func (a *attempt) stopped(err error) error {
+	if errors.Is(err, errStopped) {
+		a.log.Info("attempt stopped: the job was cancelled or taken over")
+		return nil
+	}
+	return err
+}
+
+// fail ends the job as failed with a message the client may read; cause,
+// when set, is logged only.
+func (a *attempt) fail(ctx context.Context, code, message string, cause error) error {
+	l := a.log.With("code", code, "message", message)
+	if cause != nil {
+		l = l.With("cause", cause.Error())
+	}
+	_, err := a.w.Ender.End(ctx, a.j, job.Change{To: job.Failed, Error: &job.Error{Code: code, Message: message}, Holder: a.lease.ID})
+	if errors.Is(err, job.ErrConflict) {
+		return a.stopped(errStopped)
+	}
+	if err != nil {
+		return err
+	}
+	l.Warn("job failed")
+	return nil
+}
+
+// runEngine runs the engine while a heartbeat writes its progress (and
+// renews the lease) every Heartbeat. A write that fails its condition (the
+// job was cancelled or taken over) stops the engine within one heartbeat.
+func (a *attempt) runEngine(ctx context.Context, eng engine.Engine, ej engine.Job) ([]engine.File, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var mu sync.Mutex
+	var latest engine.Update
+	var previewSent, stop bool
+	report := func(u engine.Update) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if stop {
+			return errStopped
+		}
+		if u.Progress > latest.Progress {
+			latest.Progress = u.Progress
+		}
+		if u.Preview != nil && !previewSent && latest.Preview == nil {
+			latest.Preview = u.Preview
+		}
+		return nil
+	}
+
+	beats := make(chan struct{})
+	go func() {
+		defer close(beats)
+		t := time.NewTicker(a.w.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			mu.Lock()
+			u := latest
+			latest.Preview = nil
+			mu.Unlock()
+			if err := a.beat(ctx, u); err != nil {
+				if !errors.Is(err, errStopped) {
+					a.log.Warn("progress write failed", "error", err.Error())
+					mu.Lock()
+					if latest.Preview == nil {
+						latest.Preview = u.Preview // the next beat tries again
+					}
+					mu.Unlock()
+					continue
+				}
+				mu.Lock()
+				stop = true
+				mu.Unlock()
+				cancel(errStopped)
+				return
+			}
+			if u.Preview != nil {
+				mu.Lock()
+				previewSent = true
+				mu.Unlock()
+			}
+		}
+	}()
+	files, err := eng.Run(ctx, ej, report)
+	cancel(nil)
+	<-beats
+	if errors.Is(context.Cause(ctx), errStopped) || errors.Is(err, errStopped) {
+		return nil, errStopped
+	}
+	return files, err
+}
+
+// beat writes one heartbeat: sampling with the engine's progress (never
+// below what is stored, so a resumed attempt does not go backwards), or
+// intermediate-complete with the preview.
+func (a *attempt) beat(ctx context.Context, u engine.Update) error {
+	p := u.Progress
+	if p >= 1 {
+		p = 0.99 // 1 only on completed
+	}
+	if a.j.Progress != nil && *a.j.Progress > p {
+		p = *a.j.Progress
+	}
+	if u.Preview == nil {
+		return a.move(ctx, job.Sampling, &p, nil)
+	}
+	key := fmt.Sprintf("results/%s/preview.%s", a.j.ID, u.Preview.Ext)
+	if err := a.w.Blobs.PutResult(ctx, key, u.Preview.ContentType, u.Preview.Data); err != nil {
+		return fmt.Errorf("store preview: %w", err)
+	}
+	return a.move(ctx, job.IntermediateComplete, &p, []string{key})
+}
+
+func newLeaseID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
