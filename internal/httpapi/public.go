@@ -20,10 +20,7 @@ func OpenAPI(build func(baseURL string) ([]byte, error), baseURL string) (*http.
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
-		base := baseURL
-		if base == "" {
-			base = "https://" + r.Host
-		}
+		base := publicBaseURL(baseURL, r)
 		doc, ok := docs.Load(base)
 		if !ok {
 			b, err := build(base)
@@ -40,4 +37,15 @@ func OpenAPI(build func(baseURL string) ([]byte, error), baseURL string) (*http.
 	})
 	mux.Handle("/", NotFound())
 	return mux, nil
+}
+
+// publicBaseURL is the API's public address: the configured one, or else
+// https:// and the domain the request reached. The api-proxy builds the
+// request's URL, and so its Host, from API Gateway's
+// requestContext.domainName: the execute-api domain or a custom domain.
+func publicBaseURL(configured string, r *http.Request) string {
+	if configured != "" {
+		return configured
+	}
+	return "https://" + r.Host
 }
