@@ -95,7 +95,7 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 		CreatedAt:   now,
 		Endpoint:    ep.Path(),
 		Request:     req.JSON(),
-		BaseURL:     baseURLOf(g.BaseURL, r),
+		BaseURL:     publicBaseURL(g.BaseURL, r),
 		WebhookURL:  webhook,
 	}
 	err = g.Jobs.CreateJob(r.Context(), j)

@@ -9,18 +9,18 @@ import (
 // document is built once, at init; without one, once per domain the API is
 // reached at (the execute-api domain or a custom domain), since the template
 // cannot pass the API's own URL to its functions.
-func OpenAPI(build func(baseURL string) ([]byte, error), configured string) (*http.ServeMux, error) {
+func OpenAPI(build func(baseURL string) ([]byte, error), baseURL string) (*http.ServeMux, error) {
 	var docs sync.Map // base URL -> []byte
-	if configured != "" {
-		doc, err := build(configured)
+	if baseURL != "" {
+		doc, err := build(baseURL)
 		if err != nil {
 			return nil, err
 		}
-		docs.Store(configured, doc)
+		docs.Store(baseURL, doc)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
-		base := baseURLOf(configured, r)
+		base := publicBaseURL(baseURL, r)
 		doc, ok := docs.Load(base)
 		if !ok {
 			b, err := build(base)
@@ -37,4 +37,15 @@ func OpenAPI(build func(baseURL string) ([]byte, error), configured string) (*ht
 	})
 	mux.Handle("/", NotFound())
 	return mux, nil
+}
+
+// publicBaseURL is the API's public address: the configured one, or else
+// https:// and the domain the request reached. The api-proxy builds the
+// request's URL, and so its Host, from API Gateway's
+// requestContext.domainName: the execute-api domain or a custom domain.
+func publicBaseURL(configured string, r *http.Request) string {
+	if configured != "" {
+		return configured
+	}
+	return "https://" + r.Host
 }

@@ -115,12 +115,3 @@ func NotFound() http.Handler {
 		writeError(w, http.StatusNotFound, msgNotFound)
 	})
 }
-
-// baseURLOf is the API's public address: the configured one, or else the
-// address the request came to (the execute-api domain or a custom domain).
-func baseURLOf(configured string, r *http.Request) string {
-	if configured != "" {
-		return configured
-	}
-	return "https://" + r.Host
-}

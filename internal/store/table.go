@@ -8,8 +8,9 @@
 //	token index  WS#<ws id>         TOKEN#<token id>      (revocation by id)
 //	payment      WS#<ws id>         PAYMENT#<payment id>  (top-up idempotency)
 //	ledger       WS#<ws id>         LEDGER#<time>#<id>    (every balance movement)
+//	asset        ASSET#<asset id>   ASSET                 (an uploaded image's record; its bytes are in S3)
 //
-// Later entities (styles, deliveries, assets) add key prefixes and indexes.
+// Later entities (styles, deliveries) add key prefixes and indexes.
 package store
 
 import (

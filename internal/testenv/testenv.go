@@ -24,6 +24,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/infra/local/emulator"
@@ -86,7 +87,8 @@ func startOwn() (*emulator.Stack, error) {
 // DynamoDBEndpoint is the DynamoDB Local endpoint the tests use.
 func DynamoDBEndpoint() string { return endpoints.dynamodb }
 
-// SQSEndpoint is the fauxqs endpoint the tests use (SQS, and S3 path-style).
+// SQSEndpoint is the fauxqs endpoint the tests use (SQS, and S3 path-style:
+// see S3 and NewBucket).
 func SQSEndpoint() string { return endpoints.sqs }
 
 func mustHaveMain(t testing.TB) {
@@ -108,6 +110,14 @@ func SQS(t testing.TB) *sqs.Client {
 	t.Helper()
 	mustHaveMain(t)
 	return emulator.SQSClient(endpoints.sqs)
+}
+
+// S3 returns a client for the tests' fauxqs S3 (path-style, same endpoint
+// as SQS).
+func S3(t testing.TB) *s3.Client {
+	t.Helper()
+	mustHaveMain(t)
+	return emulator.S3Client(endpoints.sqs)
 }
 
 // UniqueName returns a fresh name for a table or queue of this test:
@@ -156,4 +166,42 @@ func NewQueue(t testing.TB) (url string) {
 		}
 	})
 	return *out.QueueUrl
+}
+
+// NewBucket creates a fresh, empty bucket on fauxqs, emptied and deleted when
+// the test ends, and returns its name. Bucket names allow only lower-case
+// letters, digits and '-' within 63 characters, so the test's name is
+// lower-cased and cut shorter than UniqueName's.
+func NewBucket(t testing.TB) string {
+	t.Helper()
+	client := S3(t)
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := strings.ToLower(clean(t.Name(), 40))
+	name = "b-" + strings.Trim(strings.ReplaceAll(name, "_", "-"), "-") + "-" + hex.EncodeToString(b[:])
+	ctx := context.Background()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("testenv: create bucket %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(name)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				t.Errorf("testenv: list bucket %s: %v", name, err)
+				return
+			}
+			for _, o := range page.Contents {
+				if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(name), Key: o.Key}); err != nil {
+					t.Errorf("testenv: delete s3://%s/%s: %v", name, aws.ToString(o.Key), err)
+				}
+			}
+		}
+		if _, err := client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)}); err != nil {
+			t.Errorf("testenv: delete bucket %s: %v", name, err)
+		}
+	})
+	return name
 }

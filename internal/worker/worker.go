@@ -135,7 +135,22 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 	log = log.With("attempt", j.Attempts)
 	log.Info("job claimed")
 	a := &attempt{w: w, j: j, lease: lease, log: log}
-	return a.run(ctx)
+	if err := a.run(ctx); err != nil {
+		a.release(context.WithoutCancel(ctx))
+		return err
+	}
+	return nil
+}
+
+// release gives up the lease after an attempt that failed for a reason of
+// ours, so that the message's next delivery can claim the job at once.
+func (a *attempt) release(ctx context.Context) {
+	now := a.w.Clock.Now()
+	gone := job.Lease{ID: a.lease.ID, Until: now.Add(-time.Millisecond)}
+	_, err := a.w.Store.Transition(ctx, a.j, job.Change{To: a.j.Status, Holder: a.lease.ID, Lease: &gone}, now)
+	if err != nil && !errors.Is(err, job.ErrConflict) {
+		a.log.Warn("could not release the lease; the next attempt waits for it to lapse", "error", err.Error())
+	}
 }
 
 // attempt is one worker's go at one job, from claim to end.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -75,5 +76,15 @@ func DynamoDBClient(endpoint string) *dynamodb.Client {
 func SQSClient(endpoint string) *sqs.Client {
 	return sqs.NewFromConfig(localConfig(), func(o *sqs.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
+	})
+}
+
+// S3Client returns a client for fauxqs's S3 at endpoint
+// (http://127.0.0.1:PORT): path-style, since the endpoint is a bare address
+// with no bucket subdomains.
+func S3Client(endpoint string) *s3.Client {
+	return s3.NewFromConfig(localConfig(), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		o.UsePathStyle = true
 	})
 }

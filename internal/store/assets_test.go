@@ -1,0 +1,41 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"genjobs/internal/asset"
+	"genjobs/internal/store"
+)
+
+func TestAssetRoundTrip(t *testing.T) {
+	s, ctx := newStore(t), context.Background()
+	id := asset.NewID()
+	a := asset.Asset{
+		ID: id, WorkspaceID: "ws_a", Key: asset.Key("ws_a", id), ContentType: asset.WebP,
+		Size: asset.MaxUploadBytes, CreatedAt: t0.Add(120 * time.Millisecond),
+	}
+	if err := s.CreateAsset(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Asset(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != a {
+		t.Errorf("read back %+v; wrote %+v", got, a)
+	}
+	again := a
+	again.WorkspaceID = "ws_b"
+	if err := s.CreateAsset(ctx, again); !errors.Is(err, store.ErrExists) {
+		t.Errorf("creating the same asset id twice: %v; want ErrExists", err)
+	}
+	if got, _ := s.Asset(ctx, id); got.WorkspaceID != "ws_a" {
+		t.Errorf("a second create changed the owner to %s", got.WorkspaceID)
+	}
+	if _, err := s.Asset(ctx, asset.NewID()); !errors.Is(err, asset.ErrNotFound) {
+		t.Errorf("unknown asset: %v; want asset.ErrNotFound", err)
+	}
+}

@@ -1,0 +1,469 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"genjobs/internal/auth"
+	"genjobs/internal/blob"
+	"genjobs/internal/catalog"
+	"genjobs/internal/clock"
+	"genjobs/internal/engine"
+	"genjobs/internal/fetch"
+	"genjobs/internal/job"
+	"genjobs/internal/lifecycle"
+	"genjobs/internal/netguard"
+	"genjobs/internal/queue"
+	"genjobs/internal/store"
+	"genjobs/internal/testenv"
+	"genjobs/internal/worker"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// steps is a test engine: it reports progress in small steps, at the pace
+// the test sets, and writes one PNG. The real engines have their own tests;
+// these are about what the worker does around any engine.
+type steps struct {
+	n      int
+	pace   time.Duration
+	fail   error          // returned instead of output
+	gate   chan struct{}  // when set, closed by the test before the engine finishes
+	ran    atomic.Int32   // how many times Run was entered
+	seen   []engine.Input // inputs of the last run
+	mu     sync.Mutex
+	preview bool
+}
+
+func (s *steps) Run(ctx context.Context, j engine.Job, report engine.Report) ([]engine.File, error) {
+	s.ran.Add(1)
+	s.mu.Lock()
+	s.seen = j.Inputs
+	s.mu.Unlock()
+	for i := 1; i <= s.n; i++ {
+		u := engine.Update{Progress: float64(i) / float64(s.n+1)}
+		if s.preview && i == s.n/2 {
+			u.Preview = &engine.File{ContentType: "image/png", Ext: "png", Data: tinyPNG()}
+		}
+		if err := report(u); err != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(s.pace):
+		}
+	}
+	if s.gate != nil {
+		<-s.gate
+	}
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	return []engine.File{{ContentType: "image/png", Ext: "png", Data: tinyPNG()}}, nil
+}
+
+func tinyPNG() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{255, 0, 0, 255})
+	var b bytes.Buffer
+	_ = png.Encode(&b, img)
+	return b.Bytes()
+}
+
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	store  *store.Store
+	blobs  *blob.Store
+	eng    *steps
+	w      *worker.Worker
+	life   *lifecycle.Jobs
+	logs   *bytes.Buffer
+	guard  *netguard.Guard
+	nextMs time.Duration
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	db := testenv.DynamoDB(t)
+	table := testenv.UniqueName(t, "worker")
+	if err := store.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(db, table)
+	if err := s.CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	sq := testenv.SQS(t)
+	url, _, err := queue.Create(ctx, sq, testenv.UniqueName(t, "jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ctx: ctx, store: s, logs: &bytes.Buffer{}, eng: &steps{n: 6, pace: 50 * time.Millisecond},
+		blobs: blob.New(testenv.S3(t), testenv.NewBucket(t), testenv.NewBucket(t)), guard: &netguard.Guard{AllowPrivate: true}}
+	log := slog.New(slog.NewJSONHandler(e.logs, nil))
+	e.life = &lifecycle.Jobs{Store: s, Queue: queue.NewJobs(sq, url), Clock: clock.System{}, Log: log}
+	e.w = &worker.Worker{
+		Store: s, Ender: e.life, Catalog: cat,
+		Engines:  engine.Registry{"model-g-3.1-rapid": e.eng, "model-e-4": e.eng},
+		Inputs:   fetch.New(e.guard, nil),
+		Blobs:    e.blobs,
+		Clock:    clock.System{},
+		Log:      log,
+		LeaseFor: 2 * time.Second, Heartbeat: 100 * time.Millisecond,
+	}
+	return e
+}
+
+// create stores a queued job of the given endpoint and request.
+func (e *env) create(endpoint, request string) *job.Job {
+	e.t.Helper()
+	now := time.Now()
+	j := &job.Job{ID: job.NewID(now), WorkspaceID: "ws_a", CreatedAt: now, Endpoint: endpoint, Request: []byte(request)}
+	if err := e.store.CreateJob(e.ctx, j); err != nil {
+		e.t.Fatal(err)
+	}
+	return j
+}
+
+func (e *env) job(id string) *job.Job {
+	e.t.Helper()
+	j, err := e.store.Job(e.ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j
+}
+
+const mesh = "/generate/3d/vendor-g/model-g-3.1-rapid"
+
+func TestJobRunsToCompletedWithDownloadableOutput(t *testing.T) {
+	e := newEnv(t)
+	e.eng.preview = true
+	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
+
+	// Watch the job from outside while it runs, as a polling client would.
+	var seen []string
+	var progress []float64
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			cur := e.job(j.ID)
+			if len(seen) == 0 || seen[len(seen)-1] != string(cur.Status) {
+				seen = append(seen, string(cur.Status))
+			}
+			if cur.Progress != nil {
+				progress = append(progress, *cur.Progress)
+			}
+		}
+	}()
+	if err := e.w.Run(e.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	<-watched
+
+	got := e.job(j.ID)
+	if got.Status != job.Completed || got.CompletedAt == nil || got.Progress == nil || *got.Progress != 1 || len(got.Outputs) != 1 {
+		t.Fatalf("job after the run: %+v", got)
+	}
+	for _, want := range []string{"sampling", "intermediate-complete"} {
+		if !contains(seen, want) {
+			t.Errorf("statuses seen while running %v; want %s among them", seen, want)
+		}
+	}
+	for i := 1; i < len(progress); i++ {
+		if progress[i] < progress[i-1] {
+			t.Fatalf("progress went down: %v", progress)
+		}
+	}
+	if len(progress) < 3 {
+		t.Errorf("progress seen %v; want it rising while the engine works", progress)
+	}
+	u, err := e.blobs.ResultURL(e.ctx, got.Outputs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(body, tinyPNG()) {
+		t.Errorf("download of the result: %d, %d bytes; want the engine's PNG", resp.StatusCode, len(body))
+	}
+	if n, _ := e.store.StoredSlots(e.ctx, "ws_a"); n != (store.Slots{}) {
+		t.Errorf("slots after completion: %+v; want none", n)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTheSameMessageTwiceCompletesOnce(t *testing.T) {
+	e := newEnv(t)
+	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
+	// Two deliveries at once, then a late third.
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.w.Run(e.ctx, j.ID); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := e.w.Run(e.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := e.job(j.ID)
+	if got.Status != job.Completed || got.Attempts != 1 || e.eng.ran.Load() != 1 {
+		t.Errorf("status %s, %d claims, engine ran %d times; want completed once", got.Status, got.Attempts, e.eng.ran.Load())
+	}
+}
+
+func TestAWorkerThatDiedLeavesTheJobToTheNextDelivery(t *testing.T) {
+	e := newEnv(t)
+	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
+	// A worker claimed the job and was killed: its lease lapses on its own.
+	dead := job.Lease{ID: "dead", Until: time.Now().Add(time.Second)}
+	if _, err := e.store.Transition(e.ctx, j, job.Change{To: job.Processing, Lease: &dead}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.Run(e.ctx, j.ID); err != nil || e.eng.ran.Load() != 0 {
+		t.Fatalf("a delivery while the lease holds: %v, engine ran %d times; want it dropped", err, e.eng.ran.Load())
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if err := e.w.Run(e.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job(j.ID); got.Status != job.Completed || got.Attempts != 2 {
+		t.Errorf("after the take-over: %s, %d claims; want completed on the second", got.Status, got.Attempts)
+	}
+}
+
+// flakyBlobs fails the first n result writes, as S3 might.
+type flakyBlobs struct {
+	worker.Blobs
+	failures atomic.Int32
+}
+
+func (f *flakyBlobs) PutResult(ctx context.Context, key, contentType string, data []byte) error {
+	if f.failures.Add(-1) >= 0 {
+		return errors.New("S3 is unavailable")
+	}
+	return f.Blobs.PutResult(ctx, key, contentType, data)
+}
+
+func TestAFailedAttemptIsRetriedAndCompletesOnce(t *testing.T) {
+	e := newEnv(t)
+	flaky := &flakyBlobs{Blobs: e.blobs}
+	flaky.failures.Store(1)
+	e.w.Blobs = flaky
+	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
+	resp, err := e.w.HandleSQS(e.ctx, sqsEvent(j.ID, "m1"))
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m1" {
+		t.Fatalf("first attempt: %+v, %v; want m1 reported for retry", resp, err)
+	}
+	if got := e.job(j.ID); got.Status.Terminal() {
+		t.Fatalf("a failed attempt ended the job: %s", got.Status)
+	}
+	// The retry comes at once: the failed attempt gave its lease back.
+	resp, err = e.w.HandleSQS(e.ctx, sqsEvent(j.ID, "m1"))
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("retry: %+v, %v", resp, err)
+	}
+	if got := e.job(j.ID); got.Status != job.Completed || got.Attempts != 2 {
+		t.Errorf("after the retry: %s, %d claims; want completed", got.Status, got.Attempts)
+	}
+}
+
+func sqsEvent(jobID, messageID string) events.SQSEvent {
+	body, _ := json.Marshal(queue.Message{JobID: jobID})
+	return events.SQSEvent{Records: []events.SQSMessage{{MessageId: messageID, Body: string(body)}}}
+}
+
+func TestMessagesForEndedUnknownOrUnreadableJobsAreDropped(t *testing.T) {
+	e := newEnv(t)
+	j := e.create(mesh, `{}`)
+	if _, err := e.life.Cancel(e.ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	ev := sqsEvent(j.ID, "ended")
+	ev.Records = append(ev.Records, sqsEvent(job.NewID(time.Now()), "unknown").Records[0],
+		events.SQSMessage{MessageId: "garbage", Body: "{not json"})
+	resp, err := e.w.HandleSQS(e.ctx, ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 || e.eng.ran.Load() != 0 {
+		t.Errorf("%+v, %v, engine ran %d times; want every message acknowledged and nothing run", resp, err, e.eng.ran.Load())
+	}
+	if got := e.job(j.ID); got.Status != job.Cancelled {
+		t.Errorf("the cancelled job became %s", got.Status)
+	}
+}
+
+func TestCancellationStopsTheEngineWithinASecond(t *testing.T) {
+	e := newEnv(t)
+	e.eng.n, e.eng.pace = 1000, 20*time.Millisecond // 20 s of work
+	j := e.create(mesh, `{}`)
+	done := make(chan error, 1)
+	go func() { done <- e.w.Run(e.ctx, j.ID) }()
+	for e.job(j.ID).Status != job.Sampling {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cur := e.job(j.ID)
+	if _, err := e.life.Cancel(e.ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := time.Now()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the stopped attempt asked for a retry: %v", err)
+		}
+		// Generous bound: the contract is "within a second".
+		if d := time.Since(cancelled); d > 3*time.Second {
+			t.Errorf("the engine stopped %s after the cancellation", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the engine did not stop after the job was cancelled")
+	}
+	got := e.job(j.ID)
+	if got.Status != job.Cancelled || len(got.Outputs) != 0 {
+		t.Errorf("after the cancel: %s with outputs %v", got.Status, got.Outputs)
+	}
+	if !got.UpdatedAt.Equal(cur.UpdatedAt) && got.UpdatedAt.Before(cancelled.Add(-time.Second)) {
+		t.Errorf("written after the cancellation: updated %s", got.UpdatedAt)
+	}
+}
+
+func TestACancelAsTheEngineFinishesWinsAndLeavesNoOutput(t *testing.T) {
+	e := newEnv(t)
+	e.eng.n, e.eng.gate = 1, make(chan struct{})
+	j := e.create(mesh, `{}`)
+	done := make(chan error, 1)
+	go func() { done <- e.w.Run(e.ctx, j.ID) }()
+	for e.job(j.ID).Status == job.Queued || e.job(j.ID).Status == job.Scheduled {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := e.life.Cancel(e.ctx, e.job(j.ID)); err != nil {
+		t.Fatal(err)
+	}
+	close(e.eng.gate) // the engine returns its output right after the cancel
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := e.job(j.ID)
+	if got.Status != job.Cancelled || got.Progress != nil && *got.Progress == 1 {
+		t.Errorf("job %s, progress %v; want cancelled", got.Status, got.Progress)
+	}
+	u, err := e.blobs.ResultURL(e.ctx, fmt.Sprintf("results/%s/0.png", j.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the cancelled job's output is stored: GET answered %d", resp.StatusCode)
+	}
+}
+
+func TestInputFailuresFailTheJobWithTheirCode(t *testing.T) {
+	e := newEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok.png" {
+			_, _ = w.Write(tinyPNG())
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	const image = "/generate/image/vendor-b/model-e-4"
+	ok := e.create(image, `{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["`+srv.URL+`/ok.png"]}`)
+	missing := e.create(image, `{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["`+srv.URL+`/gone.png"]}`)
+	for _, j := range []*job.Job{ok, missing} {
+		if err := e.w.Run(e.ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.job(ok.ID); got.Status != job.Completed {
+		t.Errorf("job with a reachable input: %s %+v", got.Status, got.Error)
+	}
+	e.eng.mu.Lock()
+	if len(e.eng.seen) != 1 || e.eng.seen[0].Field != "style_images" || !bytes.Equal(e.eng.seen[0].Data, tinyPNG()) {
+		t.Errorf("the engine got inputs %+v; want the fetched style image", e.eng.seen)
+	}
+	e.eng.mu.Unlock()
+	if got := e.job(missing.ID); got.Status != job.Failed || got.Error.Code != "invalid_input" || got.Error.Message != "style_images[0]: the server answered 404" {
+		t.Errorf("job with a missing input: %s %+v", got.Status, got.Error)
+	}
+
+	e.guard.AllowPrivate = false // as in AWS
+	blocked := e.create(image, `{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["`+srv.URL+`/ok.png"]}`)
+	if err := e.w.Run(e.ctx, blocked.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job(blocked.ID); got.Status != job.Failed || got.Error.Code != "input_blocked" {
+		t.Errorf("job with a loopback input: %s %+v; want input_blocked", got.Status, got.Error)
+	}
+
+	e.eng.fail = engine.InvalidInput("style_images[0] is not a decodable PNG, JPEG or WebP image")
+	corrupt := e.create(mesh, `{}`)
+	if err := e.w.Run(e.ctx, corrupt.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job(corrupt.ID); got.Status != job.Failed || got.Error.Code != "invalid_input" {
+		t.Errorf("job whose engine refused the input: %s %+v", got.Status, got.Error)
+	}
+	e.eng.fail = errors.New("out of GPU")
+	broken := e.create(mesh, `{}`)
+	if err := e.w.Run(e.ctx, broken.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job(broken.ID); got.Status != job.Failed || got.Error.Code != "engine_error" || got.Error.Message != "The engine failed to produce the output." {
+		t.Errorf("job whose engine failed: %s %+v", got.Status, got.Error)
+	}
+	if n, _ := e.store.StoredSlots(e.ctx, "ws_a"); n != (store.Slots{}) {
+		t.Errorf("slots after every job ended: %+v", n)
+	}
+}
