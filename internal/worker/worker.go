@@ -19,6 +19,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"genjobs/internal/asset"
+	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/engine"
@@ -43,10 +45,16 @@ type Inputs interface {
 	Fetch(ctx context.Context, workspaceID, field, ref string) (fetch.Image, error)
 }
 
-// Blobs stores output files (blob.Store).
+// Blobs stores output files and reads uploaded assets (blob.Store).
 type Blobs interface {
 	PutResult(ctx context.Context, key, contentType string, data []byte) error
 	DeleteResult(ctx context.Context, key string) error
+	ReadAsset(ctx context.Context, key string, max int64) ([]byte, string, error)
+}
+
+// AssetRecords finds uploaded assets (store.Store).
+type AssetRecords interface {
+	Asset(ctx context.Context, id string) (asset.Asset, error)
 }
 
 // Worker runs jobs. Build it once per function instance.
@@ -57,6 +65,7 @@ type Worker struct {
 	Engines engine.Registry
 	Inputs  Inputs
 	Blobs   Blobs
+	Assets  AssetRecords
 	Clock   clock.Clock
 	Log     *slog.Logger
 	// LeaseFor is how long a claim keeps other workers out without a
@@ -181,7 +190,7 @@ func (a *attempt) run(ctx context.Context) error {
 	}
 	var inputs []engine.Input
 	for _, ref := range ep.ImageRefs(params) {
-		img, err := w.Inputs.Fetch(ctx, a.j.WorkspaceID, ref.Name(), ref.Ref)
+		img, err := a.input(ctx, ref)
 		switch {
 		case errors.Is(err, fetch.ErrBlocked):
 			return a.fail(ctx, job.CodeInputBlocked, err.Error(), nil)
@@ -229,6 +238,37 @@ func (a *attempt) run(ctx context.Context) error {
 	}
 	a.log.Info("job completed", "outputs", len(keys))
 	return nil
+}
+
+// input fetches one image: an asset of the job's own workspace from the
+// assets bucket, anything else through the guarded fetcher.
+func (a *attempt) input(ctx context.Context, ref catalog.ImageRef) (fetch.Image, error) {
+	id, ok := asset.IDFromURL(a.j.BaseURL, ref.Ref)
+	if !ok {
+		return a.w.Inputs.Fetch(ctx, a.j.WorkspaceID, ref.Name(), ref.Ref)
+	}
+	rec, err := a.w.Assets.Asset(ctx, id)
+	if errors.Is(err, asset.ErrNotFound) || err == nil && rec.WorkspaceID != a.j.WorkspaceID {
+		return fetch.Image{}, fetch.Invalid("%s: the asset was not found", ref.Name())
+	}
+	if err != nil {
+		return fetch.Image{}, err
+	}
+	data, _, err := a.w.Blobs.ReadAsset(ctx, rec.Key, asset.MaxUploadBytes)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return fetch.Image{}, fetch.Invalid("%s: the asset's file has not been uploaded", ref.Name())
+	case errors.Is(err, blob.ErrTooLarge):
+		return fetch.Image{}, fetch.Invalid("%s: the asset is larger than 50 MiB", ref.Name())
+	case err != nil:
+		return fetch.Image{}, err
+	}
+	// A presigned upload is not checked when it lands: sniff it here.
+	ct, ok := asset.Sniff(data)
+	if !ok {
+		return fetch.Image{}, fetch.Invalid("%s: the asset is not a PNG, JPEG or WebP image", ref.Name())
+	}
+	return fetch.Image{ContentType: ct, Data: data}, nil
 }
 
 // move writes a status (and progress or outputs) as the lease holder,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"genjobs/internal/asset"
 	"genjobs/internal/auth"
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
@@ -130,6 +131,7 @@ func newEnv(t *testing.T) *env {
 		Engines:  engine.Registry{"model-g-3.1-rapid": e.eng, "model-e-4": e.eng},
 		Inputs:   fetch.New(e.guard, nil),
 		Blobs:    e.blobs,
+		Assets:   s,
 		Clock:    clock.System{},
 		Log:      log,
 		LeaseFor: 2 * time.Second, Heartbeat: 100 * time.Millisecond,
@@ -465,5 +467,42 @@ func TestInputFailuresFailTheJobWithTheirCode(t *testing.T) {
 	}
 	if n, _ := e.store.StoredSlots(e.ctx, "ws_a"); n != (store.Slots{}) {
 		t.Errorf("slots after every job ended: %+v", n)
+	}
+}
+
+func TestAssetInputsAreReadFromTheJobsOwnWorkspace(t *testing.T) {
+	e := newEnv(t)
+	const base = "https://api.example.com"
+	upload := func(ws string) string {
+		a := asset.Asset{ID: asset.NewID(), WorkspaceID: ws, ContentType: asset.PNG, Size: int64(len(tinyPNG())), CreatedAt: time.Now()}
+		a.Key = asset.Key(ws, a.ID)
+		if err := e.blobs.PutAsset(e.ctx, a.Key, a.ContentType, tinyPNG()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.CreateAsset(e.ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return asset.URL(base, a.ID)
+	}
+	create := func(ref string) *job.Job {
+		now := time.Now()
+		j := &job.Job{ID: job.NewID(now), WorkspaceID: "ws_a", CreatedAt: now, BaseURL: base,
+			Endpoint: "/generate/image/vendor-b/model-e-4", Request: []byte(`{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["` + ref + `"]}`)}
+		if err := e.store.CreateJob(e.ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	own, other := create(upload("ws_a")), create(upload("ws_b"))
+	for _, j := range []*job.Job{own, other} {
+		if err := e.w.Run(e.ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.job(own.ID); got.Status != job.Completed {
+		t.Errorf("job with its own asset: %s %+v", got.Status, got.Error)
+	}
+	if got := e.job(other.ID); got.Status != job.Failed || got.Error.Code != "invalid_input" || got.Error.Message != "style_images[0]: the asset was not found" {
+		t.Errorf("job with another workspace's asset: %s %+v", got.Status, got.Error)
 	}
 }
