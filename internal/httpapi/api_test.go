@@ -83,7 +83,7 @@ func (e *env) handler(queueURL string) http.Handler {
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
 	a := auth.Authenticator{Dir: e.store}
-	gen := &httpapi.Generate{Auth: a, Catalog: cat, Jobs: e.store, Queue: queue.NewJobs(e.sqs, queueURL), Clock: e.clock}
+	gen := &httpapi.Generate{Auth: a, Catalog: cat, Jobs: e.store, Queue: queue.NewJobs(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
 	q := queue.NewJobs(e.sqs, queueURL)
 	life := &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log}
 	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}}

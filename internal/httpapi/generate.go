@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"genjobs/internal/asset"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
@@ -26,12 +27,18 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, jobID string) error
 }
 
+// AssetReader finds uploaded assets (store.Store).
+type AssetReader interface {
+	Asset(ctx context.Context, id string) (asset.Asset, error)
+}
+
 // Generate serves POST /generate/{kind}/{vendor}/{model}.
 type Generate struct {
 	Auth    Authenticator
 	Catalog *catalog.Catalog
 	Jobs    JobCreator
 	Queue   Enqueuer
+	Assets  AssetReader
 	Clock   clock.Clock
 	// BaseURL is the API's public address; empty means the request's own.
 	BaseURL string
@@ -82,6 +89,14 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 		internalError(w, r, "decode request", err)
 		return
 	}
+	base := publicBaseURL(g.BaseURL, r)
+	if msg, err := g.foreignAsset(r.Context(), ep, req, base, p.WorkspaceID); err != nil {
+		internalError(w, r, "read asset", err)
+		return
+	} else if msg != "" {
+		writeError(w, http.StatusBadRequest, invalidBodyPrefix+msg)
+		return
+	}
 	webhook, err := webhookURL(r.Header, g.AllowHTTPWebhooks)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, invalidHeaderPrefix+err.Error())
@@ -95,7 +110,7 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 		CreatedAt:   now,
 		Endpoint:    ep.Path(),
 		Request:     req.JSON(),
-		BaseURL:     publicBaseURL(g.BaseURL, r),
+		BaseURL:     base,
 		WebhookURL:  webhook,
 	}
 	err = g.Jobs.CreateJob(r.Context(), j)
@@ -119,6 +134,26 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 	log.Info("job created", "endpoint", j.Endpoint, "status", string(j.Status))
 	setDeprecationHeaders(w.Header(), req.Deprecations)
 	writeJSON(w, http.StatusOK, j.Record(nil))
+}
+
+// foreignAsset names the first image value (by field name) that is an asset
+// URL of this deployment but not an asset of the caller's workspace: a 400 at
+// creation rather than a failed job later (API-DECISIONS 2).
+func (g *Generate) foreignAsset(ctx context.Context, ep *catalog.Endpoint, req *catalog.Request, base, ws string) (string, error) {
+	for _, ref := range ep.ImageRefs(req.Params) {
+		id, ok := asset.IDFromURL(base, ref.Ref)
+		if !ok {
+			continue
+		}
+		a, err := g.Assets.Asset(ctx, id)
+		if errors.Is(err, asset.ErrNotFound) || err == nil && a.WorkspaceID != ws {
+			return ref.Name() + " is not an asset of this workspace", nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 // setDeprecationHeaders tells a client that used a deprecated alias when it

@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/url"
 	"testing"
+	"time"
 
+	"genjobs/internal/asset"
 	"genjobs/internal/job"
 )
 
@@ -23,6 +25,7 @@ func TestConcurrentLimitAndBacklog(t *testing.T) {
 	var statuses []string
 	var ids []string
 	for i := 0; i < 3; i++ {
+		e.clock.T = now.Add(time.Duration(i) * time.Millisecond) // equal times order by id
 		resp := e.do("POST", "/generate/3d/vendor-g/model-g-3.1-rapid", token, body)
 		if resp.status != 200 {
 			t.Fatalf("job %d: %d %s", i, resp.status, resp.body)
@@ -92,5 +95,36 @@ func TestCancel(t *testing.T) {
 	}
 	if got := e.do("GET", "/jobs/"+id, e.tokenA, ""); string(got.body) != string(first.body) {
 		t.Errorf("GET after cancel %s; want the cancel's record %s", got.body, first.body)
+	}
+}
+
+func TestAnotherWorkspacesAssetIsRefusedAtCreation(t *testing.T) {
+	e := newEnv(t)
+	add := func(ws string) string {
+		a := asset.Asset{ID: asset.NewID(), WorkspaceID: ws, ContentType: asset.PNG, Size: 10, CreatedAt: now}
+		a.Key = asset.Key(ws, a.ID)
+		if err := e.store.CreateAsset(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		// httptest requests come to example.com; BaseURL is empty, as in AWS.
+		return asset.URL("https://example.com", a.ID)
+	}
+	own, other := add("ws_a"), add("ws_b")
+	body := func(ref string) string {
+		return `{"width":64,"height":64,"model":"Standard V2","image_url":"` + ref + `"}`
+	}
+	const path = "/generate/enhance/vendor-a/standard-enhance"
+	if r := e.do("POST", path, e.tokenA, body(own)); r.status != 200 {
+		t.Errorf("own asset: %d %s", r.status, r.body)
+	}
+	before := e.itemCount("JOB#")
+	for name, ref := range map[string]string{"another workspace's": other, "an unknown": asset.URL("https://example.com", asset.NewID())} {
+		r := e.do("POST", path, e.tokenA, body(ref))
+		if r.status != 400 || string(r.body) != `{"error":"The request body is invalid: image_url is not an asset of this workspace"}` {
+			t.Errorf("%s asset: %d %s", name, r.status, r.body)
+		}
+	}
+	if after := e.itemCount("JOB#"); after != before {
+		t.Errorf("refused requests wrote %d jobs", after-before)
 	}
 }

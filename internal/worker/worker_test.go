@@ -42,13 +42,13 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // the test sets, and writes one PNG. The real engines have their own tests;
 // these are about what the worker does around any engine.
 type steps struct {
-	n      int
-	pace   time.Duration
-	fail   error          // returned instead of output
-	gate   chan struct{}  // when set, closed by the test before the engine finishes
-	ran    atomic.Int32   // how many times Run was entered
-	seen   []engine.Input // inputs of the last run
-	mu     sync.Mutex
+	n       int
+	pace    time.Duration
+	fail    error          // returned instead of output
+	gate    chan struct{}  // when set, closed by the test before the engine finishes
+	ran     atomic.Int32   // how many times Run was entered
+	seen    []engine.Input // inputs of the last run
+	mu      sync.Mutex
 	preview bool
 }
 
