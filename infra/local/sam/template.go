@@ -1,6 +1,7 @@
 // Package sam reads template.yaml: the functions, their HTTP routes and
-// their triggers. The local runner plays API Gateway (and, later, the event
-// source mappings) from it, so the template stays the one source of truth.
+// their triggers (SQS event source mappings and schedules), the queues, and
+// the functions' environments. The local runner plays API Gateway and the
+// event sources from it, so the template stays the one source of truth.
 package sam
 
 import (
@@ -14,10 +15,17 @@ import (
 
 // Template is the part of a SAM template the runner and the tests read.
 type Template struct {
-	Transform string              `yaml:"Transform"`
-	Globals   Globals             `yaml:"Globals"`
-	Resources map[string]Resource `yaml:"Resources"`
-	Outputs   map[string]any      `yaml:"Outputs"`
+	Transform  string               `yaml:"Transform"`
+	Parameters map[string]Parameter `yaml:"Parameters"`
+	Globals    Globals              `yaml:"Globals"`
+	Resources  map[string]Resource  `yaml:"Resources"`
+	Outputs    map[string]any       `yaml:"Outputs"`
+}
+
+// Parameter is one template parameter.
+type Parameter struct {
+	Type    string `yaml:"Type"`
+	Default any    `yaml:"Default"`
 }
 
 // Globals holds the function defaults.
@@ -40,7 +48,8 @@ type Function struct {
 	Runtime       string
 	Architectures []string
 	BuildMethod   string
-	Timeout       int
+	Timeout       int // seconds; 0 when neither the function nor Globals set it (Lambda's default is 3)
+	MemorySize    int // MB; 0 when neither the function nor Globals set it (Lambda's default is 128)
 	Environment   map[string]any
 	Policies      any
 	Events        map[string]Event
@@ -153,6 +162,7 @@ func (t *Template) Functions() []Function {
 		f.Handler, _ = prop("Handler").(string)
 		f.Runtime, _ = prop("Runtime").(string)
 		f.Timeout, _ = prop("Timeout").(int)
+		f.MemorySize, _ = prop("MemorySize").(int)
 		f.BuildMethod, _ = r.Metadata["BuildMethod"].(string)
 		if archs, ok := prop("Architectures").([]any); ok {
 			for _, a := range archs {
