@@ -90,3 +90,9 @@ build-OpenAPIFunction:
 	$(call lambda_build,openapi)
 build-NotFoundFunction:
 	$(call lambda_build,notfound)
+build-AssetsFunction:
+	$(call lambda_build,assets)
+build-WorkerFunction:
+	$(call lambda_build,worker)
+build-SweeperFunction:
+	$(call lambda_build,sweeper)

@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.StartHTTP("generate", app.Generate) }
+func main() { app.Start("generate") }

@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.StartHTTP("jobs", app.Jobs) }
+func main() { app.Start("jobs") }

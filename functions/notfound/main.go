@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.StartHTTP("notfound", app.NotFound) }
+func main() { app.Start("notfound") }

@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.StartHTTP("openapi", app.OpenAPI) }
+func main() { app.Start("openapi") }

@@ -19,12 +19,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
+	"genjobs/infra/local/triggers"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 )
@@ -104,16 +104,15 @@ func measureLoad(ctx context.Context, root, tmp string) (*loadReport, error) {
 		}
 	}()
 	db := emulator.DynamoDBClient(stack.DynamoDB.Endpoint())
-	q := emulator.SQSClient(stack.Fauxqs.Endpoint())
-	queueURL, err := devstack.Provision(ctx, db, q, devstack.Table, devstack.JobsQueue)
-	if err != nil {
+	local := devstack.New(db, emulator.SQSClient(stack.Fauxqs.Endpoint()), emulator.S3Client(stack.Fauxqs.Endpoint()), "")
+	if err := local.Provision(ctx); err != nil {
 		return nil, err
 	}
 	token, err := devstack.SeedDemo(ctx, store.New(db, devstack.Table), filepath.Join(tmp, "demo-token"))
 	if err != nil {
 		return nil, fmt.Errorf("seed the demo workspace: %w", err)
 	}
-	baseURL, stop, err := serveAPI(root, db, q, queueURL)
+	baseURL, stop, err := serveAPI(root, local)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +143,7 @@ func measureLoad(ctx context.Context, root, tmp string) (*loadReport, error) {
 
 // serveAPI serves the API the way `make run` does, on a free loopback port,
 // with logs discarded so that logging does not weigh on the numbers.
-func serveAPI(root string, db *dynamodb.Client, q *sqs.Client, queueURL string) (baseURL string, stop func(), err error) {
+func serveAPI(root string, local *devstack.Stack) (baseURL string, stop func(), err error) {
 	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
 	if err != nil {
 		return "", nil, err
@@ -155,12 +154,13 @@ func serveAPI(root string, db *dynamodb.Client, q *sqs.Client, queueURL string) 
 	}
 	baseURL = "http://" + ln.Addr().String()
 	log := slog.New(slog.DiscardHandler)
-	handlers, err := devstack.Handlers(devstack.Deps(db, q, queueURL, baseURL, log))
+	local.BaseURL = baseURL
+	handlers, err := local.Functions(tpl, log)
 	if err != nil {
 		ln.Close()
 		return "", nil, err
 	}
-	gw, err := gateway.New(tpl.Routes(), handlers, log)
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(handlers), log)
 	if err != nil {
 		ln.Close()
 		return "", nil, err

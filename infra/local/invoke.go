@@ -18,7 +18,8 @@ import (
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/emulator"
-	"genjobs/internal/httpapi"
+	"genjobs/infra/local/sam"
+	"genjobs/internal/app"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 )
@@ -29,17 +30,21 @@ import (
 // variable or else the demo workspace's newest job.
 func invoke(args []string) error {
 	if len(args) != 2 {
-		return errors.New("usage: invoke FUNCTION EVENT_FILE (FUNCTION: generate, jobs, openapi, notfound or a logical id)")
+		return errors.New("usage: invoke FUNCTION EVENT_FILE (FUNCTION: a directory under functions/, e.g. generate or worker, or a logical id)")
 	}
-	id, ok := logicalID(args[0])
-	if !ok {
-		return fmt.Errorf("no function %q in template.yaml's API", args[0])
-	}
-	raw, err := os.ReadFile(args[1])
+	root, err := emulator.RepoRoot()
 	if err != nil {
 		return err
 	}
-	root, err := emulator.RepoRoot()
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return err
+	}
+	id, ok := logicalID(tpl, args[0])
+	if !ok {
+		return fmt.Errorf("no function %q in template.yaml", args[0])
+	}
+	raw, err := os.ReadFile(args[1])
 	if err != nil {
 		return err
 	}
@@ -50,9 +55,16 @@ func invoke(args []string) error {
 	ctx := context.Background()
 	db := emulator.DynamoDBClient("http://127.0.0.1:" + strconv.Itoa(p.dynamodb))
 	q := emulator.SQSClient("http://127.0.0.1:" + strconv.Itoa(p.fauxqs))
-	qu, err := q.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(devstack.JobsQueue)})
-	if err != nil {
-		return fmt.Errorf("the local stack is not running (start it with make run): %w", err)
+	local := devstack.New(db, q, emulator.S3Client("http://127.0.0.1:"+strconv.Itoa(p.fauxqs)), "http://127.0.0.1:"+strconv.Itoa(p.api))
+	for _, name := range []struct {
+		url   *string
+		queue string
+	}{{&local.JobsQueueURL, local.JobsQueue}, {&local.JobsDLQURL, local.JobsQueue + "-dlq"}} {
+		qu, err := q.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name.queue)})
+		if err != nil {
+			return fmt.Errorf("the local stack is not running (start it with make run): %w", err)
+		}
+		*name.url = aws.ToString(qu.QueueUrl)
 	}
 
 	text := string(raw)
@@ -77,18 +89,33 @@ func invoke(args []string) error {
 		}
 		text = strings.ReplaceAll(text, "{{JOB_ID}}", jobID)
 	}
-	var ev events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal([]byte(text), &ev); err != nil {
-		return fmt.Errorf("%s is not an API Gateway v2 event: %w", args[1], err)
-	}
-
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	deps := devstack.Deps(db, q, aws.ToString(qu.QueueUrl), "http://127.0.0.1:"+strconv.Itoa(p.api), log)
-	h, err := devstack.HTTPFunctions[id](deps)
+	h, err := local.Function(tpl, id, log)
 	if err != nil {
 		return err
 	}
-	resp, err := httpapi.LambdaHandler(log, h)(ctx, ev)
+	var resp any
+	switch {
+	case h.HTTP != nil:
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal([]byte(text), &ev); err != nil {
+			return fmt.Errorf("%s is not an API Gateway v2 event: %w", args[1], err)
+		}
+		resp, err = h.HTTP(ctx, ev)
+	case h.SQS != nil:
+		var ev events.SQSEvent
+		if err := json.Unmarshal([]byte(text), &ev); err != nil {
+			return fmt.Errorf("%s is not an SQS event: %w", args[1], err)
+		}
+		resp, err = h.SQS(ctx, ev)
+	case h.Schedule != nil:
+		var ev events.EventBridgeEvent
+		if err := json.Unmarshal([]byte(text), &ev); err != nil {
+			return fmt.Errorf("%s is not an EventBridge event: %w", args[1], err)
+		}
+		err = h.Schedule(ctx, ev)
+		resp = map[string]string{"result": "ok"}
+	}
 	if err != nil {
 		return fmt.Errorf("%s returned a Lambda error: %w", id, err)
 	}
@@ -96,10 +123,10 @@ func invoke(args []string) error {
 }
 
 // logicalID accepts "generate" for GenerateFunction, or the logical id itself.
-func logicalID(name string) (string, bool) {
-	for id := range devstack.HTTPFunctions {
-		if id == name || strings.EqualFold(strings.TrimSuffix(id, "Function"), name) {
-			return id, true
+func logicalID(tpl *sam.Template, name string) (string, bool) {
+	for _, f := range tpl.Functions() {
+		if f.LogicalID == name || app.FunctionName(f.LogicalID) == strings.ToLower(name) {
+			return f.LogicalID, true
 		}
 	}
 	return "", false

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
+	"genjobs/infra/local/triggers"
 	"genjobs/internal/store"
 )
 
@@ -98,27 +100,42 @@ func serve(args []string) error {
 		}
 	}()
 
-	db := emulator.DynamoDBClient(stack.DynamoDB.Endpoint())
-	q := emulator.SQSClient(stack.Fauxqs.Endpoint())
-	queueURL, err := devstack.Provision(ctx, db, q, devstack.Table, devstack.JobsQueue)
-	if err != nil {
-		return err
-	}
-	token, err := devstack.SeedDemo(ctx, store.New(db, devstack.Table), filepath.Join(root, ".local", "demo-token"))
-	if err != nil {
-		return fmt.Errorf("seed the demo workspace: %w", err)
-	}
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	baseURL := "http://127.0.0.1:" + strconv.Itoa(apiPort)
-	handlers, err := devstack.Handlers(devstack.Deps(db, q, queueURL, baseURL, log))
+	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
+		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
+	if err := local.Provision(ctx); err != nil {
+		return err
+	}
+	token, err := devstack.SeedDemo(ctx, store.New(local.DynamoDB, local.Table), filepath.Join(root, ".local", "demo-token"))
+	if err != nil {
+		return fmt.Errorf("seed the demo workspace: %w", err)
+	}
+	handlers, err := local.Functions(tpl, log)
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(tpl.Routes(), handlers, log)
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(handlers), log)
+	if err != nil {
+		return err
+	}
+	every := triggers.DefaultScheduleEvery
+	if v := os.Getenv("SCHEDULE_EVERY"); v != "" {
+		if every, err = time.ParseDuration(v); err != nil || every <= 0 {
+			return fmt.Errorf("SCHEDULE_EVERY must be a positive duration such as 5s, not %q", v)
+		}
+	}
+	// The event sources of the template: the jobs queue's mapping to the
+	// worker, the sweeper's schedule (every few seconds locally).
+	triggerCtx, stopTriggers := context.WithCancel(ctx)
+	defer stopTriggers()
+	runner, err := triggers.Start(triggerCtx, tpl, handlers, triggers.Options{
+		SQS: local.SQS, QueueURL: local.QueueURL, ScheduleEvery: every, Log: log,
+	})
 	if err != nil {
 		return err
 	}
@@ -129,7 +146,8 @@ func serve(args []string) error {
 	fmt.Printf(`
 Generation job API on %[1]s (ready in %.1fs)
   DynamoDB Local  %[3]s   (data in .local/dynamodb; make reset wipes it)
-  fauxqs (SQS)    %[4]s   (queue %[5]s)
+  fauxqs (SQS/S3) %[4]s   (queue %[5]s; files in memory only)
+  triggers        %[8]s
 
 Demo workspace %[6]s, 25 USD, token:
   %[7]s
@@ -140,7 +158,8 @@ Try:
   curl -s %[1]s/jobs -H "Authorization: Bearer %[7]s"
 
 Ctrl-C stops everything.
-`, baseURL, time.Since(begin).Seconds(), stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), queueURL, devstack.DemoWorkspace, token)
+`, baseURL, time.Since(begin).Seconds(), stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), local.JobsQueueURL, devstack.DemoWorkspace, token,
+		strings.Join(runner.Triggers(), "\n                  "))
 
 	select {
 	case <-ctx.Done():
@@ -154,5 +173,7 @@ Ctrl-C stops everything.
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
+	stopTriggers()
+	runner.Wait() // invocations in flight finish, or end at their timeout
 	return err
 }

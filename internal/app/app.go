@@ -11,30 +11,76 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/internal/auth"
+	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
+	"genjobs/internal/engine"
+	"genjobs/internal/fetch"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/lifecycle"
+	"genjobs/internal/netguard"
 	"genjobs/internal/openapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/sweeper"
+	"genjobs/internal/worker"
 )
+
+// Function builds one Lambda function's handler: exactly one of the three.
+type Function struct {
+	HTTP     func(Deps) (http.Handler, error)
+	SQS      func(Deps) (SQSHandler, error)
+	Schedule func(Deps) (ScheduleHandler, error)
+}
+
+// SQSHandler handles a batch of an SQS event source mapping.
+type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+// ScheduleHandler handles a scheduled EventBridge event.
+type ScheduleHandler = func(context.Context, events.EventBridgeEvent) error
+
+// Functions maps each directory under functions/ to its builder. The
+// function's logical id in template.yaml is the directory's name in
+// CamelCase followed by "Function" (LogicalID); the local runner builds every
+// function of the template from this table.
+var Functions = map[string]Function{
+	"generate": {HTTP: Generate},
+	"jobs":     {HTTP: Jobs},
+	"assets":   {HTTP: Assets},
+	"openapi":  {HTTP: OpenAPI},
+	"notfound": {HTTP: NotFound},
+	"worker":   {SQS: Worker},
+	"sweeper":  {Schedule: Sweeper},
+}
+
+// FunctionName is the functions/ directory of a template logical id:
+// WorkerFunction -> worker, OpenAPIFunction -> openapi.
+func FunctionName(logicalID string) string {
+	return strings.ToLower(strings.TrimSuffix(logicalID, "Function"))
+}
 
 // Deps is what every function is built from.
 type Deps struct {
 	DynamoDB *dynamodb.Client
 	SQS      *sqs.Client
+	S3       *s3.Client
 
-	Table        string // TABLE_NAME
-	JobsQueueURL string // JOBS_QUEUE_URL
-	BaseURL      string // BASE_URL: the public address of the API
+	Table         string // TABLE_NAME
+	JobsQueueURL  string // JOBS_QUEUE_URL
+	JobsDLQURL    string // JOBS_DLQ_URL
+	ResultsBucket string // RESULTS_BUCKET
+	AssetsBucket  string // ASSETS_BUCKET
+	BaseURL       string // BASE_URL: the public address of the API
 	// AllowPrivateDestinations (ALLOW_PRIVATE_DESTINATIONS) lets webhooks and
 	// input fetches reach loopback and private addresses: local development.
 	AllowPrivateDestinations bool
@@ -43,39 +89,53 @@ type Deps struct {
 	Log   *slog.Logger
 }
 
-// FromEnv reads the configuration and builds the AWS clients. It does no
-// network I/O: credentials resolve on first use. Endpoint overrides come
-// from the SDK's own AWS_ENDPOINT_URL_<SERVICE> variables.
-func FromEnv(ctx context.Context) (Deps, error) {
+// Config reads the configuration from getenv, without building clients.
+func Config(getenv func(string) string) (Deps, error) {
 	d := Deps{
-		Table:        os.Getenv("TABLE_NAME"),
-		JobsQueueURL: os.Getenv("JOBS_QUEUE_URL"),
-		BaseURL:      os.Getenv("BASE_URL"),
-		Clock:        clock.System{},
-		Log:          slog.New(slog.NewJSONHandler(os.Stdout, nil)),
+		Table:         getenv("TABLE_NAME"),
+		JobsQueueURL:  getenv("JOBS_QUEUE_URL"),
+		JobsDLQURL:    getenv("JOBS_DLQ_URL"),
+		ResultsBucket: getenv("RESULTS_BUCKET"),
+		AssetsBucket:  getenv("ASSETS_BUCKET"),
+		BaseURL:       strings.TrimSuffix(getenv("BASE_URL"), "/"),
+		Clock:         clock.System{},
+		Log:           slog.New(slog.NewJSONHandler(os.Stdout, nil)),
 	}
-	if v := os.Getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {
+	if v := getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return d, fmt.Errorf("ALLOW_PRIVATE_DESTINATIONS must be true or false, not %q", v)
 		}
 		d.AllowPrivateDestinations = b
 	}
+	return d, nil
+}
+
+// FromEnv reads the configuration and builds the AWS clients. It does no
+// network I/O: credentials resolve on first use. Endpoint overrides come
+// from the SDK's own AWS_ENDPOINT_URL_<SERVICE> variables.
+func FromEnv(ctx context.Context) (Deps, error) {
+	d, err := Config(os.Getenv)
+	if err != nil {
+		return d, err
+	}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return d, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	d.DynamoDB, d.SQS = Clients(cfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "")
+	d.DynamoDB, d.SQS, d.S3 = Clients(cfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "")
 	return d, nil
 }
 
 // Clients builds the SDK clients from cfg. DynamoDB Local omits the CRC32
-// header on errors, so local clients skip that check (LOCAL-STACK.md).
-func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *sqs.Client) {
+// header on errors, and fauxqs's S3 needs path-style addresses, so local
+// clients differ in those two (LOCAL-STACK.md).
+func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *sqs.Client, *s3.Client) {
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = local
 	})
-	return db, sqs.NewFromConfig(cfg)
+	s := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = local })
+	return db, sqs.NewFromConfig(cfg), s
 }
 
 // need names the first missing variable.
@@ -89,6 +149,8 @@ func need(vars ...[2]string) error {
 }
 
 func (d Deps) store() *store.Store { return store.New(d.DynamoDB, d.Table) }
+
+func (d Deps) blobs() *blob.Store { return blob.New(d.S3, d.ResultsBucket, d.AssetsBucket) }
 
 func (d Deps) lifecycle() *lifecycle.Jobs {
 	return &lifecycle.Jobs{Store: d.store(), Queue: queue.NewJobs(d.SQS, d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
@@ -110,6 +172,7 @@ func Generate(d Deps) (http.Handler, error) {
 		Catalog:           cat,
 		Jobs:              d.store(),
 		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
+		Assets:            d.store(),
 		Clock:             d.Clock,
 		BaseURL:           d.BaseURL,
 		AllowHTTPWebhooks: d.AllowPrivateDestinations,
@@ -119,10 +182,21 @@ func Generate(d Deps) (http.Handler, error) {
 
 // Jobs builds the jobs function's handler.
 func Jobs(d Deps) (http.Handler, error) {
-	if err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL}); err != nil {
+	err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
+		[2]string{"RESULTS_BUCKET", d.ResultsBucket})
+	if err != nil {
 		return nil, err
 	}
-	h := &httpapi.Jobs{Auth: d.authenticator(), Jobs: d.store(), Cancel: d.lifecycle()}
+	h := &httpapi.Jobs{Auth: d.authenticator(), Jobs: d.store(), Results: d.blobs(), Cancel: d.lifecycle()}
+	return httpapi.Middleware(d.Log, h.Routes()), nil
+}
+
+// Assets builds the assets function's handler.
+func Assets(d Deps) (http.Handler, error) {
+	if err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"ASSETS_BUCKET", d.AssetsBucket}); err != nil {
+		return nil, err
+	}
+	h := &httpapi.Assets{Auth: d.authenticator(), Assets: d.store(), Blobs: d.blobs(), Clock: d.Clock, BaseURL: d.BaseURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 
@@ -143,4 +217,52 @@ func OpenAPI(d Deps) (http.Handler, error) {
 // NotFound builds the $default route's handler.
 func NotFound(d Deps) (http.Handler, error) {
 	return httpapi.Middleware(d.Log, httpapi.NotFound()), nil
+}
+
+// Worker builds the worker function's handler of the jobs queue.
+func Worker(d Deps) (SQSHandler, error) {
+	err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
+		[2]string{"RESULTS_BUCKET", d.ResultsBucket}, [2]string{"ASSETS_BUCKET", d.AssetsBucket})
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.New()
+	if err != nil {
+		return nil, err
+	}
+	w := &worker.Worker{
+		Store:     d.store(),
+		Ender:     d.lifecycle(),
+		Catalog:   cat,
+		Engines:   engine.Reference(),
+		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}, nil),
+		Blobs:     d.blobs(),
+		Assets:    d.store(),
+		Clock:     d.Clock,
+		Log:       d.Log,
+		LeaseFor:  worker.DefaultLeaseFor,
+		Heartbeat: worker.DefaultHeartbeat,
+	}
+	return w.HandleSQS, nil
+}
+
+// Sweeper builds the sweeper function's handler of its schedule.
+func Sweeper(d Deps) (ScheduleHandler, error) {
+	err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
+		[2]string{"JOBS_DLQ_URL", d.JobsDLQURL})
+	if err != nil {
+		return nil, err
+	}
+	q := queue.NewJobs(d.SQS, d.JobsQueueURL)
+	s := &sweeper.Sweeper{
+		Store:        d.store(),
+		Lifecycle:    d.lifecycle(),
+		Queue:        q,
+		Dead:         queue.NewDeadLetters(d.SQS, d.JobsDLQURL),
+		Clock:        d.Clock,
+		Log:          d.Log,
+		Deadline:     sweeper.DefaultDeadline,
+		RequeueAfter: sweeper.DefaultRequeueAfter,
+	}
+	return s.Handle, nil
 }

@@ -1,6 +1,7 @@
 // Package devstack sets the local stack up the way template.yaml sets AWS
-// up: the table, the queues, the function handlers by logical id, and a
-// demo workspace to try it with. The runner, `make invoke` and the
+// up: the table, the queues, the buckets, every function's handler built
+// with the Environment the template gives it, and a demo workspace to try
+// it with. The runner, `make invoke` and the
 // benchmarks share it.
 package devstack
 
@@ -16,13 +17,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"genjobs/infra/local/gateway"
+	"genjobs/infra/local/sam"
+	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
-	"genjobs/internal/clock"
+	"genjobs/internal/blob"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
@@ -30,8 +33,10 @@ import (
 
 // Local resource names.
 const (
-	Table     = "genjobs"
-	JobsQueue = "genjobs-jobs"
+	Table         = "genjobs"
+	JobsQueue     = "genjobs-jobs"
+	ResultsBucket = "genjobs-results"
+	AssetsBucket  = "genjobs-assets"
 )
 
 // The demo workspace of API-DECISIONS 10.
@@ -40,49 +45,115 @@ const (
 	demoBalance   = 25 * billing.USD
 )
 
-// Provision creates the table and the queues unless they exist, and returns
-// the jobs queue's URL.
-func Provision(ctx context.Context, db *dynamodb.Client, q *sqs.Client, table, jobsQueue string) (string, error) {
-	if err := store.CreateTable(ctx, db, table); err != nil {
-		return "", err
+// Stack is the local stack: the emulators' clients and the names of the
+// resources template.yaml would create.
+type Stack struct {
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+	S3       *s3.Client
+
+	Table, JobsQueue, ResultsBucket, AssetsBucket string
+	BaseURL                                       string // the API's address
+
+	// Set by Provision.
+	JobsQueueURL, JobsDLQURL string
+}
+
+// New returns the stack of the usual local names on the given clients.
+func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stack {
+	return &Stack{DynamoDB: db, SQS: q, S3: s, BaseURL: baseURL,
+		Table: Table, JobsQueue: JobsQueue, ResultsBucket: ResultsBucket, AssetsBucket: AssetsBucket}
+}
+
+// Provision creates the table, the queues and the buckets unless they exist.
+func (s *Stack) Provision(ctx context.Context) error {
+	if err := store.CreateTable(ctx, s.DynamoDB, s.Table); err != nil {
+		return err
 	}
-	url, _, err := queue.Create(ctx, q, jobsQueue)
-	return url, err
+	var err error
+	if s.JobsQueueURL, s.JobsDLQURL, err = queue.Create(ctx, s.SQS, s.JobsQueue); err != nil {
+		return err
+	}
+	return blob.CreateBuckets(ctx, s.S3, s.ResultsBucket, s.AssetsBucket)
 }
 
-// HTTPFunctions maps the logical id of each API function of template.yaml to
-// the builder of its handler.
-var HTTPFunctions = map[string]func(app.Deps) (http.Handler, error){
-	"GenerateFunction": app.Generate,
-	"JobsFunction":     app.Jobs,
-	"OpenAPIFunction":  app.OpenAPI,
-	"NotFoundFunction": app.NotFound,
+// Resolve is what template.yaml's resources and parameters stand for
+// locally: the values its functions' Environment refers to.
+func (s *Stack) Resolve() map[string]string {
+	return map[string]string{
+		"Table":                    s.Table,
+		"JobsQueue":                s.JobsQueueURL,
+		"JobsDLQ":                  s.JobsDLQURL,
+		"ResultsBucket":            s.ResultsBucket,
+		"AssetsBucket":             s.AssetsBucket,
+		"BaseUrl":                  s.BaseURL,
+		"AllowPrivateDestinations": "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
+	}
 }
 
-// Handlers builds every API function's Lambda handler, as Lambda would at
-// init, keyed by logical id.
-func Handlers(d app.Deps) (map[string]gateway.Handler, error) {
-	out := map[string]gateway.Handler{}
-	for id, build := range HTTPFunctions {
-		h, err := build(d)
+// QueueURL is the local URL of a queue of the template, by logical id.
+func (s *Stack) QueueURL(id string) (string, error) {
+	switch id {
+	case "JobsQueue":
+		return s.JobsQueueURL, nil
+	case "JobsDLQ":
+		return s.JobsDLQURL, nil
+	}
+	return "", fmt.Errorf("the local stack has no queue for %s (devstack.Provision creates them)", id)
+}
+
+// Functions builds the handler of every function of tpl, as Lambda would at
+// init, each with the Environment the template gives it: no function is
+// listed here, the template and app.Functions decide.
+func (s *Stack) Functions(tpl *sam.Template, log *slog.Logger) (map[string]triggers.Handlers, error) {
+	out := map[string]triggers.Handlers{}
+	for _, f := range tpl.Functions() {
+		h, err := s.Function(tpl, f.LogicalID, log)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", id, err)
+			return nil, err
 		}
-		out[id] = httpapi.LambdaHandler(d.Log, h)
+		out[f.LogicalID] = h
 	}
 	return out, nil
 }
 
-// Deps is the configuration the functions get locally: what template.yaml's
-// environment would give them, pointed at the emulators.
-func Deps(db *dynamodb.Client, q *sqs.Client, queueURL, baseURL string, log *slog.Logger) app.Deps {
-	return app.Deps{
-		DynamoDB: db, SQS: q,
-		Table: Table, JobsQueueURL: queueURL, BaseURL: baseURL,
-		AllowPrivateDestinations: true,
-		Clock:                    clock.System{},
-		Log:                      log,
+// Function builds one function of tpl by logical id.
+func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (triggers.Handlers, error) {
+	env, err := tpl.Env(id, s.Resolve())
+	if err != nil {
+		return triggers.Handlers{}, err
 	}
+	d, err := app.Config(func(k string) string { return env[k] })
+	if err != nil {
+		return triggers.Handlers{}, fmt.Errorf("%s: %w", id, err)
+	}
+	d.DynamoDB, d.SQS, d.S3, d.Log = s.DynamoDB, s.SQS, s.S3, log
+	fn, ok := app.Functions[app.FunctionName(id)]
+	if !ok {
+		return triggers.Handlers{}, fmt.Errorf("%s: no builder in app.Functions for functions/%s", id, app.FunctionName(id))
+	}
+	var h triggers.Handlers
+	switch {
+	case fn.HTTP != nil:
+		var hh http.Handler
+		if hh, err = fn.HTTP(d); err == nil {
+			h.HTTP = httpapi.LambdaHandler(log, hh)
+		}
+	case fn.SQS != nil:
+		var sh app.SQSHandler
+		if sh, err = fn.SQS(d); err == nil {
+			h.SQS = sh
+		}
+	case fn.Schedule != nil:
+		var sh app.ScheduleHandler
+		if sh, err = fn.Schedule(d); err == nil {
+			h.Schedule = sh
+		}
+	}
+	if err != nil {
+		return triggers.Handlers{}, fmt.Errorf("%s: %w", id, err)
+	}
+	return h, nil
 }
 
 // SeedDemo makes sure the demo workspace exists (created with API access),

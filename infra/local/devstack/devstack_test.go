@@ -15,6 +15,8 @@ import (
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
+	"genjobs/infra/local/triggers"
+	"genjobs/internal/app"
 	"genjobs/internal/auth"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"
@@ -24,24 +26,27 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 const repo = "../../.."
 
-// stack is the local stack's setup on a fresh table and queue.
-func stack(t *testing.T) (map[string]gateway.Handler, *store.Store, string) {
+// stack is the local stack's setup on a fresh table, queues and buckets
+// (tests share the emulators: each keeps to its own resources).
+func stack(t *testing.T) (map[string]triggers.Handlers, *store.Store, string) {
 	t.Helper()
 	ctx := context.Background()
-	db, q := testenv.DynamoDB(t), testenv.SQS(t)
-	table := testenv.UniqueName(t, "tbl")
-	url, err := devstack.Provision(ctx, db, q, table, testenv.UniqueName(t, "jobs"))
-	if err != nil {
+	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
+	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
+	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
+	if err := local.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s := store.New(db, table)
+	s := store.New(local.DynamoDB, local.Table)
 	token, err := devstack.SeedDemo(ctx, s, filepath.Join(t.TempDir(), "demo-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := devstack.Deps(db, q, url, "http://127.0.0.1:3000", slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	d.Table = table // tests share the emulators: each keeps to its own table
-	hs, err := devstack.Handlers(d)
+	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := local.Functions(tpl, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,22 +77,28 @@ func TestSeedDemoKeepsItsTokenAcrossRuns(t *testing.T) {
 	}
 }
 
-func TestEveryRoutedFunctionHasAHandler(t *testing.T) {
+func TestEveryFunctionOfTheTemplateIsBuilt(t *testing.T) {
 	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs, _, _ := stack(t)
-	if _, err := gateway.New(tpl.Routes(), hs, slog.Default()); err != nil {
+	if _, err := gateway.New(tpl.Routes(), triggers.HTTP(hs), slog.Default()); err != nil {
 		t.Error(err)
 	}
-	for id := range devstack.HTTPFunctions {
+	for _, f := range tpl.Functions() {
+		h := hs[f.LogicalID]
+		if h.HTTP == nil && h.SQS == nil && h.Schedule == nil {
+			t.Errorf("%s has no handler", f.LogicalID)
+		}
+	}
+	for name := range app.Functions {
 		found := false
 		for _, f := range tpl.Functions() {
-			found = found || f.LogicalID == id
+			found = found || app.FunctionName(f.LogicalID) == name
 		}
 		if !found {
-			t.Errorf("the runner builds %s, which template.yaml does not deploy", id)
+			t.Errorf("app.Functions builds %s, which template.yaml does not deploy", name)
 		}
 	}
 }
@@ -144,7 +155,7 @@ func TestSampleEvents(t *testing.T) {
 			if err := json.Unmarshal([]byte(text), &ev); err != nil {
 				t.Fatalf("events/%s: %v", name, err)
 			}
-			resp, err := hs[want.function](context.Background(), ev)
+			resp, err := hs[want.function].HTTP(context.Background(), ev)
 			if err != nil || resp.StatusCode != want.status {
 				t.Errorf("events/%s: %d %s (%v); want %d", name, resp.StatusCode, resp.Body, err, want.status)
 				continue

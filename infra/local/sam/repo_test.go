@@ -88,9 +88,12 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 	want := []string{
 		"$default -> NotFoundFunction",
 		"DELETE /jobs/{id} -> JobsFunction",
+		"GET /assets/{id} -> AssetsFunction",
 		"GET /jobs -> JobsFunction",
 		"GET /jobs/{id} -> JobsFunction",
 		"GET /openapi.json -> OpenAPIFunction",
+		"POST /assets -> AssetsFunction",
+		"POST /assets/uploads -> AssetsFunction",
 		"POST /generate/{kind}/{vendor}/{model} -> GenerateFunction",
 	}
 	if fmt.Sprint(keys) != fmt.Sprint(want) {

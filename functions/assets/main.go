@@ -1,0 +1,6 @@
+// Command assets is the Assets Lambda function; internal/app wires it.
+package main
+
+import "genjobs/internal/app"
+
+func main() { app.Start("assets") }

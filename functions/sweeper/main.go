@@ -1,0 +1,6 @@
+// Command sweeper is the Sweeper Lambda function; internal/app wires it.
+package main
+
+import "genjobs/internal/app"
+
+func main() { app.Start("sweeper") }

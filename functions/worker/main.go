@@ -1,0 +1,6 @@
+// Command worker is the Worker Lambda function; internal/app wires it.
+package main
+
+import "genjobs/internal/app"
+
+func main() { app.Start("worker") }

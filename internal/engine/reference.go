@@ -1,0 +1,6 @@
+package engine
+
+// Reference returns the reference engine of every model.
+func Reference() Registry {
+	return Registry{}
+}
