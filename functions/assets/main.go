@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.Start("assets") }
+func main() { app.Start("assets", app.Function{HTTP: app.Assets}) }

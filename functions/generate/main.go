@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.Start("generate") }
+func main() { app.Start("generate", app.Function{HTTP: app.Generate}) }

@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.Start("jobs") }
+func main() { app.Start("jobs", app.Function{HTTP: app.Jobs}) }

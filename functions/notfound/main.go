@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.Start("notfound") }
+func main() { app.Start("notfound", app.Function{HTTP: app.NotFound}) }

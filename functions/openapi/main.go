@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.Start("openapi") }
+func main() { app.Start("openapi", app.Function{HTTP: app.OpenAPI}) }

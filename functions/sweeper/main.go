@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.Start("sweeper") }
+func main() { app.Start("sweeper", app.Function{Schedule: app.Sweeper}) }

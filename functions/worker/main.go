@@ -3,4 +3,4 @@ package main
 
 import "genjobs/internal/app"
 
-func main() { app.Start("worker") }
+func main() { app.Start("worker", app.Function{SQS: app.Worker}) }

@@ -49,20 +49,6 @@ type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventRespons
 // ScheduleHandler handles a scheduled EventBridge event.
 type ScheduleHandler = func(context.Context, events.EventBridgeEvent) error
 
-// Functions maps each directory under functions/ to its builder. The
-// function's logical id in template.yaml is the directory's name in
-// CamelCase followed by "Function" (LogicalID); the local runner builds every
-// function of the template from this table.
-var Functions = map[string]Function{
-	"generate": {HTTP: Generate},
-	"jobs":     {HTTP: Jobs},
-	"assets":   {HTTP: Assets},
-	"openapi":  {HTTP: OpenAPI},
-	"notfound": {HTTP: NotFound},
-	"worker":   {SQS: Worker},
-	"sweeper":  {Schedule: Sweeper},
-}
-
 // FunctionName is the functions/ directory of a template logical id:
 // WorkerFunction -> worker, OpenAPIFunction -> openapi.
 func FunctionName(logicalID string) string {
@@ -73,7 +59,10 @@ func FunctionName(logicalID string) string {
 type Deps struct {
 	DynamoDB *dynamodb.Client
 	SQS      *sqs.Client
-	S3       *s3.Client
+	// S3 is set by the local runner; in Lambda it is made from AWS by the
+	// functions that use it, so that the others do not link the S3 client.
+	S3  *s3.Client
+	AWS *aws.Config
 
 	Table         string // TABLE_NAME
 	JobsQueueURL  string // JOBS_QUEUE_URL
@@ -123,19 +112,18 @@ func FromEnv(ctx context.Context) (Deps, error) {
 	if err != nil {
 		return d, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	d.DynamoDB, d.SQS, d.S3 = Clients(cfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "")
+	d.AWS = &cfg
+	d.DynamoDB, d.SQS = Clients(cfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "")
 	return d, nil
 }
 
 // Clients builds the SDK clients from cfg. DynamoDB Local omits the CRC32
-// header on errors, and fauxqs's S3 needs path-style addresses, so local
-// clients differ in those two (LOCAL-STACK.md).
-func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *sqs.Client, *s3.Client) {
+// header on errors, so local clients skip that check (LOCAL-STACK.md).
+func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *sqs.Client) {
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = local
 	})
-	s := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = local })
-	return db, sqs.NewFromConfig(cfg), s
+	return db, sqs.NewFromConfig(cfg)
 }
 
 // need names the first missing variable.
@@ -150,7 +138,17 @@ func need(vars ...[2]string) error {
 
 func (d Deps) store() *store.Store { return store.New(d.DynamoDB, d.Table) }
 
-func (d Deps) blobs() *blob.Store { return blob.New(d.S3, d.ResultsBucket, d.AssetsBucket) }
+// blobs builds the S3 adapter. A local S3 endpoint (fauxqs) needs
+// path-style addresses.
+func (d Deps) blobs() *blob.Store {
+	client := d.S3
+	if client == nil {
+		client = s3.NewFromConfig(*d.AWS, func(o *s3.Options) {
+			o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != ""
+		})
+	}
+	return blob.New(client, d.ResultsBucket, d.AssetsBucket)
+}
 
 func (d Deps) lifecycle() *lifecycle.Jobs {
 	return &lifecycle.Jobs{Store: d.store(), Queue: queue.NewJobs(d.SQS, d.JobsQueueURL), Clock: d.Clock, Log: d.Log}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,18 +15,15 @@ import (
 // Start runs the function named name (its functions/ directory) in Lambda:
 // it builds the handler once at init and serves events with it. A
 // configuration error ends the init, which Lambda reports as an init failure.
-func Start(name string) {
-	err := start(name)
+// Each main names its own builder, so its binary links only what it uses.
+func Start(name string, f Function) {
+	err := start(f)
 	slog.Error("init failed", "function", name, "error", err.Error())
 	fmt.Fprintln(os.Stderr, name+":", err)
 	os.Exit(1)
 }
 
-func start(name string) error {
-	f, ok := Functions[name]
-	if !ok {
-		return fmt.Errorf("no function %q in app.Functions", name)
-	}
+func start(f Function) error {
 	d, err := FromEnv(context.Background())
 	if err != nil {
 		return err
@@ -50,5 +48,5 @@ func start(name string) error {
 		}
 		lambda.Start(h)
 	}
-	return fmt.Errorf("function %q has no builder", name)
+	return errors.New("no builder given")
 }

@@ -89,16 +89,15 @@ func tinyPNG() []byte {
 }
 
 type env struct {
-	t      *testing.T
-	ctx    context.Context
-	store  *store.Store
-	blobs  *blob.Store
-	eng    *steps
-	w      *worker.Worker
-	life   *lifecycle.Jobs
-	logs   *bytes.Buffer
-	guard  *netguard.Guard
-	nextMs time.Duration
+	t     *testing.T
+	ctx   context.Context
+	store *store.Store
+	blobs *blob.Store
+	eng   *steps
+	w     *worker.Worker
+	life  *lifecycle.Jobs
+	logs  *bytes.Buffer
+	guard *netguard.Guard
 }
 
 func newEnv(t *testing.T) *env {

@@ -45,6 +45,20 @@ const (
 	demoBalance   = 25 * billing.USD
 )
 
+// Functions maps each directory under functions/ to the builder its main.go
+// passes to app.Start (a test checks each main against it). A function's
+// logical id in template.yaml is the directory's name in CamelCase followed
+// by "Function" (app.FunctionName).
+var Functions = map[string]app.Function{
+	"generate": {HTTP: app.Generate},
+	"jobs":     {HTTP: app.Jobs},
+	"assets":   {HTTP: app.Assets},
+	"openapi":  {HTTP: app.OpenAPI},
+	"notfound": {HTTP: app.NotFound},
+	"worker":   {SQS: app.Worker},
+	"sweeper":  {Schedule: app.Sweeper},
+}
+
 // Stack is the local stack: the emulators' clients and the names of the
 // resources template.yaml would create.
 type Stack struct {
@@ -104,7 +118,7 @@ func (s *Stack) QueueURL(id string) (string, error) {
 
 // Functions builds the handler of every function of tpl, as Lambda would at
 // init, each with the Environment the template gives it: no function is
-// listed here, the template and app.Functions decide.
+// listed here: the template and Functions decide.
 func (s *Stack) Functions(tpl *sam.Template, log *slog.Logger) (map[string]triggers.Handlers, error) {
 	out := map[string]triggers.Handlers{}
 	for _, f := range tpl.Functions() {
@@ -128,9 +142,9 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 		return triggers.Handlers{}, fmt.Errorf("%s: %w", id, err)
 	}
 	d.DynamoDB, d.SQS, d.S3, d.Log = s.DynamoDB, s.SQS, s.S3, log
-	fn, ok := app.Functions[app.FunctionName(id)]
+	fn, ok := Functions[app.FunctionName(id)]
 	if !ok {
-		return triggers.Handlers{}, fmt.Errorf("%s: no builder in app.Functions for functions/%s", id, app.FunctionName(id))
+		return triggers.Handlers{}, fmt.Errorf("%s: no builder in devstack.Functions for functions/%s", id, app.FunctionName(id))
 	}
 	var h triggers.Handlers
 	switch {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -92,13 +94,33 @@ func TestEveryFunctionOfTheTemplateIsBuilt(t *testing.T) {
 			t.Errorf("%s has no handler", f.LogicalID)
 		}
 	}
-	for name := range app.Functions {
+	for name, fn := range devstack.Functions {
 		found := false
 		for _, f := range tpl.Functions() {
 			found = found || app.FunctionName(f.LogicalID) == name
 		}
 		if !found {
-			t.Errorf("app.Functions builds %s, which template.yaml does not deploy", name)
+			t.Errorf("devstack.Functions builds %s, which template.yaml does not deploy", name)
+		}
+		// What runs locally is what the function's main runs in Lambda.
+		var builder any
+		switch {
+		case fn.HTTP != nil:
+			builder = fn.HTTP
+		case fn.SQS != nil:
+			builder = fn.SQS
+		case fn.Schedule != nil:
+			builder = fn.Schedule
+		}
+		full := runtime.FuncForPC(reflect.ValueOf(builder).Pointer()).Name() // genjobs/internal/app.Worker
+		main, err := os.ReadFile(filepath.Join(repo, "functions", name, "main.go"))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		call := "app." + full[strings.LastIndex(full, ".")+1:]
+		if !strings.Contains(string(main), call+"}") {
+			t.Errorf("functions/%s/main.go does not start %s, which the local runner builds", name, call)
 		}
 	}
 }
