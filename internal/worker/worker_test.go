@@ -163,6 +163,7 @@ const mesh = "/generate/3d/vendor-g/model-g-3.1-rapid"
 func TestJobRunsToCompletedWithDownloadableOutput(t *testing.T) {
 	e := newEnv(t)
 	e.eng.preview = true
+	e.eng.n = 12 // 300 ms of sampling before the preview, 300 ms after
 	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
 
 	// Watch the job from outside while it runs, as a polling client would.
