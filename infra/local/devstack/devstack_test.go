@@ -145,7 +145,12 @@ var eventStatus = map[string]struct {
 	"jobs-get-unknown.json":               {"JobsFunction", 404},
 	"jobs-list.json":                      {"JobsFunction", 200},
 	"jobs-list-invalid-limit.json":        {"JobsFunction", 400},
+	"jobs-cancel.json":                    {"JobsFunction", 200},
+	"assets-upload-start.json":            {"AssetsFunction", 201},
+	"assets-get-unknown.json":             {"AssetsFunction", 404},
 	"openapi.json":                        {"OpenAPIFunction", 200},
+	"worker-job.json":                     {"WorkerFunction", 0},
+	"sweeper-schedule.json":               {"SweeperFunction", 0},
 	"notfound.json":                       {"NotFoundFunction", 404},
 }
 
@@ -173,6 +178,27 @@ func TestSampleEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			text := strings.NewReplacer("{{TOKEN}}", token, "{{JOB_ID}}", lastJob).Replace(string(raw))
+			if h := hs[want.function]; h.SQS != nil {
+				var ev events.SQSEvent
+				if err := json.Unmarshal([]byte(text), &ev); err != nil {
+					t.Fatalf("events/%s: %v", name, err)
+				}
+				// The job was cancelled by jobs-cancel.json: acknowledged, not retried.
+				resp, err := h.SQS(context.Background(), ev)
+				if err != nil || len(resp.BatchItemFailures) != 0 {
+					t.Errorf("events/%s: %+v, %v; want the message acknowledged", name, resp, err)
+				}
+				continue
+			} else if h.Schedule != nil {
+				var ev events.EventBridgeEvent
+				if err := json.Unmarshal([]byte(text), &ev); err != nil {
+					t.Fatalf("events/%s: %v", name, err)
+				}
+				if err := h.Schedule(context.Background(), ev); err != nil {
+					t.Errorf("events/%s: %v", name, err)
+				}
+				continue
+			}
 			var ev events.APIGatewayV2HTTPRequest
 			if err := json.Unmarshal([]byte(text), &ev); err != nil {
 				t.Fatalf("events/%s: %v", name, err)
