@@ -11,8 +11,10 @@ FUZZTIME ?= 20s
 # The deployed build: linux/arm64, no RPC shim, no paths, no symbols.
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 FUNCTIONS := $(notdir $(wildcard functions/*))
-# The size budget of one function's deployed binary.
+# The size budget of one function's deployed binary; the worker carries the
+# image codecs and engines, and has a budget of its own.
 MAX_BINARY_BYTES := 12000000
+WORKER_MAX_BINARY_BYTES := 16000000
 
 .PHONY: run test lint vet staticcheck unit fuzz openapi-lint sizes bench build invoke reset deploy clean
 
@@ -65,7 +67,8 @@ build:
 sizes: build
 	@for fn in $(FUNCTIONS); do \
 		size=$$(stat -c %s bin/$$fn/bootstrap); echo "$$fn: $$size bytes (linux/arm64)"; \
-		[ $$size -lt $(MAX_BINARY_BYTES) ] || { echo "$$fn is over the $(MAX_BINARY_BYTES)-byte budget"; exit 1; }; \
+		budget=$(MAX_BINARY_BYTES); [ $$fn = worker ] && budget=$(WORKER_MAX_BINARY_BYTES); \
+		[ $$size -lt $$budget ] || { echo "$$fn is over the $$budget-byte budget"; exit 1; }; \
 	done
 
 reset:

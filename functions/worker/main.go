@@ -1,6 +1,9 @@
 // Command worker is the Worker Lambda function; internal/app wires it.
 package main
 
-import "genjobs/internal/app"
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/app/workerfn"
+)
 
-func main() { app.Start("worker", app.Function{SQS: app.Worker}) }
+func main() { app.Start("worker", app.Function{SQS: workerfn.Build}) }

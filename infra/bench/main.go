@@ -2,7 +2,7 @@
 // table,
 //
 //   - the size of each function's deployed binary (linux/arm64, the
-//     Makefile's flags), against the 12 MB limit;
+//     Makefile's flags), against the 12 MB limit (the worker: 16 MB);
 //   - each function's cold start: exec to its first GET .../invocation/next
 //     under a fake Lambda Runtime API, and its first invocation's round trip,
 //     next to a bare binary that only builds the SDK clients;
@@ -29,8 +29,11 @@ import (
 )
 
 const (
-	// sizeLimit is the limit on a deployed binary: under 12 MB.
-	sizeLimit = 12_000_000
+	// sizeLimit is the limit on a deployed binary: under 12 MB; the
+	// worker, which carries the image codecs and engines, under 16 MB
+	// (the Makefile's sizes target checks the same).
+	sizeLimit       = 12_000_000
+	workerSizeLimit = 16_000_000
 	// coldRuns is the number of measured starts per binary.
 	coldRuns = 20
 )

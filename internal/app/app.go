@@ -24,16 +24,12 @@ import (
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
-	"genjobs/internal/engine"
-	"genjobs/internal/fetch"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/lifecycle"
-	"genjobs/internal/netguard"
 	"genjobs/internal/openapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
 	"genjobs/internal/sweeper"
-	"genjobs/internal/worker"
 )
 
 // Function builds one Lambda function's handler: exactly one of the three.
@@ -126,8 +122,8 @@ func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *sqs.Client) {
 	return db, sqs.NewFromConfig(cfg)
 }
 
-// need names the first missing variable.
-func need(vars ...[2]string) error {
+// Need names the first missing variable of name-value pairs.
+func Need(vars ...[2]string) error {
 	for _, v := range vars {
 		if v[1] == "" {
 			return fmt.Errorf("%s is not set", v[0])
@@ -136,11 +132,12 @@ func need(vars ...[2]string) error {
 	return nil
 }
 
-func (d Deps) store() *store.Store { return store.New(d.DynamoDB, d.Table) }
+// Store is the table adapter.
+func (d Deps) Store() *store.Store { return store.New(d.DynamoDB, d.Table) }
 
-// blobs builds the S3 adapter. A local S3 endpoint (fauxqs) needs
+// Blobs builds the S3 adapter. A local S3 endpoint (fauxqs) needs
 // path-style addresses.
-func (d Deps) blobs() *blob.Store {
+func (d Deps) Blobs() *blob.Store {
 	client := d.S3
 	if client == nil {
 		client = s3.NewFromConfig(*d.AWS, func(o *s3.Options) {
@@ -150,15 +147,17 @@ func (d Deps) blobs() *blob.Store {
 	return blob.New(client, d.ResultsBucket, d.AssetsBucket)
 }
 
-func (d Deps) lifecycle() *lifecycle.Jobs {
-	return &lifecycle.Jobs{Store: d.store(), Queue: queue.NewJobs(d.SQS, d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
+// Lifecycle ends jobs and promotes backlogs.
+func (d Deps) Lifecycle() *lifecycle.Jobs {
+	return &lifecycle.Jobs{Store: d.Store(), Queue: queue.NewJobs(d.SQS, d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
 }
 
-func (d Deps) authenticator() auth.Authenticator { return auth.Authenticator{Dir: d.store()} }
+// Authenticator resolves API tokens.
+func (d Deps) Authenticator() auth.Authenticator { return auth.Authenticator{Dir: d.Store()} }
 
 // Generate builds the generate function's handler.
 func Generate(d Deps) (http.Handler, error) {
-	if err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL}); err != nil {
+	if err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL}); err != nil {
 		return nil, err
 	}
 	cat, err := catalog.New()
@@ -166,11 +165,11 @@ func Generate(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	g := &httpapi.Generate{
-		Auth:              d.authenticator(),
+		Auth:              d.Authenticator(),
 		Catalog:           cat,
-		Jobs:              d.store(),
+		Jobs:              d.Store(),
 		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
-		Assets:            d.store(),
+		Assets:            d.Store(),
 		Clock:             d.Clock,
 		BaseURL:           d.BaseURL,
 		AllowHTTPWebhooks: d.AllowPrivateDestinations,
@@ -180,21 +179,21 @@ func Generate(d Deps) (http.Handler, error) {
 
 // Jobs builds the jobs function's handler.
 func Jobs(d Deps) (http.Handler, error) {
-	err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
+	err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
 		[2]string{"RESULTS_BUCKET", d.ResultsBucket})
 	if err != nil {
 		return nil, err
 	}
-	h := &httpapi.Jobs{Auth: d.authenticator(), Jobs: d.store(), Results: d.blobs(), Cancel: d.lifecycle()}
+	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: d.Store(), Results: d.Blobs(), Cancel: d.Lifecycle()}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 
 // Assets builds the assets function's handler.
 func Assets(d Deps) (http.Handler, error) {
-	if err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"ASSETS_BUCKET", d.AssetsBucket}); err != nil {
+	if err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"ASSETS_BUCKET", d.AssetsBucket}); err != nil {
 		return nil, err
 	}
-	h := &httpapi.Assets{Auth: d.authenticator(), Assets: d.store(), Blobs: d.blobs(), Clock: d.Clock, BaseURL: d.BaseURL}
+	h := &httpapi.Assets{Auth: d.Authenticator(), Assets: d.Store(), Blobs: d.Blobs(), Clock: d.Clock, BaseURL: d.BaseURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 
@@ -217,44 +216,17 @@ func NotFound(d Deps) (http.Handler, error) {
 	return httpapi.Middleware(d.Log, httpapi.NotFound()), nil
 }
 
-// Worker builds the worker function's handler of the jobs queue.
-func Worker(d Deps) (SQSHandler, error) {
-	err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
-		[2]string{"RESULTS_BUCKET", d.ResultsBucket}, [2]string{"ASSETS_BUCKET", d.AssetsBucket})
-	if err != nil {
-		return nil, err
-	}
-	cat, err := catalog.New()
-	if err != nil {
-		return nil, err
-	}
-	w := &worker.Worker{
-		Store:     d.store(),
-		Ender:     d.lifecycle(),
-		Catalog:   cat,
-		Engines:   engine.Reference(),
-		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}, nil),
-		Blobs:     d.blobs(),
-		Assets:    d.store(),
-		Clock:     d.Clock,
-		Log:       d.Log,
-		LeaseFor:  worker.DefaultLeaseFor,
-		Heartbeat: worker.DefaultHeartbeat,
-	}
-	return w.HandleSQS, nil
-}
-
 // Sweeper builds the sweeper function's handler of its schedule.
 func Sweeper(d Deps) (ScheduleHandler, error) {
-	err := need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
+	err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
 		[2]string{"JOBS_DLQ_URL", d.JobsDLQURL})
 	if err != nil {
 		return nil, err
 	}
 	q := queue.NewJobs(d.SQS, d.JobsQueueURL)
 	s := &sweeper.Sweeper{
-		Store:        d.store(),
-		Lifecycle:    d.lifecycle(),
+		Store:        d.Store(),
+		Lifecycle:    d.Lifecycle(),
 		Queue:        q,
 		Dead:         queue.NewDeadLetters(d.SQS, d.JobsDLQURL),
 		Clock:        d.Clock,

@@ -2,5 +2,7 @@ package engine
 
 // Reference returns the reference engine of every model.
 func Reference() Registry {
-	return Registry{}
+	return Registry{
+		"standard-enhance": Enhance{},
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
+	"genjobs/internal/app/workerfn"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/blob"
@@ -55,7 +56,7 @@ var Functions = map[string]app.Function{
 	"assets":   {HTTP: app.Assets},
 	"openapi":  {HTTP: app.OpenAPI},
 	"notfound": {HTTP: app.NotFound},
-	"worker":   {SQS: app.Worker},
+	"worker":   {SQS: workerfn.Build},
 	"sweeper":  {Schedule: app.Sweeper},
 }
 

@@ -112,13 +112,13 @@ func TestEveryFunctionOfTheTemplateIsBuilt(t *testing.T) {
 		case fn.Schedule != nil:
 			builder = fn.Schedule
 		}
-		full := runtime.FuncForPC(reflect.ValueOf(builder).Pointer()).Name() // genjobs/internal/app.Worker
+		full := runtime.FuncForPC(reflect.ValueOf(builder).Pointer()).Name() // genjobs/internal/app.Jobs
 		main, err := os.ReadFile(filepath.Join(repo, "functions", name, "main.go"))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		call := "app." + full[strings.LastIndex(full, ".")+1:]
+		call := full[strings.LastIndex(full, "/")+1:] // app.Jobs, workerfn.Build
 		if !strings.Contains(string(main), call+"}") {
 			t.Errorf("functions/%s/main.go does not start %s, which the local runner builds", name, call)
 		}

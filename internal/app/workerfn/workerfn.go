@@ -1,0 +1,40 @@
+// Package workerfn wires the worker function. It stands apart from package
+// app so that only the worker's binary links the engines and their image
+// codecs (their packages register decoders at init).
+package workerfn
+
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/catalog"
+	"genjobs/internal/engine"
+	"genjobs/internal/fetch"
+	"genjobs/internal/netguard"
+	"genjobs/internal/worker"
+)
+
+// Build builds the worker function's handler of the jobs queue.
+func Build(d app.Deps) (app.SQSHandler, error) {
+	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
+		[2]string{"RESULTS_BUCKET", d.ResultsBucket}, [2]string{"ASSETS_BUCKET", d.AssetsBucket})
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.New()
+	if err != nil {
+		return nil, err
+	}
+	w := &worker.Worker{
+		Store:     d.Store(),
+		Ender:     d.Lifecycle(),
+		Catalog:   cat,
+		Engines:   engine.Reference(),
+		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}, nil),
+		Blobs:     d.Blobs(),
+		Assets:    d.Store(),
+		Clock:     d.Clock,
+		Log:       d.Log,
+		LeaseFor:  worker.DefaultLeaseFor,
+		Heartbeat: worker.DefaultHeartbeat,
+	}
+	return w.HandleSQS, nil
+}
