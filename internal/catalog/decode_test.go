@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -212,6 +213,20 @@ func TestOutputPixels(t *testing.T) {
 	// Field rules come first: a bound broken hides the pixel count.
 	if got := reason(t, e, edit(base, "width", 32001, "height", 32000), beforeSunset); got != "width must be between 1 and 32000" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestWebPOutputSize(t *testing.T) {
+	e := endpoint(t, newCatalog(t), "standard-enhance")
+	base := minimal["standard-enhance"]
+	accept(t, e, edit(base, "width", 8192, "height", 8192, "output_format", "webp"), beforeSunset)
+	accept(t, e, edit(base, "width", 16383, "height", 4096, "output_format", "webp"), beforeSunset)
+	accept(t, e, edit(base, "width", 20000, "height", 20000, "output_format", "png"), beforeSunset)
+	for _, tc := range []struct{ w, h int }{{16384, 100}, {100, 16384}, {8193, 8192}} {
+		want := fmt.Sprintf("output_format webp allows at most 16383 pixels a side and 67108864 (8192 x 8192) in all; use png or jpg for %d x %d", tc.w, tc.h)
+		if got := reason(t, e, edit(base, "width", tc.w, "height", tc.h, "output_format", "webp"), beforeSunset); got != want {
+			t.Errorf("%dx%d webp: got %q", tc.w, tc.h, got)
+		}
 	}
 }
 

@@ -14,13 +14,26 @@ import (
 // (API-DECISIONS 5), whatever the shape.
 const maxOutputPixels = 22000 * 22000
 
+// WebP's own format caps a side at 16383 pixels, and the pure-Go encoder
+// holds about 50 bytes per pixel while it works: WebP output is capped at
+// 8192 x 8192 pixels (engine.MaxWebPSide and engine.MaxWebPPixels; a test
+// keeps the two in step).
+const (
+	MaxWebPSide   = 16383
+	MaxWebPPixels = 8192 * 8192
+)
+
 func checkOutputPixels(p map[string]any, name namer) string {
 	w, h := integer(p["width"]), integer(p["height"])
-	if w*h <= maxOutputPixels {
-		return ""
+	if w*h > maxOutputPixels {
+		return fmt.Sprintf("%s x %s is %d pixels; at most %d (22000 x 22000) are allowed",
+			name.name("width"), name.name("height"), w*h, maxOutputPixels)
 	}
-	return fmt.Sprintf("%s x %s is %d pixels; at most %d (22000 x 22000) are allowed",
-		name.name("width"), name.name("height"), w*h, maxOutputPixels)
+	if p["output_format"] == "webp" && (w > MaxWebPSide || h > MaxWebPSide || w*h > MaxWebPPixels) {
+		return fmt.Sprintf("output_format webp allows at most %d pixels a side and %d (8192 x 8192) in all; use png or jpg for %d x %d",
+			MaxWebPSide, MaxWebPPixels, w, h)
+	}
+	return ""
 }
 
 // checkAspectRatio holds 4.6's width:height to aspect_ratio within 2%, when the
