@@ -31,6 +31,11 @@ const repo = "../../.."
 // stack is the local stack's setup on a fresh table, queues and buckets
 // (tests share the emulators: each keeps to its own resources).
 func stack(t *testing.T) (map[string]triggers.Handlers, *store.Store, string) {
+	_, hs, s, token := stackWith(t)
+	return hs, s, token
+}
+
+func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *store.Store, string) {
 	t.Helper()
 	ctx := context.Background()
 	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
@@ -52,7 +57,7 @@ func stack(t *testing.T) (map[string]triggers.Handlers, *store.Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hs, s, token
+	return local, hs, s, token
 }
 
 func TestSeedDemoKeepsItsTokenAcrossRuns(t *testing.T) {
