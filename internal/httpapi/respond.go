@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -33,8 +34,14 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
+// writeJSON answers v as JSON. URLs keep their '&' as is: presigned result
+// URLs are read by people in curl output too.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"`+msgInternal+`"}`)
 	}
