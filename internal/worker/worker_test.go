@@ -506,3 +506,25 @@ func TestAssetInputsAreReadFromTheJobsOwnWorkspace(t *testing.T) {
 		t.Errorf("job with another workspace's asset: %s %+v", got.Status, got.Error)
 	}
 }
+
+func TestACorruptImageFailsTheJobWithInvalidInput(t *testing.T) {
+	e := newEnv(t)
+	e.w.Engines["standard-enhance"] = engine.Enhance{}
+	full := tinyPNG()
+	for name, data := range map[string][]byte{"truncated": full[:len(full)/2], "corrupt": append([]byte{0x89, 'P', 'N', 'G', 0, 0, 0, 0}, full[8:]...)} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write(data)
+		}))
+		j := e.create("/generate/enhance/vendor-a/standard-enhance",
+			`{"width":8,"height":8,"image_url":"`+srv.URL+`/x.png","model":"Standard V2","output_format":"png","crop_to_fill":false,`+
+				`"upscaling_activated":false,"image_scaling_factor":1,"sharpen":0.5,"denoise":0.5,"fix_compression":0.5,"strength":0.5,"seed":1}`)
+		if err := e.w.Run(e.ctx, j.ID); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		srv.Close()
+		if got := e.job(j.ID); got.Status != job.Failed || got.Error == nil || got.Error.Code != "invalid_input" {
+			t.Errorf("%s PNG: %s %+v; want failed with invalid_input", name, got.Status, got.Error)
+		}
+	}
+}
