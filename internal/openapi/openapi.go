@@ -2,6 +2,10 @@
 // GET /openapi.json) from the same schemas that validate requests: each
 // generation endpoint's request schema comes from the catalog, and the
 // response schemas are embedded files here. It imports no AWS package.
+//
+// The asset endpoints' rules live in their handler (package httpapi) and
+// in package asset; the schemas here describe them, and the tests hold the
+// two together.
 package openapi
 
 import (
@@ -12,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"genjobs/internal/asset"
 	"genjobs/internal/catalog"
 	"genjobs/internal/job"
 )
@@ -20,13 +25,14 @@ import (
 var componentFiles embed.FS
 
 // componentNames lists the component schemas in the order the document shows them.
-var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits"}
+var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload"}
 
 const refPrefix = "#/components/schemas/"
 
 // ComponentSchema returns a component schema (Job, JobError, JobList, Error,
-// OutOfCredits) as a standalone draft-07 JSON Schema: references to other
-// components are inlined, so gojsonschema can validate a real response with it.
+// OutOfCredits, Asset, AssetUploadRequest, AssetUpload) as a standalone
+// draft-07 JSON Schema: references to other components are inlined, so
+// gojsonschema can validate a real response with it.
 func ComponentSchema(name string) (json.RawMessage, bool) {
 	s, err := inlined(name, nil)
 	if err != nil {
@@ -108,10 +114,14 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 		paths = append(paths, member{e.Path(), object{{"post", generateOperation(e)}}})
 	}
 	addTag("General", tagDescriptions["General"])
+	addTag("Assets", tagDescriptions["Assets"])
 	addTag("Utilities", tagDescriptions["Utilities"])
 	paths = append(paths,
 		member{"/jobs", object{{"get", listJobs()}}},
 		member{"/jobs/{id}", object{{"get", getJob()}, {"delete", cancelJob()}}},
+		member{"/assets", object{{"post", uploadAsset(baseURL)}}},
+		member{"/assets/uploads", object{{"post", startAssetUpload(baseURL)}}},
+		member{"/assets/{id}", object{{"get", getAsset()}}},
 		member{"/openapi.json", object{{"get", getDocument()}}},
 	)
 
@@ -152,6 +162,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 const description = "Asynchronous media generation: image enhancement, image, video and 3D generation. " +
 	"A generation request answers at once with a pending job; fetch the result with GET /jobs/{id}, " +
 	"or pass X-Webhook-URL to have the finished job POSTed to you (signed with ES256; keys at /.well-known/jwks.json). " +
+	"An input image is an http(s) URL, a base64 data: URI, or an asset URL of the workspace: upload the image with POST /assets, or POST /assets/uploads when it is larger. " +
 	"Usage is billed from the workspace's API balance; only completed jobs are billed."
 
 var tagDescriptions = map[string]string{
@@ -160,6 +171,7 @@ var tagDescriptions = map[string]string{
 	"Video":         "Video generation.",
 	"3D":            "3D model generation.",
 	"General":       "Job management.",
+	"Assets":        "Input images stored by the service. Uploading one answers its asset URL, which a generation request of the same workspace takes wherever it takes an image URL; only that workspace can read it.",
 	"Utilities":     "Documents about the API itself.",
 }
 
@@ -198,7 +210,13 @@ func generateOperation(e *catalog.Endpoint) object {
 	if len(headers) > 0 {
 		ok = append(ok, member{"headers", headers})
 	}
-	ok = append(ok, member{"content", jsonContent(ref(refPrefix + "Job"))})
+	ok = append(ok, member{"content", object{{"application/json", object{
+		{"schema", ref(refPrefix + "Job")},
+		{"examples", object{
+			{"queued", object{{"summary", "A running slot was free"}, {"value", pendingJob(job.Queued)}}},
+			{"backlogged", object{{"summary", "Every running slot of the workspace was taken"}, {"value", pendingJob(job.Backlogged)}}},
+		}},
+	}}}})
 	return object{
 		{"tags", []string{e.Tag}},
 		{"summary", e.Summary},
@@ -217,6 +235,14 @@ func generateOperation(e *catalog.Endpoint) object {
 			{"429", ref("#/components/responses/TooManyJobs")},
 		}},
 	}
+}
+
+// exampleCreatedAt is the instant the examples' jobs and uploads are created.
+var exampleCreatedAt = time.Date(2026, time.November, 21, 20, 33, 0, 120e6, time.UTC)
+
+// pendingJob is a creation answer in status st, as package job writes it.
+func pendingJob(st job.Status) job.Record {
+	return job.Record{ID: "0194b3a0-5c6e-7d2f-9a01-23456789abcd", Status: st, CreatedAt: job.At(exampleCreatedAt)}
 }
 
 var webhookParameter = object{
@@ -309,6 +335,142 @@ func listJobs() object {
 	}
 }
 
+// exampleAssetID is the asset id the examples show.
+const exampleAssetID = "ast_5n4aqmz2v7hxq3lbd6k2jy4r3e"
+
+// assetIDPattern is asset.ValidID as a regular expression: "ast_" and 26
+// lower-case base32 characters, the last of which carries 3 bits of the id
+// and 2 zero bits.
+const assetIDPattern = "^ast_[a-z2-7]{25}[aeimquy4]$"
+
+// mib writes a byte count that is a whole number of MiB, e.g. "4 MiB (4194304 bytes)".
+func mib(n int) string { return fmt.Sprintf("%d MiB (%d bytes)", n>>20, n) }
+
+func assetLocation() object {
+	return object{
+		{"description", "The asset URL, as in the body."},
+		{"schema", object{{"type", "string"}, {"format", "uri"}}},
+	}
+}
+
+func uploadAsset(baseURL string) object {
+	// OpenAPI 3.1 describes a raw binary body by its media type alone, with
+	// no schema (the format registry's entry for "binary").
+	media := object{}
+	for _, ct := range asset.ContentTypes {
+		media = append(media, member{ct, object{}})
+	}
+	return object{
+		{"tags", []string{"Assets"}},
+		{"summary", "Upload an image"},
+		{"description", "Stores an image of at most " + mib(asset.MaxDirectBytes) + ", sent as the raw request body " +
+			"(not base64, not multipart), and answers its asset URL. The Content-Type must be " + strings.Join(asset.ContentTypes, ", ") +
+			" (letter case and parameters aside) and the bytes must begin with that type's signature; otherwise nothing is stored. " +
+			"Larger images, up to " + mib(asset.MaxUploadBytes) + ": POST /assets/uploads. " +
+			"Bodies over 10 MB are refused by the API gateway itself, with 413 and a body of its own."},
+		{"operationId", "uploadAsset"},
+		{"requestBody", object{
+			{"required", true},
+			{"description", "The image's bytes, as they are."},
+			{"content", media},
+		}},
+		{"responses", object{
+			{"201", object{
+				{"description", "The image is stored."},
+				{"headers", object{{"Location", assetLocation()}}},
+				{"content", object{{"application/json", object{
+					{"schema", ref(refPrefix + "Asset")},
+					{"example", object{{"asset_url", asset.URL(baseURL, exampleAssetID)}}},
+				}}}},
+			}},
+			{"400", ref("#/components/responses/NotAnImage")},
+			{"401", ref("#/components/responses/Unauthorized")},
+			{"413", ref("#/components/responses/PayloadTooLarge")},
+		}},
+	}
+}
+
+func startAssetUpload(baseURL string) object {
+	minutes := int(asset.UploadLifetime.Minutes())
+	return object{
+		{"tags", []string{"Assets"}},
+		{"summary", "Start a presigned upload"},
+		{"description", fmt.Sprintf("For an image of up to %s: declare its type and size, then PUT its bytes to upload_url, "+
+			"directly to storage, within %d minutes. The PUT must send the declared type as Content-Type and exactly the declared size; "+
+			"storage refuses any other upload. The asset URL is answered at once and GET /assets/{id} redirects at once, "+
+			"but the image is there only once the PUT has succeeded: until then the redirect's target answers 404. "+
+			"Use the asset URL in a generation request after the upload.", mib(asset.MaxUploadBytes), minutes)},
+		{"operationId", "startAssetUpload"},
+		{"requestBody", object{
+			{"required", true},
+			{"content", object{{"application/json", object{
+				{"schema", ref(refPrefix + "AssetUploadRequest")},
+				{"example", object{{"content_type", asset.JPEG}, {"size", 6 << 20}}},
+			}}}},
+		}},
+		{"responses", object{
+			{"201", object{
+				{"description", "Where to upload the image, and the asset it will be."},
+				{"headers", object{{"Location", assetLocation()}}},
+				{"content", object{{"application/json", object{
+					{"schema", ref(refPrefix + "AssetUpload")},
+					{"example", object{
+						{"upload_url", "https://genjobs-assets.s3.us-east-1.amazonaws.com/assets/ws_demo/" + exampleAssetID +
+							"?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=ASIAEXAMPLE%2F20261121%2Fus-east-1%2Fs3%2Faws4_request" +
+							"&X-Amz-Date=20261121T203300Z&X-Amz-Expires=" + fmt.Sprint(int(asset.UploadLifetime.Seconds())) +
+							"&X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost&X-Amz-Signature=" + strings.Repeat("0f", 32)},
+						{"asset_url", asset.URL(baseURL, exampleAssetID)},
+						{"expires_at", job.At(exampleCreatedAt.Add(asset.UploadLifetime))},
+					}},
+				}}}},
+			}},
+			{"400", ref("#/components/responses/BadRequest")},
+			{"401", ref("#/components/responses/Unauthorized")},
+		}},
+	}
+}
+
+func getAsset() object {
+	return object{
+		{"tags", []string{"Assets"}},
+		{"summary", "Download an asset"},
+		{"description", "Redirects a caller of the asset's own workspace to a presigned download of the image, valid for 5 minutes. " +
+			"The download carries its own signature: fetch it without an Authorization header (most HTTP clients drop it on a redirect to another host). " +
+			"Another workspace's asset is not found, exactly like an unknown or malformed id. " +
+			"The answer comes from the asset's record: the asset of a presigned upload that has not happened yet redirects too, and its download answers 404."},
+		{"operationId", "getAsset"},
+		{"parameters", []any{object{
+			{"name", "id"},
+			{"in", "path"},
+			{"required", true},
+			{"description", "The asset's id, the last segment of its asset URL."},
+			{"schema", object{{"type", "string"}, {"pattern", assetIDPattern}}},
+			{"example", exampleAssetID},
+		}}},
+		{"responses", object{
+			{"302", object{
+				{"description", "To the image."},
+				{"headers", object{
+					{"Location", object{
+						{"description", "A presigned GET of the image, valid for 5 minutes."},
+						{"schema", object{{"type", "string"}, {"format", "uri"}}},
+					}},
+					{"Cache-Control", object{
+						{"description", "no-store: the target expires within minutes, so no cache may keep the redirect."},
+						{"schema", object{{"type", "string"}, {"enum", []string{"no-store"}}}},
+					}},
+				}},
+			}},
+			{"401", ref("#/components/responses/Unauthorized")},
+			{"404", ref("#/components/responses/AssetNotFound")},
+			// Lint (operation-2xx-response) wants a 2XX or default response
+			// in every operation; this one answers 302, and default states
+			// the service's true answer to a failure.
+			{"default", ref("#/components/responses/InternalError")},
+		}},
+	}
+}
+
 func getDocument() object {
 	return object{
 		{"tags", []string{"Utilities"}},
@@ -362,6 +524,15 @@ func responses() object {
 		{"TooManyJobs", errorResponse("The workspace has its maximum number of unfinished jobs.",
 			"You have reached the maximum number of concurrent jobs.")},
 		{"NotFound", errorResponse("No such job in the workspace.", "Job not found.")},
+		{"AssetNotFound", errorResponse("No such asset in the workspace: the id is unknown or malformed, or the asset belongs to another workspace.",
+			"Asset not found.")},
+		{"NotAnImage", errorResponse("The Content-Type is not one of "+strings.Join(asset.ContentTypes, ", ")+
+			", or the body is not an image of that type (judged by its first bytes). Nothing was stored.",
+			"The request body is not a PNG, JPEG or WebP image.")},
+		{"PayloadTooLarge", errorResponse("The image is over "+mib(asset.MaxDirectBytes)+": upload it with POST /assets/uploads. Nothing was stored.",
+			"The image is larger than 4 MiB; use POST /assets/uploads.")},
+		{"InternalError", errorResponse("A fault of the service (500). The message never says more; retry later.",
+			"Internal server error.")},
 		{"AlreadyEnded", errorResponse("The job has already ended (completed, failed or cancelled).",
 			"The job has already ended; its status is completed.")},
 	}

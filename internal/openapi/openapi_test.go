@@ -3,6 +3,8 @@ package openapi_test
 import (
 	"encoding/json"
 	"reflect"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/xeipuuv/gojsonschema"
 
+	"genjobs/internal/asset"
 	"genjobs/internal/catalog"
 	"genjobs/internal/job"
 	"genjobs/internal/openapi"
@@ -98,8 +101,8 @@ func TestDocumentHead(t *testing.T) {
 
 func TestGenerationPaths(t *testing.T) {
 	c, _, doc := build(t)
-	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+3 {
-		t.Errorf("%d paths, want the %d generation endpoints and 3 more", got, len(c.Endpoints()))
+	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+6 {
+		t.Errorf("%d paths, want the %d generation endpoints and 6 more", got, len(c.Endpoints()))
 	}
 	for _, e := range c.Endpoints() {
 		op := at(t, doc, path(e.Path())+"/post").(map[string]any)
@@ -132,6 +135,19 @@ func TestGenerationPaths(t *testing.T) {
 			if got != "#/components/schemas/"+schema {
 				t.Errorf("%s %s: schema %v, want %s", e.Path(), status, got, schema)
 			}
+		}
+		// The creation answer's examples: a pending job, queued or backlogged.
+		examples := at(t, op, "/responses/200/content/application~1json/examples").(map[string]any)
+		var statuses []string
+		for name := range examples {
+			st := at(t, examples, "/"+name+"/value/status")
+			if st != name || at(t, examples, "/"+name+"/value/result") != nil {
+				t.Errorf("%s: example %s is a %v job with result %v", e.Path(), name, st, at(t, examples, "/"+name+"/value/result"))
+			}
+			statuses = append(statuses, name)
+		}
+		if slices.Sort(statuses); !reflect.DeepEqual(statuses, []string{"backlogged", "queued"}) {
+			t.Errorf("%s: creation examples %v, want backlogged and queued", e.Path(), statuses)
 		}
 		if len(e.Deprecations()) > 0 {
 			for _, h := range []string{"Deprecation", "Sunset"} {
@@ -275,6 +291,7 @@ func TestJobSchema(t *testing.T) {
 		"unknown code":        `{"job_id":` + id + `,"status":"failed","created_at":"2026-11-21T20:33:00.120Z","completed_at":"2026-11-21T20:34:10.001Z","result":null,"error":{"code":"oops"}}`,
 		"error extra":         `{"job_id":` + id + `,"status":"failed","created_at":"2026-11-21T20:33:00.120Z","completed_at":"2026-11-21T20:34:10.001Z","result":null,"error":{"code":"timeout","retry":true}}`,
 		"result without urls": `{"job_id":` + id + `,"status":"completed","created_at":"2026-11-21T20:33:00.120Z","completed_at":"2026-11-21T20:34:10.001Z","result":{}}`,
+		"result, no url":      `{"job_id":` + id + `,"status":"completed","created_at":"2026-11-21T20:33:00.120Z","completed_at":"2026-11-21T20:34:10.001Z","result":{"urls":[]}}`,
 	}
 	for _, doc := range good {
 		if !valid(t, s, doc) {
@@ -367,5 +384,266 @@ func TestOtherComponents(t *testing.T) {
 	}
 	if _, ok := openapi.ComponentSchema("Nope"); ok {
 		t.Error("ComponentSchema found Nope")
+	}
+}
+
+// errorExample is the error text a response's example shows.
+func errorExample(t *testing.T, doc any, op map[string]any, status string) string {
+	t.Helper()
+	resp := deref(t, doc, at(t, op, "/responses/"+status))
+	msg, _ := at(t, resp, "/content/application~1json/example/error").(string)
+	return msg
+}
+
+func TestAssetPaths(t *testing.T) {
+	_, _, doc := build(t)
+	described := false
+	for _, tag := range doc["tags"].([]any) {
+		if tag := tag.(map[string]any); tag["name"] == "Assets" {
+			d, _ := tag["description"].(string)
+			described = d != ""
+		}
+	}
+	if !described {
+		t.Error("no Assets tag with a description")
+	}
+	ops := map[string]map[string]any{
+		"uploadAsset":      at(t, doc, path("/assets")+"/post").(map[string]any),
+		"startAssetUpload": at(t, doc, path("/assets/uploads")+"/post").(map[string]any),
+		"getAsset":         at(t, doc, path("/assets/{id}")+"/get").(map[string]any),
+	}
+	for id, op := range ops {
+		if op["operationId"] != id || !reflect.DeepEqual(op["tags"], []any{"Assets"}) || op["summary"] == "" {
+			t.Errorf("%s: operationId %v, tags %v, summary %v", id, op["operationId"], op["tags"], op["summary"])
+		}
+		if _, ok := op["security"]; ok {
+			t.Errorf("%s overrides security; it needs the workspace's token", id)
+		}
+	}
+
+	// POST /assets: the raw bytes of one of the accepted types, no schema.
+	upload := ops["uploadAsset"]
+	if at(t, upload, "/requestBody/required") != true {
+		t.Error("POST /assets: requestBody not required")
+	}
+	content := at(t, upload, "/requestBody/content").(map[string]any)
+	var types []string
+	for ct, media := range content {
+		types = append(types, ct)
+		if len(media.(map[string]any)) != 0 {
+			t.Errorf("POST /assets %s: %v; a binary body takes no schema", ct, media)
+		}
+	}
+	if want := slices.Sorted(slices.Values(asset.ContentTypes)); !reflect.DeepEqual(slices.Sorted(slices.Values(types)), want) {
+		t.Errorf("POST /assets takes %v, want %v", types, want)
+	}
+	wantResponses(t, doc, upload, map[string]string{"201": "Asset", "400": "Error", "401": "Error", "413": "Error"})
+	at(t, upload, "/responses/201/headers/Location/schema")
+	if got := errorExample(t, doc, upload, "400"); got != "The request body is not a PNG, JPEG or WebP image." {
+		t.Errorf("POST /assets 400 example %q", got)
+	}
+	if got := errorExample(t, doc, upload, "413"); got != "The image is larger than 4 MiB; use POST /assets/uploads." {
+		t.Errorf("POST /assets 413 example %q", got)
+	}
+
+	// POST /assets/uploads: a JSON body.
+	start := ops["startAssetUpload"]
+	if at(t, start, "/requestBody/required") != true ||
+		at(t, start, "/requestBody/content/application~1json/schema/$ref") != "#/components/schemas/AssetUploadRequest" {
+		t.Errorf("POST /assets/uploads: requestBody %v", start["requestBody"])
+	}
+	wantResponses(t, doc, start, map[string]string{"201": "AssetUpload", "400": "Error", "401": "Error"})
+	at(t, start, "/responses/201/headers/Location/schema")
+	if got := errorExample(t, doc, start, "400"); !strings.HasPrefix(got, "The request body is invalid: ") {
+		t.Errorf("POST /assets/uploads 400 example %q", got)
+	}
+
+	// GET /assets/{id}: a redirect, or the same 404 for anyone but the owner.
+	get := ops["getAsset"]
+	if p := at(t, get, "/parameters/0").(map[string]any); p["name"] != "id" || p["in"] != "path" || p["required"] != true {
+		t.Errorf("GET /assets/{id} parameter %v", p)
+	}
+	responses := get["responses"].(map[string]any)
+	var statuses []string
+	for status := range responses {
+		statuses = append(statuses, status)
+	}
+	if slices.Sort(statuses); !reflect.DeepEqual(statuses, []string{"302", "401", "404", "default"}) {
+		t.Errorf("GET /assets/{id} answers %v", statuses)
+	}
+	redirect := at(t, get, "/responses/302").(map[string]any)
+	if _, ok := redirect["content"]; ok {
+		t.Error("GET /assets/{id} 302 has a body")
+	}
+	if at(t, redirect, "/headers/Location/schema/format") != "uri" ||
+		!reflect.DeepEqual(at(t, redirect, "/headers/Cache-Control/schema/enum"), []any{"no-store"}) {
+		t.Errorf("GET /assets/{id} 302 headers %v", redirect["headers"])
+	}
+	for _, status := range []string{"401", "404", "default"} {
+		if r := at(t, deref(t, doc, responses[status]), "/content/application~1json/schema/$ref"); r != "#/components/schemas/Error" {
+			t.Errorf("GET /assets/{id} %s: %v, want Error", status, r)
+		}
+	}
+	if got := errorExample(t, doc, get, "404"); got != "Asset not found." {
+		t.Errorf("GET /assets/{id} 404 example %q", got)
+	}
+}
+
+// TestAssetUploadRequestMatchesPackageAsset: the rules themselves live in the
+// handler (httpapi's decodeUploadRequest, tested there); the schema must
+// state the same limits, taken from package asset.
+func TestAssetUploadRequestMatchesPackageAsset(t *testing.T) {
+	raw, _ := openapi.ComponentSchema("AssetUploadRequest")
+	var s struct {
+		AdditionalProperties *bool    `json:"additionalProperties"`
+		Required             []string `json:"required"`
+		Properties           map[string]struct {
+			Type    string   `json:"type"`
+			Enum    []string `json:"enum"`
+			Minimum any      `json:"minimum"`
+			Maximum any      `json:"maximum"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.AdditionalProperties == nil || *s.AdditionalProperties || !reflect.DeepEqual(s.Required, []string{"content_type", "size"}) || len(s.Properties) != 2 {
+		t.Errorf("AssetUploadRequest: additionalProperties %v, required %v, %d properties; want exactly content_type and size",
+			s.AdditionalProperties, s.Required, len(s.Properties))
+	}
+	if ct := s.Properties["content_type"]; ct.Type != "string" || !reflect.DeepEqual(ct.Enum, asset.ContentTypes) {
+		t.Errorf("content_type %+v, want a string of %v", ct, asset.ContentTypes)
+	}
+	if size := s.Properties["size"]; size.Type != "integer" || size.Minimum != 1.0 || size.Maximum != float64(asset.MaxUploadBytes) {
+		t.Errorf("size %+v, want an integer 1..%d", size, asset.MaxUploadBytes)
+	}
+
+	raw, _ = openapi.ComponentSchema("AssetUpload")
+	minutes := strconv.Itoa(int(asset.UploadLifetime.Minutes())) + " minutes"
+	if !strings.Contains(string(raw), minutes) {
+		t.Errorf("AssetUpload does not say the upload URL lives %s", minutes)
+	}
+}
+
+// TestAssetIDPatternIsValidID: the path parameter and the asset URLs accept
+// exactly the ids package asset makes.
+func TestAssetIDPatternIsValidID(t *testing.T) {
+	_, _, doc := build(t)
+	param := regexp.MustCompile(at(t, doc, path("/assets/{id}")+"/get/parameters/0/schema/pattern").(string))
+	ids := []string{
+		"ast_" + strings.Repeat("a", 26), "ast_" + strings.Repeat("7", 25) + "4",
+		"", "ast_", "ast_" + strings.Repeat("a", 25), "ast_" + strings.Repeat("a", 27),
+		"ast_" + strings.Repeat("a", 25) + "1", "ast_" + strings.Repeat("a", 25) + "b",
+		"ast_" + strings.Repeat("A", 26), "job_" + strings.Repeat("a", 26), "ast_" + strings.Repeat("a", 24) + "/.",
+		"0194b3a0-0000-7000-8000-000000000000",
+	}
+	for range 200 {
+		ids = append(ids, asset.NewID())
+	}
+	ids = append(ids, at(t, doc, path("/assets/{id}")+"/get/parameters/0/example").(string))
+	created, upload := validator(t, "Asset"), validator(t, "AssetUpload")
+	for _, id := range ids {
+		want := asset.ValidID(id)
+		if got := param.MatchString(id); got != want {
+			t.Errorf("%q: the path parameter says %v, asset.ValidID %v", id, got, want)
+		}
+		u := asset.URL(baseURL, id)
+		if got := valid(t, created, `{"asset_url":"`+u+`"}`); got != want {
+			t.Errorf("%s: Asset says %v, asset.ValidID %v", u, got, want)
+		}
+		body := `{"upload_url":"https://s3.example/x?X-Amz-Signature=0f","asset_url":"` + u + `","expires_at":"2026-11-21T20:48:00.120Z"}`
+		if got := valid(t, upload, body); got != want {
+			t.Errorf("%s: AssetUpload says %v, asset.ValidID %v", u, got, want)
+		}
+	}
+}
+
+func TestAssetComponents(t *testing.T) {
+	id := asset.NewID()
+	u := asset.URL("https://abc123.execute-api.us-east-1.amazonaws.com", id)
+	for _, tc := range []struct {
+		name      string
+		good, bad []string
+	}{
+		{"Asset", []string{`{"asset_url":"` + u + `"}`, `{"asset_url":"http://127.0.0.1:3000/assets/` + id + `"}`}, []string{
+			`{}`,
+			`{"asset_url":"` + u + `","size":1}`,
+			`{"asset_url":"https://abc123.execute-api.us-east-1.amazonaws.com/jobs/` + id + `"}`,
+			`{"asset_url":"/assets/` + id + `"}`,
+		}},
+		{"AssetUpload", []string{
+			`{"upload_url":"http://127.0.0.1:4566/assets-bucket/assets/ws_a/` + id + `?X-Amz-Expires=900","asset_url":"` + u + `","expires_at":"2026-11-21T20:48:00.120Z"}`,
+		}, []string{
+			`{"upload_url":"https://s3.example/x","asset_url":"` + u + `"}`,
+			`{"upload_url":"https://s3.example/x","asset_url":"` + u + `","expires_at":"2026-11-21T21:48:00.120+01:00"}`,
+			`{"upload_url":"https://s3.example/x","asset_url":"` + u + `","expires_at":"2026-11-21T20:48:00.120Z","size":1}`,
+		}},
+	} {
+		s := validator(t, tc.name)
+		for _, doc := range tc.good {
+			if !valid(t, s, doc) {
+				t.Errorf("%s refused %s", tc.name, doc)
+			}
+		}
+		for _, doc := range tc.bad {
+			if valid(t, s, doc) {
+				t.Errorf("%s accepted %s", tc.name, doc)
+			}
+		}
+	}
+}
+
+// TestExamplesMatchTheirSchemas: every example shown beside a component
+// schema, in a request or a response, is an instance of it.
+func TestExamplesMatchTheirSchemas(t *testing.T) {
+	c, _, doc := build(t)
+	checked := 0
+	check := func(where, name string, example any) {
+		b, err := json.Marshal(example)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !valid(t, validator(t, name), string(b)) {
+			t.Errorf("%s: the example %s does not match %s", where, b, name)
+		}
+		checked++
+	}
+	var walk func(where string, v any)
+	walk = func(where string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			schema, _ := v["schema"].(map[string]any)
+			if r, ok := schema["$ref"].(string); ok && len(v) > 1 {
+				name := strings.TrimPrefix(r, "#/components/schemas/")
+				if e, ok := v["example"]; ok {
+					check(where, name, e)
+				}
+				if es, ok := v["examples"].(map[string]any); ok {
+					for k, e := range es {
+						check(where+"/examples/"+k, name, at(t, e, "/value"))
+					}
+				}
+				return
+			}
+			for k, x := range v {
+				walk(where+"/"+k, x)
+			}
+		case []any:
+			for i, x := range v {
+				walk(where+"/"+strconv.Itoa(i), x)
+			}
+		}
+	}
+	// Two creation examples per generation endpoint, and the asset
+	// operations' request and answers.
+	walk("/paths", doc["paths"])
+	if want := 2*len(c.Endpoints()) + 3; checked != want {
+		t.Errorf("%d examples in the paths, want %d", checked, want)
+	}
+	checked = 0
+	responses := at(t, doc, "/components/responses").(map[string]any)
+	walk("/components/responses", responses)
+	if checked != len(responses) {
+		t.Errorf("%d examples among the %d response components", checked, len(responses))
 	}
 }
