@@ -95,13 +95,24 @@ func (w *Worker) HandleSQS(ctx context.Context, e events.SQSEvent) (events.SQSEv
 			w.Log.Error("dropping an unreadable message", "message_id", m.MessageId)
 			continue
 		}
-		if err := w.Run(ctx, msg.JobID); err != nil {
+		if err := w.runSafely(ctx, msg.JobID); err != nil {
 			w.Log.Error("job attempt failed; the message will be retried",
 				"job_id", msg.JobID, "message_id", m.MessageId, "error", err.Error())
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 		}
 	}
 	return resp, nil
+}
+
+// runSafely runs a job and turns a panic (a bug of ours, never the
+// client's) into an error, so that one message does not fail its batch.
+func (w *Worker) runSafely(ctx context.Context, id string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return w.Run(ctx, id)
 }
 
 // Run works on one job. It returns nil when the message is done with (the

@@ -528,3 +528,25 @@ func TestACorruptImageFailsTheJobWithInvalidInput(t *testing.T) {
 		}
 	}
 }
+
+type panics struct{}
+
+func (panics) Run(context.Context, engine.Job, engine.Report) ([]engine.File, error) {
+	panic("engine bug")
+}
+
+func TestAPanicFailsOnlyItsMessage(t *testing.T) {
+	e := newEnv(t)
+	e.w.Engines["model-e-4"] = panics{}
+	bad := e.create("/generate/image/vendor-b/model-e-4", `{"prompt":"p","width":64,"height":64,"seed":1}`)
+	good := e.create(mesh, `{}`)
+	ev := sqsEvent(bad.ID, "bad")
+	ev.Records = append(ev.Records, sqsEvent(good.ID, "good").Records[0])
+	resp, err := e.w.HandleSQS(e.ctx, ev)
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "bad" {
+		t.Errorf("%+v, %v; want only the panicking job's message retried", resp, err)
+	}
+	if got := e.job(good.ID); got.Status != job.Completed {
+		t.Errorf("the other job of the batch: %s", got.Status)
+	}
+}
