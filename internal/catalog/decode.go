@@ -60,7 +60,7 @@ func (e *Endpoint) Decode(body []byte, now time.Time) (*Request, error) {
 	if len(body) > MaxBodyBytes {
 		return nil, invalid(fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes))
 	}
-	params, reason := decodeObject(body)
+	params, reason := DecodeObject(body)
 	if reason != "" {
 		return nil, invalid(reason)
 	}
@@ -89,9 +89,11 @@ func (e *Endpoint) Decode(body []byte, now time.Time) (*Request, error) {
 	return &Request{Params: params, Deprecations: used}, nil
 }
 
-// decodeObject reads body as exactly one JSON object. Numbers stay
+// DecodeObject reads body as exactly one JSON object, or gives the reason
+// it is not one, in the words of every "The request body is invalid" answer.
+// A key given twice is refused. Numbers stay
 // json.Number, so no precision is lost before the schema sees them.
-func decodeObject(body []byte) (map[string]any, string) {
+func DecodeObject(body []byte) (map[string]any, string) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -117,7 +119,7 @@ func decodeObject(body []byte) (map[string]any, string) {
 		// encoding/json would keep the last of two equal keys; another reader
 		// might keep the first. Refuse rather than guess.
 		if _, dup := params[key]; dup {
-			return nil, quoteField(key) + " was given more than once"
+			return nil, QuoteField(key) + " was given more than once"
 		}
 		params[key] = value
 	}
@@ -269,7 +271,7 @@ func (e *Endpoint) explain(re gojsonschema.ResultError, name namer) violation {
 		return violation{field: name.name(field), index: -1, rank: rankRequired, reason: name.name(field) + " is required"}
 	case "additional_property_not_allowed":
 		field, _ := details["property"].(string)
-		return violation{field: field, index: -1, rank: rankUnknown, reason: quoteField(field) + " is not a known field"}
+		return violation{field: field, index: -1, rank: rankUnknown, reason: QuoteField(field) + " is not a known field"}
 	}
 
 	// Every other error is about a property of the body or an item of one.
@@ -395,10 +397,10 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// quoteField writes an unknown field's name as the client sent it when it is
+// QuoteField writes an unknown field's name as the client sent it when it is
 // a plain name, and quoted and cut to 64 characters otherwise, so an error
 // message never carries control characters or a whole pasted document.
-func quoteField(s string) string {
+func QuoteField(s string) string {
 	plain := s != "" && len(s) <= 64
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' || r == '$') {

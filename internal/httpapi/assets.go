@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"genjobs/internal/asset"
+	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
 )
@@ -214,14 +214,14 @@ func decodeUploadRequest(body []byte) (contentType string, size int64, reason st
 	if len(body) > maxUploadRequestBytes {
 		return "", 0, "the body is larger than " + strconv.Itoa(maxUploadRequestBytes) + " bytes"
 	}
-	fields, reason := decodeJSONObject(body)
+	fields, reason := catalog.DecodeObject(body)
 	if reason != "" {
 		return "", 0, reason
 	}
 	broken := map[string]string{}
 	for name := range fields {
 		if name != "content_type" && name != "size" {
-			broken[name] = fieldName(name) + " is not a known field"
+			broken[name] = catalog.QuoteField(name) + " is not a known field"
 		}
 	}
 	switch v, ok := fields["content_type"]; {
@@ -254,45 +254,6 @@ func decodeUploadRequest(body []byte) (contentType string, size int64, reason st
 	return contentType, size, ""
 }
 
-// decodeJSONObject reads body as exactly one JSON object, numbers as
-// json.Number, refusing a key given twice (readers disagree on which wins).
-func decodeJSONObject(body []byte) (map[string]any, string) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	switch {
-	case errors.Is(err, io.EOF):
-		return nil, "the body must be a JSON object"
-	case err != nil:
-		return nil, "the body is not valid JSON"
-	case tok != json.Delim('{'):
-		return nil, "the body must be a JSON object"
-	}
-	fields := map[string]any{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, "the body is not valid JSON"
-		}
-		key := tok.(string) // inside an object the decoder only yields string keys
-		var value any
-		if err := dec.Decode(&value); err != nil {
-			return nil, "the body is not valid JSON"
-		}
-		if _, dup := fields[key]; dup {
-			return nil, fieldName(key) + " was given more than once"
-		}
-		fields[key] = value
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, "the body is not valid JSON"
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, "the body must be a single JSON object"
-	}
-	return fields, ""
-}
-
 // integer reads a JSON number with an integral value ("1024", "1024.0",
 // "1e3"); anything else, or beyond int64, is not one.
 func integer(v any) (int64, bool) {
@@ -310,22 +271,3 @@ func integer(v any) (int64, bool) {
 	return int64(f), true
 }
 
-// fieldName writes a client's field name as sent when it is a plain name,
-// and quoted and cut to 64 characters otherwise, so a message never carries
-// control characters or a pasted document.
-func fieldName(s string) string {
-	plain := s != "" && len(s) <= 64
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	if r := []rune(s); len(r) > 64 {
-		s = string(r[:64]) + "…"
-	}
-	return strconv.Quote(s)
-}
