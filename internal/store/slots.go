@@ -94,21 +94,21 @@ func decodeRefs(items []map[string]types.AttributeValue) ([]*job.Job, error) {
 	return out, nil
 }
 
-// MarkEnqueued records when a queued job was last put on the jobs queue, so
-// the sweeper re-sends a possibly lost message only after a while. It changes
-// no status and is skipped for a job that has moved on.
-func (s *Store) MarkEnqueued(ctx context.Context, id string, at time.Time) error {
+// MarkEnqueued records when the sweeper last put a job on the jobs queue,
+// so that it re-sends a possibly lost message only after a while. It changes
+// no status and is skipped for a job that has moved on from j.Status.
+func (s *Store) MarkEnqueued(ctx context.Context, j *job.Job, at time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(jobPK(id), "JOB"),
+		Key:                       key(jobPK(j.ID), "JOB"),
 		UpdateExpression:          aws.String("SET enqueued_at = :at"),
-		ConditionExpression:       aws.String("#status = :queued"),
+		ConditionExpression:       aws.String("#status = :status"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(stamp(at)), ":queued": str(string(job.Queued))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(stamp(at)), ":status": str(string(j.Status))},
 	})
 	var failed *types.ConditionalCheckFailedException
 	if err != nil && !errors.As(err, &failed) {
-		return fmt.Errorf("mark job %s enqueued: %w", id, err)
+		return fmt.Errorf("mark job %s enqueued: %w", j.ID, err)
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 // Package sweeper is the rescuer: once a minute it makes sure no job stays
-// stuck. It re-sends the message of a queued job that may have lost its
-// own, fails jobs 30 minutes past queued with timeout, fails the jobs whose
+// stuck. It re-sends the message of a job that may have lost its own (queued
+// and untaken, or running with a lapsed lease), fails jobs 30 minutes past queued with timeout, fails the jobs whose
 // messages the dead-letter queue took, and promotes backlogged jobs a
 // promotion missed. Every change goes through the store's one transition.
 package sweeper
@@ -22,7 +22,7 @@ import (
 type Store interface {
 	Job(ctx context.Context, id string) (*job.Job, error)
 	EachUnfinished(ctx context.Context, st job.Status, fn func(*job.Job) error) error
-	MarkEnqueued(ctx context.Context, id string, at time.Time) error
+	MarkEnqueued(ctx context.Context, j *job.Job, at time.Time) error
 }
 
 // Lifecycle ends and promotes jobs (lifecycle.Jobs).
@@ -141,9 +141,10 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 func (s *Sweeper) check(ctx context.Context, ref *job.Job, r *Report) error {
 	now := s.Clock.Now()
 	// queued_at is never before creation: a job created less than a
-	// deadline ago cannot be late, and one updated a moment ago needs nothing.
+	// deadline ago cannot be late, and one updated a moment ago (a running
+	// job's heartbeat writes twice a second) needs nothing.
 	late := now.Sub(ref.CreatedAt) >= s.Deadline
-	idle := ref.Status == job.Queued && now.Sub(ref.UpdatedAt) >= s.RequeueAfter
+	idle := now.Sub(ref.UpdatedAt) >= s.RequeueAfter
 	if !late && !idle {
 		return nil
 	}
@@ -171,10 +172,18 @@ func (s *Sweeper) check(ctx context.Context, ref *job.Job, r *Report) error {
 		s.Log.Warn("job timed out", "job_id", j.ID, "workspace_id", j.WorkspaceID, "status", string(j.Status))
 		return nil
 	}
-	if j.Status != job.Queued || j.Lease.Held(now) {
+	// A queued job no worker took, or a running one whose worker died (its
+	// lease lapsed, no heartbeat): send its message again. In AWS the lost
+	// attempt's own message would come back after the visibility timeout;
+	// locally fauxqs loses its messages on a restart. A duplicate is
+	// harmless: the worker drops a message for a job someone holds.
+	if j.Lease.Held(now) {
 		return nil
 	}
 	last := j.UpdatedAt
+	if j.Lease.Until.After(last) {
+		last = j.Lease.Until
+	}
 	if j.EnqueuedAt != nil && j.EnqueuedAt.After(last) {
 		last = *j.EnqueuedAt
 	}
@@ -185,7 +194,7 @@ func (s *Sweeper) check(ctx context.Context, ref *job.Job, r *Report) error {
 		return err
 	}
 	r.Requeued++
-	return s.Store.MarkEnqueued(ctx, j.ID, now)
+	return s.Store.MarkEnqueued(ctx, j, now)
 }
 
 // failDead fails the job of a message the DLQ took: every attempt crashed

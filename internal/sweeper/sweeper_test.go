@@ -208,3 +208,27 @@ func TestDeadLetteredJobFails(t *testing.T) {
 		t.Errorf("the DLQ still holds %v", left)
 	}
 }
+
+func TestARunningJobWhoseWorkerDiedIsSentAgain(t *testing.T) {
+	e := newEnv(t)
+	e.workspace("ws_a", 5)
+	j := e.create("ws_a")
+	lease := job.Lease{ID: "dead", Until: t0.Add(150 * time.Second)}
+	if _, err := e.store.Transition(e.ctx, j, job.Change{To: job.Processing, Lease: &lease}, t0); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.T = t0.Add(3 * time.Minute) // the lease lapsed 30 s ago
+	if r := e.run(); r.Requeued != 0 {
+		t.Errorf("re-sent while its lease may still be in flight: %+v", r)
+	}
+	e.clock.T = t0.Add(5 * time.Minute)
+	if r := e.run(); r.Requeued != 1 {
+		t.Errorf("report %+v; want the abandoned job re-sent", r)
+	}
+	if got := e.messages(e.url); len(got) != 1 || got[0] != j.ID {
+		t.Errorf("queue holds %v; want [%s]", got, j.ID)
+	}
+	if got := e.status(j.ID); got.Status != job.Processing {
+		t.Errorf("the re-send changed the job: %s", got.Status)
+	}
+}
