@@ -25,6 +25,7 @@ import (
 	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
+	"genjobs/internal/auth"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 )
@@ -108,9 +109,9 @@ func measureLoad(ctx context.Context, root, tmp string) (*loadReport, error) {
 	if err := local.Provision(ctx); err != nil {
 		return nil, err
 	}
-	token, err := devstack.SeedDemo(ctx, store.New(db, devstack.Table), filepath.Join(tmp, "demo-token"))
+	token, err := benchWorkspace(ctx, store.New(db, devstack.Table), loadWorkspace, loadLimit)
 	if err != nil {
-		return nil, fmt.Errorf("seed the demo workspace: %w", err)
+		return nil, err
 	}
 	baseURL, stop, err := serveAPI(root, local)
 	if err != nil {
@@ -139,6 +140,34 @@ func measureLoad(ctx context.Context, root, tmp string) (*loadReport, error) {
 	drive(ctx, loadClients, warmupRequests, loadDuration, put.call)
 	rep.raw = drive(ctx, loadClients, n, loadDuration, put.call)
 	return rep, ctx.Err()
+}
+
+// loadWorkspace holds the load's jobs. None of them ever runs, so each one
+// keeps its slots: the limits must exceed every job the load creates, or the
+// run would measure 429s (the demo workspace allows 20 jobs at once).
+const (
+	loadWorkspace = "ws_bench_load"
+	loadLimit     = 1_000_000
+)
+
+// benchWorkspace creates a workspace with API access and both slot limits
+// at limit, and a token for it, and returns the token.
+func benchWorkspace(ctx context.Context, s *store.Store, id string, limit int) (string, error) {
+	now := time.Now()
+	err := s.CreateWorkspace(ctx, auth.Workspace{
+		ID: id, Name: "Bench", APIEnabled: true, MaxConcurrent: limit, MaxRunning: limit, CreatedAt: now,
+	})
+	if err != nil {
+		return "", fmt.Errorf("bench workspace: %w", err)
+	}
+	token, hash := auth.NewToken()
+	err = s.CreateToken(ctx, auth.Token{
+		ID: auth.NewID("tok_"), WorkspaceID: id, Name: "bench", Hash: hash, CreatedAt: now,
+	})
+	if err != nil {
+		return "", fmt.Errorf("bench workspace token: %w", err)
+	}
+	return token, nil
 }
 
 // serveAPI serves the API the way `make run` does, on a free loopback port,
@@ -245,7 +274,7 @@ type rawPut struct {
 
 // newRawPut reads the item of job jobID. A scan, rather than a GetItem, so
 // that the bench does not depend on the store's key layout; the table holds
-// only the demo workspace and this job yet.
+// only the load's workspace, its token and this job yet.
 func newRawPut(ctx context.Context, db *dynamodb.Client, jobID string) (*rawPut, error) {
 	out, err := db.Scan(ctx, &dynamodb.ScanInput{
 		TableName:                 aws.String(devstack.Table),

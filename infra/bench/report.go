@@ -121,7 +121,9 @@ func (r *report) footnotes(loadBefore, loadAtLoad string) {
 	r.t.note("bare: config.LoadDefaultConfig + DynamoDB and SQS clients + lambda.Start with a trivial handler, none of our code.")
 	r.t.note("cold start: exec to the first GET /2018-06-01/runtime/invocation/next under a fake Runtime API, built for %s.", r.host)
 	r.t.note("first invoke: the process's first event handed over to its response posted back (no network: events without a token).")
-	r.t.note("create job: %d-request warm-up first; each request = 2 GetItem + 1 conditional PutItem + 1 SQS SendMessage.", warmupRequests)
+	r.t.note("create job: workspace %s with max_concurrent = max_running = %s (no 429s, no backlog); %d-request warm-up first;",
+		loadWorkspace, commas(loadLimit), warmupRequests)
+	r.t.note("  each request = 2 GetItem + 1 TransactWriteItems (the job's conditional Put, the workspace's slot counters) + 1 SQS SendMessage.")
 	r.t.note("raw PutItem: copies of a job item the API wrote, with its condition, same count and clients: DynamoDB Local's ceiling.")
 	r.t.note("p99 is nearest-rank: of %d starts it is the slowest one.", coldRuns)
 	r.t.note("machine: %d CPUs; 1-minute load average %s at the start, %s before the load runs.",
