@@ -82,6 +82,9 @@ func lambdaEnv(name, taskRoot string) []string {
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"TABLE_NAME=genjobs",
 		"JOBS_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-jobs",
+		"JOBS_DLQ_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-jobs-dlq",
+		"RESULTS_BUCKET=genjobs-results",
+		"ASSETS_BUCKET=genjobs-assets",
 		"BASE_URL=https://api.example.com",
 		"ALLOW_PRIVATE_DESTINATIONS=false",
 	}

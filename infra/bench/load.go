@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
+	"genjobs/internal/auth"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 )
@@ -89,41 +89,65 @@ func drive(ctx context.Context, clients, n int, d time.Duration, call func(conte
 	return all
 }
 
-// measureLoad starts the emulators, serves the API as `make run` does, and
-// measures job creation through it, then plain PutItem calls of the same
-// job item on the same table: the ceiling DynamoDB Local puts on any write
-// path here.
-func measureLoad(ctx context.Context, root, tmp string) (*loadReport, error) {
+// measureStack starts DynamoDB Local and fauxqs once and measures, on
+// them, job creation (measureLoad) and then job runs (measureRuns), each on
+// a table, queue and buckets of its own: the runs' worker never sees the
+// load's jobs.
+func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byte) (*loadReport, *runReport, error) {
 	stack, err := emulator.StartStack(ctx, emulator.StackOptions{RepoRoot: root, LogPrefix: "bench-"})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		if err := stack.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 		}
 	}()
-	db := emulator.DynamoDBClient(stack.DynamoDB.Endpoint())
-	local := devstack.New(db, emulator.SQSClient(stack.Fauxqs.Endpoint()), emulator.S3Client(stack.Fauxqs.Endpoint()), "")
+	clients := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()),
+		emulator.SQSClient(stack.Fauxqs.Endpoint()), emulator.S3Client(stack.Fauxqs.Endpoint()), "")
+	load, err := measureLoad(ctx, tpl, clients)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs, err := measureRuns(ctx, tpl, clients, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	return load, runs, nil
+}
+
+// loadWorkspace holds the load's jobs. None of them ever runs, so each one
+// keeps its slots: the limits must exceed every job the load creates, or the
+// run would measure 429s (the demo workspace allows 20 jobs at once).
+const (
+	loadWorkspace = "ws_bench_load"
+	loadLimit     = 1_000_000
+)
+
+// measureLoad serves the API as `make run` does, on the local stack's usual
+// table and queue, and measures job creation through it, then plain PutItem
+// calls of the same job item on the same table: the ceiling DynamoDB Local
+// puts on any write path here. No worker runs: the jobs stay queued.
+func measureLoad(ctx context.Context, tpl *sam.Template, local *devstack.Stack) (*loadReport, error) {
 	if err := local.Provision(ctx); err != nil {
 		return nil, err
 	}
-	token, err := devstack.SeedDemo(ctx, store.New(db, devstack.Table), filepath.Join(tmp, "demo-token"))
-	if err != nil {
-		return nil, fmt.Errorf("seed the demo workspace: %w", err)
-	}
-	baseURL, stop, err := serveAPI(root, local)
+	token, err := benchWorkspace(ctx, store.New(local.DynamoDB, local.Table), loadWorkspace, loadLimit)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	served, err := serveAPI(tpl, local)
+	if err != nil {
+		return nil, err
+	}
+	defer served.close()
 
-	api := newAPIClient(baseURL, token)
+	api := newAPIClient(served.url, token)
 	jobID, err := api.createJob(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("first job through the API: %w", err)
 	}
-	put, err := newRawPut(ctx, db, jobID)
+	put, err := newRawPut(ctx, local.DynamoDB, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -141,33 +165,59 @@ func measureLoad(ctx context.Context, root, tmp string) (*loadReport, error) {
 	return rep, ctx.Err()
 }
 
-// serveAPI serves the API the way `make run` does, on a free loopback port,
-// with logs discarded so that logging does not weigh on the numbers.
-func serveAPI(root string, local *devstack.Stack) (baseURL string, stop func(), err error) {
-	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+// benchWorkspace creates a workspace with API access and both slot limits
+// at limit, and a token for it, and returns the token.
+func benchWorkspace(ctx context.Context, s *store.Store, id string, limit int) (string, error) {
+	now := time.Now()
+	err := s.CreateWorkspace(ctx, auth.Workspace{
+		ID: id, Name: "Bench", APIEnabled: true, MaxConcurrent: limit, MaxRunning: limit, CreatedAt: now,
+	})
 	if err != nil {
-		return "", nil, err
+		return "", fmt.Errorf("bench workspace: %w", err)
 	}
+	token, hash := auth.NewToken()
+	err = s.CreateToken(ctx, auth.Token{
+		ID: auth.NewID("tok_"), WorkspaceID: id, Name: "bench", Hash: hash, CreatedAt: now,
+	})
+	if err != nil {
+		return "", fmt.Errorf("bench workspace token: %w", err)
+	}
+	return token, nil
+}
+
+// servedAPI is the local API on a loopback port, and the handlers of every
+// function of the template behind it.
+type servedAPI struct {
+	url      string
+	handlers map[string]triggers.Handlers
+	close    func()
+}
+
+// serveAPI serves the API the way `make run` does, on a free loopback port,
+// with logs discarded so that logging does not weigh on the numbers. It
+// builds every function of the template (the worker and the sweeper too:
+// triggers.Start plays them from the handlers it returns).
+func serveAPI(tpl *sam.Template, local *devstack.Stack) (*servedAPI, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	baseURL = "http://" + ln.Addr().String()
+	baseURL := "http://" + ln.Addr().String()
 	log := slog.New(slog.DiscardHandler)
 	local.BaseURL = baseURL
 	handlers, err := local.Functions(tpl, log)
 	if err != nil {
 		ln.Close()
-		return "", nil, err
+		return nil, err
 	}
 	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(handlers), log)
 	if err != nil {
 		ln.Close()
-		return "", nil, err
+		return nil, err
 	}
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	return baseURL, func() { _ = srv.Close() }, nil
+	return &servedAPI{url: baseURL, handlers: handlers, close: func() { _ = srv.Close() }}, nil
 }
 
 // apiClient creates jobs through the local API.
@@ -245,7 +295,7 @@ type rawPut struct {
 
 // newRawPut reads the item of job jobID. A scan, rather than a GetItem, so
 // that the bench does not depend on the store's key layout; the table holds
-// only the demo workspace and this job yet.
+// only the load's workspace, its token and this job yet.
 func newRawPut(ctx context.Context, db *dynamodb.Client, jobID string) (*rawPut, error) {
 	out, err := db.Scan(ctx, &dynamodb.ScanInput{
 		TableName:                 aws.String(devstack.Table),

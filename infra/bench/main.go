@@ -6,12 +6,32 @@
 //   - each function's cold start: exec to its first GET .../invocation/next
 //     under a fake Lambda Runtime API, and its first invocation's round trip,
 //     next to a bare binary that only builds the SDK clients;
+//   - the enhance engine's peak memory: engine.Enhance on a 1024x1024 PNG
+//     to 4096x4096, jpg and png, each in a child process (the bench re-run
+//     with the hidden subcommand engine-child), whose peak RSS getrusage
+//     gives, with its wall time and its Go heap's peak;
 //   - job creation through the local API (DynamoDB Local, fauxqs, the
 //     gateway and the handlers of `make run`), next to raw PutItem calls of
-//     the same item: the write ceiling of DynamoDB Local on this machine.
+//     the same item: the write ceiling of DynamoDB Local on this machine;
+//   - jobs run to the end on the local stack (a table, queue and buckets of
+//     their own), the worker and the sweeper played from template.yaml by
+//     triggers.Start as `make run` plays them: a synthetic 1024x1024 photo
+//     is uploaded by POST /assets, then the queue's latency, one job at a
+//     time on an idle queue (from the creation's answer to the worker's
+//     handler receiving the message, and to DynamoDB acknowledging the
+//     worker's first status write), and 1024x1024 -> 2048x2048 jpg enhance
+//     jobs from the creation's answer to GET /jobs/{id} showing them
+//     completed, with their rate; one result is downloaded and must decode
+//     as a 2048x2048 JPEG.
 //
-// It exits non-zero if a binary is over the limit or any request or
-// invocation did not answer as expected. All traffic is on 127.0.0.1.
+// The load and the job runs each use a workspace of their own whose limits
+// keep the numbers free of 429s and backlog waits.
+//
+// The engine runs before the emulators start and the cold starts before
+// both, so that nothing of ours competes with them for the CPUs. It exits
+// non-zero if a binary is over the limit, any request, invocation or job did
+// not answer or end as expected, or the result is not what was asked. All
+// traffic is on 127.0.0.1; the table notes the machine's load average.
 package main
 
 import (
@@ -20,12 +40,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"genjobs/infra/local/emulator"
+	"genjobs/infra/local/sam"
 )
 
 const (
@@ -39,6 +61,9 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == engineChildCmd {
+		os.Exit(engineChild(os.Args[2:]))
+	}
 	begin := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, begin)
@@ -84,9 +109,25 @@ func run(ctx context.Context, begin time.Time) error {
 	if err != nil {
 		return err
 	}
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return err
+	}
+	src, err := photoPNG(photoSide)
+	if err != nil {
+		return err
+	}
+	srcPath := filepath.Join(tmp, "photo.png")
+	if err := os.WriteFile(srcPath, src, 0o600); err != nil {
+		return err
+	}
+	loadAtEngine := loadAverage()
+	fmt.Fprintf(os.Stderr, "bench: the enhance engine at %dx%d in child processes...\n", engineSide, engineSide)
+	floor, engines := measureEngine(srcPath)
+
 	loadAtLoad := loadAverage()
 	fmt.Fprintln(os.Stderr, "bench: starting DynamoDB Local and fauxqs...")
-	load, err := measureLoad(ctx, root, tmp)
+	load, runs, err := measureStack(ctx, root, tpl, src)
 	if err != nil {
 		return err
 	}
@@ -96,14 +137,31 @@ func run(ctx context.Context, begin time.Time) error {
 	r.t.sep()
 	r.coldStarts(ts, cold)
 	r.t.sep()
+	r.engine(floor, engines, workerMemoryMB(tpl))
+	r.t.sep()
 	r.load(load)
-	r.footnotes(loadBefore, loadAtLoad)
+	r.t.sep()
+	r.runs(runs)
+	r.footnotes(len(src), loadBefore, loadAtEngine, loadAtLoad, runs.loadAvg)
 	r.t.note("make bench took %.1f s.", time.Since(begin).Seconds())
 	r.t.print(os.Stdout)
 	if r.failed {
 		return errors.New("some checks failed (see the table)")
 	}
 	return nil
+}
+
+// workerMemoryMB is the MemorySize template.yaml gives the function that
+// plays the jobs queue (the worker), or 0 if none does.
+func workerMemoryMB(tpl *sam.Template) int {
+	for _, f := range tpl.Functions() {
+		for _, ev := range f.Events {
+			if ev.Type == sam.EventSQS {
+				return f.MemorySize
+			}
+		}
+	}
+	return 0
 }
 
 // loadAverage is the machine's 1-minute load average (Linux), or "n/a".

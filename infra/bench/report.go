@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"genjobs/infra/local/triggers"
 )
 
 // report turns the measurements into the table and notes any failed check.
@@ -115,17 +117,92 @@ func (r *report) load(l *loadReport) {
 		ms(percentile(raw.lat, 50)), ms(percentile(raw.lat, 99)), rawNote)
 }
 
+// engine reports the child processes of measureEngine; workerMB is the
+// worker's MemorySize in template.yaml (Lambda's MB are MiB).
+func (r *report) engine(floor engineRun, runs []engineRun, workerMB int) {
+	for _, run := range runs {
+		subject := fmt.Sprintf("enhance %d² PNG → %d² %s", photoSide, run.side, run.format)
+		if run.err != nil {
+			r.t.add("engine peak RSS, "+r.host, subject, "0", "", "", "", r.fail("%s", firstLine(run.err.Error())))
+			continue
+		}
+		note := fmt.Sprintf("engine %.2f s wall (process %.2f s); Go heap peak %s; output %s B",
+			time.Duration(run.res.WallNS).Seconds(), run.elapsed.Seconds(), mebibytes(int64(run.res.HeapPeak)),
+			commas(int64(run.res.OutBytes)))
+		if workerMB > 0 {
+			note += fmt.Sprintf("; %.0f%% of the worker's %d MB", 100*float64(run.maxRSS)/float64(int64(workerMB)<<20), workerMB)
+		}
+		r.t.add("engine peak RSS, "+r.host, subject, "1", mebibytes(run.maxRSS), "", "", note)
+	}
+	note := "the child's floor: reads the source, builds the request, runs nothing"
+	if floor.err != nil {
+		note = r.fail("%s", firstLine(floor.err.Error()))
+	}
+	r.t.add("engine peak RSS, "+r.host, "no engine run", "1", mebibytes(floor.maxRSS), "", "", note)
+}
+
+// runs reports the job runs of measureRuns.
+func (r *report) runs(rr *runReport) {
+	queueNote := func(what string) string {
+		if len(rr.queueErrs) > 0 {
+			return r.fail("%d of %d jobs: %s", len(rr.queueErrs), queueJobs, failureSummary(rr.queueErrs))
+		}
+		return what
+	}
+	r.t.add("queue delivery, local stack", "creation → worker invoked", strconv.Itoa(len(rr.delivered)), "",
+		ms(percentile(rr.delivered, 50)), ms(percentile(rr.delivered, 99)),
+		queueNote("one job at a time, queue idle; the worker's SQS handler, wrapped, notes the message"))
+	r.t.add("queue latency, local stack", "creation → first status write", strconv.Itoa(len(rr.claimed)), "",
+		ms(percentile(rr.claimed, 50)), ms(percentile(rr.claimed, 99)),
+		queueNote("same jobs; the claim's UpdateItem (-> scheduled) acknowledged, noted by a client middleware"))
+
+	subject := fmt.Sprintf("enhance %d² → %d² %s", photoSide, runSide, runFormat)
+	runNote := fmt.Sprintf("%d in flight, GET /jobs/{id} every %s, all completed; p50 delivery %s, first write %s",
+		runInFlight, runPollEvery, ms(percentile(rr.doneDelivered, 50)), ms(percentile(rr.doneClaimed, 50)))
+	if len(rr.runErrs) > 0 {
+		runNote = r.fail("%d of %d jobs: %s", len(rr.runErrs), runJobs, failureSummary(rr.runErrs))
+	}
+	r.t.add("creation → completed, local stack", subject, strconv.Itoa(len(rr.done)), fmt.Sprintf("%.2f jobs/s", rr.rate()),
+		ms(percentile(rr.done, 50)), ms(percentile(rr.done, 99)), runNote)
+
+	check := "decodes as asked: " + rr.result
+	switch {
+	case rr.resultErr != nil:
+		check = r.fail("%s", firstLine(rr.resultErr.Error()))
+	case rr.result == "":
+		check = r.fail("no completed job to check")
+	}
+	r.t.add("result check, local stack", "GET result.urls[0]", "1", "", "", "", check)
+}
+
 // footnotes say what each measure is, and how busy the machine was.
-func (r *report) footnotes(loadBefore, loadAtLoad string) {
+func (r *report) footnotes(srcBytes int, loadBefore, loadAtEngine, loadAtLoad, loadAtRuns string) {
 	r.t.note("size: the deployed build (CGO_ENABLED=0, -tags lambda.norpc -trimpath -ldflags='-s -w'); limit 12 MB = 12,000,000 B.")
 	r.t.note("bare: config.LoadDefaultConfig + DynamoDB and SQS clients + lambda.Start with a trivial handler, none of our code.")
 	r.t.note("cold start: exec to the first GET /2018-06-01/runtime/invocation/next under a fake Runtime API, built for %s.", r.host)
 	r.t.note("first invoke: the process's first event handed over to its response posted back (no network: events without a token).")
-	r.t.note("create job: %d-request warm-up first; each request = 2 GetItem + 1 conditional PutItem + 1 SQS SendMessage.", warmupRequests)
+	r.t.note("engine: engine.Enhance{}.Run on the synthetic photo (below), the request as the API stores it (schema defaults: sharpen, denoise,")
+	r.t.note("  fix_compression 0.5); one child process per row, GOGC and GOMEMLIMIT unset; peak RSS = getrusage ru_maxrss, MiB; heap sampled every 2 ms.")
+	r.t.note("create job: workspace %s with max_concurrent = max_running = %s (no 429s, no backlog); %d-request warm-up first;",
+		loadWorkspace, commas(loadLimit), warmupRequests)
+	r.t.note("  each request = 2 GetItem + 1 TransactWriteItems (the job's conditional Put, the workspace's slot counters) + 1 SQS SendMessage.")
 	r.t.note("raw PutItem: copies of a job item the API wrote, with its condition, same count and clients: DynamoDB Local's ceiling.")
-	r.t.note("p99 is nearest-rank: of %d starts it is the slowest one.", coldRuns)
-	r.t.note("machine: %d CPUs; 1-minute load average %s at the start, %s before the load runs.",
-		runtime.NumCPU(), loadBefore, loadAtLoad)
+	r.t.note("job runs: own table, queue and buckets on the same emulators; workspace %s with max_concurrent = max_running = %d, so no",
+		runsWorkspace, runsLimit)
+	r.t.note("  backlog waits; WorkerFunction played from the queue by triggers.Start as in `make run` (batch 1, %d pollers), SweeperFunction every %s;",
+		triggers.DefaultPollers, triggers.DefaultScheduleEvery)
+	r.t.note("  source: one %dx%d synthetic photo (gradients, hard edges, grain; %s B PNG) uploaded once by POST /assets.",
+		photoSide, photoSide, commas(int64(srcBytes)))
+	r.t.note("queue: %d jobs (the enhance below) created one at a time, each once the one before completed (queue empty, both pollers in",
+		queueJobs)
+	r.t.note("  their long poll), from the creation's answer read to: the worker's handler receiving the message; DynamoDB acknowledging")
+	r.t.note("  the worker's first status write (the claim). Exact instants, no polling; below 0: the worker was first. They warm the worker up.")
+	r.t.note("creation → completed: %d jobs created by %d clients, each creating its next job once its last completed; latency = creation",
+		runJobs, runInFlight)
+	r.t.note("  answered -> GET /jobs/{id} answered completed; rate = jobs / (first creation sent -> last completion seen).")
+	r.t.note("p99 is nearest-rank: of %d starts, %d or %d jobs it is the slowest one.", coldRuns, queueJobs, runJobs)
+	r.t.note("machine: %d CPUs; 1-minute load average %s at the start, %s before the engine runs, %s before the load runs, %s before the job runs.",
+		runtime.NumCPU(), loadBefore, loadAtEngine, loadAtLoad, loadAtRuns)
 }
 
 func ratio(a, b time.Duration) float64 {

@@ -44,3 +44,6 @@ func signedMS(d time.Duration) string {
 // megabytes formats a byte count in decimal megabytes, the unit of the
 // issue's 12 MB limit.
 func megabytes(n int64) string { return fmt.Sprintf("%.2f MB", float64(n)/1e6) }
+
+// mebibytes formats a byte count in MiB, the unit of memory sizes.
+func mebibytes(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
