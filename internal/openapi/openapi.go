@@ -302,7 +302,7 @@ func listJobs() object {
 	return object{
 		{"tags", []string{"General"}},
 		{"summary", "List jobs"},
-		{"description", "The workspace's jobs, newest first, one page at a time."},
+		{"description", "The workspace's jobs, newest first, one page at a time. With status, one request reads at most 2000 of the workspace's jobs: a page may then hold fewer than limit jobs, even none, and still have a next_cursor."},
 		{"operationId", "listJobs"},
 		{"parameters", []any{
 			object{
