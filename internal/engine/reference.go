@@ -4,5 +4,6 @@ package engine
 func Reference() Registry {
 	return Registry{
 		"standard-enhance": Enhance{},
+		"model-e-4":        Image{},
 	}
 }
