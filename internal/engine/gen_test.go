@@ -23,25 +23,53 @@ type genCase struct {
 	model  string
 	req    map[string]any
 	inputs []Input
-	// imageFields are the request fields taking images, each tried with a
-	// bad file; an array field gets a good image at index 0 first.
-	imageFields []string
 }
 
 func (c genCase) job() Job {
 	return Job{Model: c.model, Request: genRequest(c.req), Inputs: c.inputs}
 }
 
-// genCases returns the small jobs of every generation engine.
+// genCases are small jobs of every generation engine and every path
+// through it, for the tests of what each promises the worker. (The video
+// models differ only in their frame sizes, and model-c's and
+// model-d-flash-1.1's are all near a megapixel: model-f-2.2's small frames
+// stand for them here; video_test.go runs each model.)
 func genCases() []genCase {
+	orange := genSolid(40, 30, color.RGBA{200, 80, 40, 255})
 	return []genCase{
 		{
 			name: "model-e-4", engine: Image{}, model: "model-e-4",
-			req:         map[string]any{"prompt": "a lighthouse at dusk", "width": 200, "height": 120, "seed": 7},
-			inputs:      []Input{genPNGInput("style_images", 0, genSolid(40, 30, color.RGBA{200, 80, 40, 255}))},
-			imageFields: []string{"style_images"},
+			req:    map[string]any{"prompt": "a lighthouse at dusk", "width": 200, "height": 120, "seed": 7},
+			inputs: []Input{genPNGInput("style_images", 0, orange)},
+		},
+		{
+			name: "model-f-2.2/prompt", engine: Video{}, model: "model-f-2.2",
+			req: map[string]any{"prompt": "a paper boat on a stream", "width": 96, "height": 96, "duration": 2, "seed": 3},
+		},
+		{
+			name: "model-f-2.2/start_image", engine: Video{}, model: "model-f-2.2",
+			req:    map[string]any{"prompt": "a paper boat on a stream", "width": 128, "height": 72, "aspect_ratio": "16:9", "duration": 2, "seed": 3},
+			inputs: []Input{{Field: "start_image", ContentType: "image/jpeg", Data: jpegBytes(photo(160, 120), 85)}},
 		},
 	}
+}
+
+// genImageFields are the image fields of every generation model, each with
+// a valid request that has it.
+var genImageFields = []struct {
+	engine Engine
+	model  string
+	req    map[string]any
+	field  string
+}{
+	{Image{}, "model-e-4", map[string]any{"prompt": "p", "width": 64, "height": 64, "seed": 1}, "style_images"},
+	{Video{}, "model-b-fast", map[string]any{"prompt": "p", "resolution": "480p", "aspect_ratio": "1:1", "duration": 4}, "start_image"},
+	{Video{}, "model-b-fast", map[string]any{"prompt": "p", "resolution": "480p", "aspect_ratio": "1:1", "duration": 4}, "end_image"},
+	{Video{}, "model-b-fast", map[string]any{"prompt": "p", "resolution": "480p", "aspect_ratio": "1:1", "duration": 4}, "reference_images"},
+	{Video{}, "model-c", map[string]any{"prompt": "p", "aspect_ratio": "1280:720", "duration": 2}, "start_image"},
+	{Video{}, "model-d-flash-1.1", map[string]any{"prompt": "p", "aspect_ratio": "16:9", "duration": 3}, "start_image"},
+	{Video{}, "model-d-flash-1.1", map[string]any{"prompt": "p", "aspect_ratio": "16:9", "duration": 3}, "reference_images"},
+	{Video{}, "model-f-2.2", map[string]any{"prompt": "p", "width": 64, "height": 64, "duration": 2}, "start_image"},
 }
 
 // genRequest is req as the catalog hands it over: JSON.
@@ -86,8 +114,7 @@ func genRun(t testing.TB, e Engine, j Job) ([]File, []Update) {
 // A corrupt, truncated or foreign file in any image field fails the job as
 // invalid input, with a message that names the field, and never panics.
 func TestGenRefusesBadImages(t *testing.T) {
-	good := genSolid(32, 24, color.RGBA{10, 200, 30, 255})
-	goodPNG := pngBytes(good)
+	goodPNG := pngBytes(genSolid(32, 24, color.RGBA{10, 200, 30, 255}))
 	goodJPEG := jpegBytes(photo(64, 64), 80)
 	goodWebP := webpBytes(photo(64, 64))
 	lossyWebP := readTestdata(t, "blue-purple-pink.lossy.webp")
@@ -121,30 +148,28 @@ func TestGenRefusesBadImages(t *testing.T) {
 		{"lossy webp truncated", lossyWebP[:len(lossyWebP)/2], notImage},
 		{"over the pixel cap", hugePNGHeader(20000, 20000), " is 20000 x 20000 pixels; at most 100 megapixels are accepted"},
 	}
-	for _, c := range genCases() {
-		for _, field := range c.imageFields {
-			for _, b := range bad {
-				t.Run(c.name+"/"+field+"/"+b.name, func(t *testing.T) {
-					j := c.job()
-					j.Inputs = nil
-					name := field
-					if genArrayFields[field] {
-						j.Inputs = append(j.Inputs, Input{Field: field, Index: 0, ContentType: "image/png", Data: goodPNG})
-						name = field + "[1]"
-					}
-					j.Inputs = append(j.Inputs, Input{Field: field, Index: len(j.Inputs), ContentType: "image/png", Data: b.data})
-					files, err := c.engine.Run(context.Background(), j, func(Update) error { return nil })
-					if !errors.Is(err, ErrInvalidInput) {
-						t.Fatalf("err = %v, want an invalid input", err)
-					}
-					if want := name + b.message; err.Error() != want {
-						t.Errorf("message %q, want %q", err, want)
-					}
-					if files != nil {
-						t.Errorf("%d files with an error", len(files))
-					}
-				})
-			}
+	for _, f := range genImageFields {
+		for _, b := range bad {
+			t.Run(f.model+"/"+f.field+"/"+b.name, func(t *testing.T) {
+				var inputs []Input
+				name := f.field
+				if genArrayFields[f.field] {
+					inputs = append(inputs, Input{Field: f.field, Index: 0, ContentType: "image/png", Data: goodPNG})
+					name = f.field + "[1]"
+				}
+				inputs = append(inputs, Input{Field: f.field, Index: len(inputs), ContentType: "image/png", Data: b.data})
+				j := Job{Model: f.model, Request: genRequest(f.req), Inputs: inputs}
+				files, err := f.engine.Run(context.Background(), j, func(Update) error { return nil })
+				if !errors.Is(err, ErrInvalidInput) {
+					t.Fatalf("err = %v, want an invalid input", err)
+				}
+				if want := name + b.message; err.Error() != want {
+					t.Errorf("message %q, want %q", err, want)
+				}
+				if files != nil {
+					t.Errorf("%d files with an error", len(files))
+				}
+			})
 		}
 	}
 }

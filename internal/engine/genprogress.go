@@ -10,7 +10,7 @@ import (
 
 // genTick is how often genProgress.wait reports while a step that cannot
 // report by itself runs: well under the second a cancellation may take.
-const genTick = 150 * time.Millisecond
+const genTick = 100 * time.Millisecond
 
 // genProgress reports rising progress below 1 and notices cancellation; the
 // worker reports 1 itself when it has stored the outputs.

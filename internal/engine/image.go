@@ -22,10 +22,6 @@ type genImageRequest struct {
 	Seed   *int64 `json:"seed"`
 }
 
-// genBandPixels is how many pixels are painted between two reports: tens
-// of milliseconds of work.
-const genBandPixels = 1 << 19
-
 // Run implements Engine. It calls report from its own goroutine only.
 func (Image) Run(ctx context.Context, j Job, report Report) (files []File, err error) {
 	defer genRecover(j.Model, &files, &err)
@@ -59,13 +55,8 @@ func (Image) Run(ctx context.Context, j Job, report Report) (files []File, err e
 	scene := newGenScene(rng, hist.palette(rng), req.Width, req.Height)
 
 	img := image.NewRGBA(image.Rect(0, 0, req.Width, req.Height))
-	band := max(genBandPixels/req.Width, 1)
-	for y := 0; y < req.Height; y += band {
-		y1 := min(y+band, req.Height)
-		genParallelRows(y, y1, func(a, b int) { scene.paintRows(img, a, b) })
-		if err := p.to(0.1+0.6*float64(y1)/float64(req.Height), nil); err != nil {
-			return nil, err
-		}
+	if err := scene.paint(p, img, 0.7); err != nil {
+		return nil, err
 	}
 
 	var out bytes.Buffer

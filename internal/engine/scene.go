@@ -138,6 +138,25 @@ func (s *genScene) paintRows(dst *image.RGBA, y0, y1 int) {
 	}
 }
 
+// genBandPixels is how many pixels genScene.paint paints between two
+// reports: tens of milliseconds of work.
+const genBandPixels = 1 << 19
+
+// paint paints all of dst, which is s.w x s.h at (0, 0), band by band,
+// reporting after each band, progress rising from p's to limit.
+func (s *genScene) paint(p *genProgress, dst *image.RGBA, limit float64) error {
+	start := p.last
+	band := max(genBandPixels/s.w, 1)
+	for y := 0; y < s.h; y += band {
+		y1 := min(y+band, s.h)
+		genParallelRows(y, y1, func(a, b int) { s.paintRows(dst, a, b) })
+		if err := p.to(start+(limit-start)*float64(y1)/float64(s.h), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // over composites the shape over c at (ux, uy): discs are shaded as if lit
 // from above, so they read as spheres.
 func (sh *genShape) over(c genRGB, ux, uy float64) genRGB {
