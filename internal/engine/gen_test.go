@@ -51,6 +51,15 @@ func genCases() []genCase {
 			req:    map[string]any{"prompt": "a paper boat on a stream", "width": 128, "height": 72, "aspect_ratio": "16:9", "duration": 2, "seed": 3},
 			inputs: []Input{{Field: "start_image", ContentType: "image/jpeg", Data: jpegBytes(photo(160, 120), 85)}},
 		},
+		{
+			name: "model-g-3.1-rapid/text", engine: Mesh{}, model: "model-g-3.1-rapid",
+			req: map[string]any{"mode": "text", "prompt": "a mossy boulder", "image_urls": []string{}},
+		},
+		{
+			name: "model-g-3.1-rapid/image", engine: Mesh{}, model: "model-g-3.1-rapid",
+			req:    map[string]any{"mode": "image", "prompt": "", "image_urls": []string{"https://example.com/a.jpg"}},
+			inputs: []Input{{Field: "image_urls", ContentType: "image/jpeg", Data: jpegBytes(photo(400, 300), 85)}},
+		},
 	}
 }
 
@@ -70,6 +79,7 @@ var genImageFields = []struct {
 	{Video{}, "model-d-flash-1.1", map[string]any{"prompt": "p", "aspect_ratio": "16:9", "duration": 3}, "start_image"},
 	{Video{}, "model-d-flash-1.1", map[string]any{"prompt": "p", "aspect_ratio": "16:9", "duration": 3}, "reference_images"},
 	{Video{}, "model-f-2.2", map[string]any{"prompt": "p", "width": 64, "height": 64, "duration": 2}, "start_image"},
+	{Mesh{}, "model-g-3.1-rapid", map[string]any{"mode": "image", "prompt": "", "image_urls": []string{"a", "b"}}, "image_urls"},
 }
 
 // genRequest is req as the catalog hands it over: JSON.

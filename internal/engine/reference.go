@@ -9,5 +9,6 @@ func Reference() Registry {
 		"model-c":           Video{},
 		"model-d-flash-1.1": Video{},
 		"model-f-2.2":       Video{},
+		"model-g-3.1-rapid": Mesh{},
 	}
 }
