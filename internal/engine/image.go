@@ -54,7 +54,17 @@ func (Image) Run(ctx context.Context, j Job, report Report) (files []File, err e
 	rng := newGenRNG(j.Model, req.Prompt, seed)
 	scene := newGenScene(rng, hist.palette(rng), req.Width, req.Height)
 
-	img := image.NewRGBA(image.Rect(0, 0, req.Width, req.Height))
+	// Up to 64 MiB, zeroed: where fresh pages are slow to touch (about 3 ms
+	// a megabyte on the 2-core development machines) that alone can take
+	// longer than a report may wait.
+	var img *image.RGBA
+	err = p.wait(p.last+0.02, func(context.Context) error {
+		img = image.NewRGBA(image.Rect(0, 0, req.Width, req.Height))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	if err := scene.paint(p, img, 0.7); err != nil {
 		return nil, err
 	}
