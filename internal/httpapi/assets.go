@@ -270,4 +270,3 @@ func integer(v any) (int64, bool) {
 	}
 	return int64(f), true
 }
-
