@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 type fakeURLs struct{}
 
 func (fakeURLs) ResultURL(_ context.Context, key string) (string, error) {
-	return "https://results.example/" + url.PathEscape(key), nil
+	return "https://results.example/" + url.PathEscape(key) + "?X-Amz-Expires=3600&X-Amz-Signature=abc", nil
 }
 
 func TestConcurrentLimitAndBacklog(t *testing.T) {
@@ -126,5 +127,25 @@ func TestAnotherWorkspacesAssetIsRefusedAtCreation(t *testing.T) {
 	}
 	if after := e.itemCount("JOB#"); after != before {
 		t.Errorf("refused requests wrote %d jobs", after-before)
+	}
+}
+
+func TestACompletedJobShowsFreshResultURLs(t *testing.T) {
+	e := newEnv(t)
+	id := e.do("POST", "/generate/3d/vendor-g/model-g-3.1-rapid", e.tokenA, `{}`).json(t)["job_id"].(string)
+	j, err := e.store.Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := 1.0
+	if _, err := e.store.Transition(context.Background(), j, job.Change{To: job.Completed, Progress: &done, Outputs: []string{"results/" + id + "/0.glb"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/jobs/" + id, "/jobs"} {
+		resp := e.do("GET", path, e.tokenA, "")
+		want := `"result":{"urls":["https://results.example/results%2F` + id + `%2F0.glb?X-Amz-Expires=3600&X-Amz-Signature=abc"]}`
+		if resp.status != 200 || !strings.Contains(string(resp.body), want) {
+			t.Errorf("GET %s: %d %s; want %s", path, resp.status, resp.body, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@
 package job
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -144,7 +145,19 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	if len(p.Result) == 0 {
 		p.Result = json.RawMessage("null")
 	}
-	return json.Marshal(p)
+	return marshal(p)
+}
+
+// marshal is json.Marshal without HTML escaping: presigned URLs keep their
+// '&' as is, for people reading a record in curl's output.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Time is a UTC instant written with exactly three fractional digits
@@ -257,6 +270,7 @@ func (j *Job) Model() string {
 }
 
 // Record is the client's view of j; urls are its Outputs as fetchable URLs.
+// A failed or cancelled job shows no result, not even the preview it had.
 func (j *Job) Record(urls []string) Record {
 	r := Record{
 		ID:        j.ID,
@@ -265,8 +279,8 @@ func (j *Job) Record(urls []string) Record {
 		Error:     j.Error,
 		Progress:  j.Progress,
 	}
-	if len(urls) > 0 {
-		r.Result, _ = json.Marshal(struct {
+	if len(urls) > 0 && j.Status != Failed && j.Status != Cancelled {
+		r.Result, _ = marshal(struct {
 			URLs []string `json:"urls"`
 		}{urls})
 	}

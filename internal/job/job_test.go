@@ -91,13 +91,22 @@ func TestRecordShowsOutputsAsURLs(t *testing.T) {
 	p := 1.0
 	j := Job{ID: "0194b3a0-1c2d-7e3f-8a4b-5c6d7e8f9a0b", Status: Completed, CreatedAt: done.Add(-time.Minute),
 		CompletedAt: &done, Outputs: []string{"results/x/0.png"}, Progress: &p}
-	b, err := json.Marshal(j.Record([]string{"https://s3.example/x/0.png?sig=1"}))
+	b, err := marshal(j.Record([]string{"https://s3.example/x/0.png?a=1&sig=1"})) // as the API writes it
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"job_id":"0194b3a0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","status":"completed","created_at":"2026-11-21T20:33:00.005Z","completed_at":"2026-11-21T20:34:00.005Z","result":{"urls":["https://s3.example/x/0.png?sig=1"]},"progress":1}`
+	want := `{"job_id":"0194b3a0-1c2d-7e3f-8a4b-5c6d7e8f9a0b","status":"completed","created_at":"2026-11-21T20:33:00.005Z","completed_at":"2026-11-21T20:34:00.005Z","result":{"urls":["https://s3.example/x/0.png?a=1&sig=1"]},"progress":1}`
 	if string(b) != want {
 		t.Errorf("record = %s\nwant     %s", b, want)
+	}
+}
+
+func TestAnEndedJobWithoutOutputShowsNoPreview(t *testing.T) {
+	for _, st := range []Status{Failed, Cancelled} {
+		j := Job{ID: "0194b3a0-1c2d-7e3f-8a4b-5c6d7e8f9a0b", Status: st, Outputs: []string{"results/x/preview.png"}}
+		if r := j.Record([]string{"https://s3.example/preview.png"}); r.Result != nil {
+			t.Errorf("%s job shows result %s; want null", st, r.Result)
+		}
 	}
 }
 
