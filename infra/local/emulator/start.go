@@ -71,7 +71,9 @@ func dynamoDBSpec(o DynamoDBOptions, storage []string) spec {
 				func(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} })
 			return err
 		},
-		inUse: []string{"Address already in use", "BindException"},
+		// Jetty's first line says "Failed to bind"; the BindException cause may
+		// reach the log only after the fatal line has been seen.
+		inUse: []string{"Address already in use", "BindException", "Failed to bind"},
 		fatal: []string{`Exception in thread "main"`},
 	}
 }
