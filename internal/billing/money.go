@@ -3,6 +3,7 @@
 package billing
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -51,11 +52,30 @@ func (m Micros) String() string {
 
 // Balance is a workspace's API balance. Available can be spent on new jobs;
 // Reserved is held by jobs in flight; Spent is what completed jobs cost.
+// Available + Reserved + Spent is always the sum of the top-ups.
+//
+// A workspace invoiced on Net 30 terms has a CreditLimit: its jobs may take
+// Available down to -CreditLimit, and -Available (when negative) is what it
+// owes for the month.
 type Balance struct {
-	Available Micros
-	Reserved  Micros
-	Spent     Micros
+	Available   Micros
+	Reserved    Micros
+	Spent       Micros
+	CreditLimit Micros
 }
+
+// Owed is what an invoiced workspace has used beyond its payments.
+func (b Balance) Owed() Micros { return max(0, -b.Available) }
+
+// Covers reports whether a new job of this price may be reserved: the
+// available balance, plus the credit limit when invoiced, must cover it.
+func (b Balance) Covers(price Micros) bool { return b.Available-price >= -b.CreditLimit }
+
+// ErrInsufficientFunds: the balance does not cover a new job's price (402).
+var ErrInsufficientFunds = errors.New("the API balance does not cover the job's price")
+
+// MaxCreditLimit bounds a Net 30 credit limit an operator can set.
+const MaxCreditLimit = 1_000_000 * USD
 
 // Top-up bounds of spec 8: a custom amount of 5 to 10000 USD.
 const (

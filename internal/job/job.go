@@ -5,12 +5,15 @@ package job
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
 	"time"
+
+	"genjobs/internal/billing"
 )
 
 // Status is where a job stands. The order of the constants is the order a job
@@ -262,6 +265,39 @@ type Job struct {
 	WebhookURL string // validated X-Webhook-URL, empty when none
 	Lease      Lease  // the worker currently holding the job, if any
 	Attempts   int    // how many times a worker has claimed it
+	// Price is reserved from the workspace's balance at creation, charged
+	// when the job completes and released when it ends otherwise.
+	Price billing.Micros
+	// Idempotency is the client's Idempotency-Key of the creation, if any;
+	// only creation reads it.
+	Idempotency *Idempotency
+}
+
+// Idempotency ties a creation to the client's Idempotency-Key
+// (API-DECISIONS 11): a retry with the same key and request gets the same
+// job, one with the same key and another request is refused.
+type Idempotency struct {
+	Key         string
+	RequestHash string    // RequestHash of the creation
+	Expires     time.Time // the key is forgotten after this
+}
+
+// IdempotencyWindow is how long a key is kept (Stripe's 24 hours).
+const IdempotencyWindow = 24 * time.Hour
+
+// RequestHash identifies a creation request for Idempotency-Key matching:
+// the endpoint, the validated request (defaults filled, so equal requests
+// spelled differently match) and the webhook URL, which is part of what
+// the client asked for.
+func RequestHash(endpoint string, request []byte, webhookURL string) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(endpoint), request, []byte(webhookURL)} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Model is the last segment of the job's endpoint, e.g. standard-enhance.
@@ -351,4 +387,17 @@ var (
 	// ErrNoRunningSlot: every running slot of the workspace is taken, so a
 	// backlogged job cannot be promoted yet.
 	ErrNoRunningSlot = errors.New("no running slot free")
+	// ErrKeyReused: the Idempotency-Key was first used with another
+	// request (422).
+	ErrKeyReused = errors.New("idempotency key used with a different request")
+	// ErrKeyInFlight: the first request with the Idempotency-Key is still
+	// being written (409).
+	ErrKeyInFlight = errors.New("idempotency key in use by a request in progress")
 )
+
+// Replayed is returned by a creation whose Idempotency-Key and request
+// match an earlier creation: JobID is that creation's job, and nothing new
+// was written or reserved.
+type Replayed struct{ JobID string }
+
+func (r *Replayed) Error() string { return "idempotent replay of job " + r.JobID }

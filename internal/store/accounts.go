@@ -29,6 +29,7 @@ type workspaceItem struct {
 	Available     int64  `dynamodbav:"available_micros"`
 	Reserved      int64  `dynamodbav:"reserved_micros"`
 	Spent         int64  `dynamodbav:"spent_micros"`
+	CreditLimit   int64  `dynamodbav:"credit_limit_micros"`
 	Active        int    `dynamodbav:"jobs_active"`
 	Running       int    `dynamodbav:"jobs_running"`
 }
@@ -187,31 +188,27 @@ var ErrPaymentConflict = errors.New("store: payment id already used with another
 // TopUp adds a payment to a workspace's available balance, once per payment
 // id: a repeated call with the same id and amount changes nothing.
 func (s *Store) TopUp(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time) (billing.Balance, error) {
-	when := stamp(at)
 	payment, err := attributevalue.MarshalMap(map[string]any{
 		"PK": workspacePK(ws), "SK": "PAYMENT#" + paymentID,
-		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": when,
+		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": stamp(at),
 	})
 	if err != nil {
 		return billing.Balance{}, err
 	}
-	ledger, err := attributevalue.MarshalMap(map[string]any{
-		"PK": workspacePK(ws), "SK": "LEDGER#" + when + "#topup#" + paymentID,
-		"kind": "topup", "amount_micros": int64(amount), "payment_id": paymentID, "created_at": when,
-	})
+	ledger, err := ledgerPut(s.table, ws, billing.Entry{Kind: billing.TopUp, Amount: amount, At: at, PaymentID: paymentID})
 	if err != nil {
 		return billing.Balance{}, err
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	err = s.transact(ctx, []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName: aws.String(s.table), Key: key(workspacePK(ws), "WS"),
 			UpdateExpression:          aws.String("ADD available_micros :amount"),
 			ConditionExpression:       aws.String("attribute_exists(PK)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":amount": &types.AttributeValueMemberN{Value: fmt.Sprint(int64(amount))}},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":amount": num64i(int64(amount))},
 		}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: payment, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
-		{Put: &types.Put{TableName: aws.String(s.table), Item: ledger}},
-	}})
+		{Put: ledger},
+	})
 	switch {
 	case cancelReason(err, 0) == "ConditionalCheckFailed":
 		return billing.Balance{}, ErrNotFound
@@ -237,7 +234,19 @@ func (s *Store) Balance(ctx context.Context, ws string) (billing.Balance, error)
 	if err := s.get(ctx, workspacePK(ws), "WS", &it); err != nil {
 		return billing.Balance{}, err
 	}
-	return billing.Balance{Available: billing.Micros(it.Available), Reserved: billing.Micros(it.Reserved), Spent: billing.Micros(it.Spent)}, nil
+	return it.balance(), nil
+}
+
+func (it workspaceItem) balance() billing.Balance {
+	return billing.Balance{
+		Available: billing.Micros(it.Available), Reserved: billing.Micros(it.Reserved),
+		Spent: billing.Micros(it.Spent), CreditLimit: billing.Micros(it.CreditLimit),
+	}
+}
+
+func isConditionFailed(err error) bool {
+	var failed *types.ConditionalCheckFailedException
+	return errors.As(err, &failed)
 }
 
 // cancelReason is the cancellation code of item i of a cancelled

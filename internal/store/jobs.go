@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"genjobs/internal/billing"
 	"genjobs/internal/job"
 )
 
@@ -45,6 +46,11 @@ type jobItem struct {
 	LeaseID        string   `dynamodbav:"lease_id,omitempty"`
 	LeaseUntil     string   `dynamodbav:"lease_until,omitempty"`
 	Attempts       int      `dynamodbav:"attempts,omitempty"`
+	Price          int64    `dynamodbav:"price_micros"`
+	// Settlement is "charge" or "release" once the job's reservation is
+	// settled: written with the terminal status, on the condition that it
+	// is absent, so nothing is settled twice.
+	Settlement string `dynamodbav:"settlement,omitempty"`
 }
 
 func jobPK(id string) string           { return "JOB#" + id }
@@ -84,6 +90,7 @@ func toJobItem(j *job.Job) jobItem {
 		CreatedAt: created, UpdatedAt: job.At(updated).String(),
 		Progress: j.Progress, Endpoint: j.Endpoint, Request: string(j.Request),
 		BaseURL: j.BaseURL, WebhookURL: j.WebhookURL, Attempts: j.Attempts,
+		Price: int64(j.Price),
 	}
 	if len(j.Outputs) > 0 {
 		b, _ := json.Marshal(j.Outputs)
@@ -116,6 +123,7 @@ func (it *jobItem) toJob() (*job.Job, error) {
 	j := &job.Job{
 		ID: it.JobID, WorkspaceID: it.WorkspaceID, Status: st, Progress: it.Progress,
 		Endpoint: it.Endpoint, BaseURL: it.BaseURL, WebhookURL: it.WebhookURL, Attempts: it.Attempts,
+		Price: billing.Micros(it.Price),
 	}
 	var err error
 	parse := func(s string) time.Time {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -25,6 +26,9 @@ type Store struct {
 	// (1 MB pages); tests set it small to exercise the page-following.
 	pageSize int32
 	listScan int // tests lower MaxListScan
+	// limits caches workspaces' credit limits (billing.Micros by id) for
+	// the creation condition; a stale one costs a retry, never money.
+	limits sync.Map
 }
 
 // New returns a Store on the table named table. It does no I/O.

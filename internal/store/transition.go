@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"genjobs/internal/billing"
 	"genjobs/internal/job"
 )
 
@@ -28,62 +31,176 @@ import (
 const (
 	// A new job may run at once when a running slot is free and no job of
 	// the workspace is waiting (active == running): the backlog goes first.
-	condRunNow = "attribute_exists(PK) AND (attribute_not_exists(jobs_active) OR " +
+	condRunNow = "(attribute_not_exists(jobs_active) OR " +
 		"(jobs_active < max_concurrent AND jobs_running < max_running AND jobs_active = jobs_running))"
-	condAnySlot = "attribute_exists(PK) AND (attribute_not_exists(jobs_active) OR jobs_active < max_concurrent)"
+	condAnySlot = "(attribute_not_exists(jobs_active) OR jobs_active < max_concurrent)"
 )
 
-// CreateJob stores a new job and takes its slots in one transaction: Queued
-// when a running slot is free and nothing waits before it, else Backlogged;
-// j.Status is set to the outcome. It returns job.ErrTooManyJobs when the
-// workspace has max_concurrent jobs that have not ended, ErrExists when the
-// id is taken, and ErrNotFound when the workspace is missing.
+// condFunds is the balance condition at creation. DynamoDB conditions do no
+// arithmetic, so the credit limit the caller believes in is part of the
+// condition: available >= price - limit holds only while the limit is
+// that one, and a changed limit fails the write and is retried with it.
+func condFunds(limit billing.Micros) string {
+	if limit == 0 {
+		return "(attribute_not_exists(credit_limit_micros) OR credit_limit_micros = :limit) AND available_micros >= :needed"
+	}
+	return "credit_limit_micros = :limit AND available_micros >= :needed"
+}
+
+// Items of the creation transaction, in this order (cancellation reasons
+// follow it).
+const (
+	createJobItem = iota
+	createWorkspaceItem
+	createLedgerItem
+	createKeyItem
+)
+
+// CreateJob stores a new job in one transaction with everything its
+// creation moves: its slots on the workspace item (Queued when a running
+// slot is free and nothing waits before it, else Backlogged; j.Status is set
+// to the outcome), its price moved from available to reserved with the
+// reservation's ledger entry, and the client's Idempotency-Key when it sent
+// one. A refused creation writes nothing. Errors: billing.ErrInsufficientFunds
+// when the balance (with the Net 30 credit limit) does not cover j.Price,
+// job.ErrTooManyJobs when the workspace has max_concurrent jobs that have
+// not ended, *job.Replayed / job.ErrKeyReused / job.ErrKeyInFlight for a
+// known key, ErrExists when the id is taken, ErrNotFound when the
+// workspace is missing.
 func (s *Store) CreateJob(ctx context.Context, j *job.Job) error {
-	for _, st := range []job.Status{job.Queued, job.Backlogged} {
-		j.Status = st
-		j.QueuedAt = nil
-		if st == job.Queued {
-			at := j.CreatedAt
-			j.QueuedAt = &at
-		}
-		running := 0
-		cond := condAnySlot
-		if st == job.Queued {
-			running, cond = 1, condRunNow
-		}
-		item, err := attributevalue.MarshalMap(toJobItem(j))
+	limit := s.creditLimit(j.WorkspaceID)
+	st := job.Queued
+	for attempt := 0; attempt < 4; attempt++ {
+		items, err := s.creationItems(j, st, limit)
 		if err != nil {
-			return fmt.Errorf("encode job %s: %w", j.ID, err)
+			return err
 		}
-		err = s.transact(ctx, []types.TransactWriteItem{
-			{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
-			{Update: &types.Update{
-				TableName: aws.String(s.table), Key: key(workspacePK(j.WorkspaceID), "WS"),
-				UpdateExpression:                    aws.String("ADD jobs_active :one, jobs_running :running"),
-				ConditionExpression:                 aws.String(cond),
-				ExpressionAttributeValues:           map[string]types.AttributeValue{":one": num(1), ":running": num(running)},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}},
-		})
+		err = s.transact(ctx, items)
 		switch {
 		case err == nil:
 			return nil
-		case cancelReason(err, 0) == "ConditionalCheckFailed":
+		case j.Idempotency != nil && cancelReason(err, createKeyItem) == "ConditionalCheckFailed":
+			return keyUsed(j, cancelItem(err, createKeyItem))
+		case j.Idempotency != nil && conflicted(err):
+			return job.ErrKeyInFlight // a concurrent request with the key holds it
+		case cancelReason(err, createJobItem) == "ConditionalCheckFailed":
 			return fmt.Errorf("create job %s: %w", j.ID, ErrExists)
-		case cancelReason(err, 1) != "ConditionalCheckFailed":
+		case cancelReason(err, createWorkspaceItem) != "ConditionalCheckFailed":
 			return fmt.Errorf("create job %s: %w", j.ID, err)
 		}
-		ws := cancelItem(err, 1)
-		if ws == nil {
+		old := cancelItem(err, createWorkspaceItem)
+		if old == nil {
 			return fmt.Errorf("create job %s: workspace %s: %w", j.ID, j.WorkspaceID, ErrNotFound)
 		}
-		var counts workspaceItem
-		if err := attributevalue.UnmarshalMap(ws, &counts); err == nil && counts.Active >= counts.MaxConcurrent {
-			return job.ErrTooManyJobs
+		var ws workspaceItem
+		if err := attributevalue.UnmarshalMap(old, &ws); err != nil {
+			return fmt.Errorf("create job %s: decode workspace: %w", j.ID, err)
 		}
-		// Running slots are full (or others wait): try again as backlogged.
+		switch b := ws.balance(); {
+		case b.CreditLimit != limit: // an operator changed it: judge again
+			limit = b.CreditLimit
+			s.limits.Store(j.WorkspaceID, limit)
+		case !b.Covers(j.Price):
+			return billing.ErrInsufficientFunds
+		case ws.Active >= ws.MaxConcurrent:
+			return job.ErrTooManyJobs
+		default: // running slots are full, or others wait: backlogged
+			st = job.Backlogged
+		}
 	}
-	return job.ErrTooManyJobs
+	return fmt.Errorf("create job %s: the workspace kept changing", j.ID)
+}
+
+// creditLimit is the last credit limit seen for a workspace: zero for most,
+// and a wrong guess only costs one more try.
+func (s *Store) creditLimit(ws string) billing.Micros {
+	if v, ok := s.limits.Load(ws); ok {
+		return v.(billing.Micros)
+	}
+	return 0
+}
+
+func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) ([]types.TransactWriteItem, error) {
+	j.Status = st
+	j.QueuedAt = nil
+	running, cond := 0, condAnySlot
+	if st == job.Queued {
+		at := j.CreatedAt
+		j.QueuedAt = &at
+		running, cond = 1, condRunNow
+	}
+	item, err := attributevalue.MarshalMap(toJobItem(j))
+	if err != nil {
+		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	reserve, err := ledgerPut(s.table, j.WorkspaceID, billing.Entry{
+		Kind: billing.Reserve, Amount: j.Price, At: j.CreatedAt, JobID: j.ID, Endpoint: j.Endpoint,
+	})
+	if err != nil {
+		return nil, err
+	}
+	items := []types.TransactWriteItem{
+		createJobItem: {Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		createWorkspaceItem: {Update: &types.Update{
+			TableName: aws.String(s.table), Key: key(workspacePK(j.WorkspaceID), "WS"),
+			UpdateExpression: aws.String("ADD jobs_active :one, jobs_running :running, " +
+				"available_micros :unavailable, reserved_micros :price"),
+			ConditionExpression: aws.String("attribute_exists(PK) AND " + cond + " AND " + condFunds(limit)),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":one": num(1), ":running": num(running),
+				":price": num64i(int64(j.Price)), ":unavailable": num64i(-int64(j.Price)),
+				":limit": num64i(int64(limit)), ":needed": num64i(int64(j.Price - limit)),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+		createLedgerItem: {Put: reserve},
+	}
+	if k := j.Idempotency; k != nil {
+		keyItem, err := attributevalue.MarshalMap(idempotencyItem{
+			PK: idempotencyPK(j.WorkspaceID, k.Key), SK: "IDEM",
+			RequestHash: k.RequestHash, JobID: j.ID, CreatedAt: stamp(j.CreatedAt), ExpiresAt: k.Expires.Unix(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("encode idempotency key: %w", err)
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(s.table), Item: keyItem,
+			// An expired key is forgotten: TTL deletes it in its own time.
+			ConditionExpression:                 aws.String("attribute_not_exists(PK) OR expires_at < :now"),
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num64i(j.CreatedAt.Unix())},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+	}
+	return items, nil
+}
+
+// idempotencyItem records an Idempotency-Key's first request, for 24 hours
+// (expires_at is the table's TTL attribute).
+type idempotencyItem struct {
+	PK, SK      string
+	RequestHash string `dynamodbav:"request_hash"`
+	JobID       string `dynamodbav:"job_id"`
+	CreatedAt   string `dynamodbav:"created_at"`
+	ExpiresAt   int64  `dynamodbav:"expires_at"`
+}
+
+// idempotencyPK scopes a key to its workspace; the key is hashed, so any
+// 255 printable characters make a short key.
+func idempotencyPK(ws, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "IDEM#" + ws + "#" + hex.EncodeToString(sum[:])
+}
+
+// keyUsed judges a creation whose Idempotency-Key is already stored.
+func keyUsed(j *job.Job, old map[string]types.AttributeValue) error {
+	var it idempotencyItem
+	if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
+		return job.ErrKeyInFlight
+	}
+	if it.RequestHash != j.Idempotency.RequestHash {
+		return job.ErrKeyReused
+	}
+	return &job.Replayed{JobID: it.JobID}
 }
 
 // Transition applies c to job j when the stored job allows it, and returns
@@ -107,8 +224,17 @@ func (s *Store) Transition(ctx context.Context, j *job.Job, c job.Change, now ti
 		return s.update(ctx, j, c, now)
 	}
 	// Slots move: the exact status the job leaves decides which, so write on
-	// the condition that the stored status is still the one last read.
+	// the condition that the stored status is still the one last read. An
+	// end settles the job's price: a view without it (the sweeper's, from
+	// an index) is completed by a read first.
 	cur := j
+	if c.To.Terminal() && j.Endpoint == "" {
+		stored, err := s.Job(ctx, j.ID)
+		if err != nil {
+			return nil, err
+		}
+		cur = stored
+	}
 	for attempt := 0; ; attempt++ {
 		if !cur.Status.CanMoveTo(c.To) {
 			if cur.Status == c.To && !c.To.Terminal() {
@@ -137,32 +263,58 @@ func (s *Store) Transition(ctx context.Context, j *job.Job, c job.Change, now ti
 var errStale = errors.New("store: job changed since read")
 
 // moveSlots writes a change that frees or takes slots, conditioned on the job
-// still being in cur.Status.
+// still being in cur.Status. An end also settles the job's reservation in
+// the same transaction: charged when it completed, released otherwise, with
+// its ledger entry and the job's settlement mark, so a repeated or racing
+// end settles nothing twice.
 func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now time.Time) (*job.Job, error) {
 	u := newJobUpdate(cur, c, now)
 	u.cond("#status = :from")
 	u.values[":from"] = str(string(cur.Status))
 	active, running := 0, 0
+	wsUpdate := "ADD jobs_active :active, jobs_running :running"
 	wsCond := "attribute_exists(PK)"
+	wsValues := map[string]types.AttributeValue{}
+	var entry *types.Put
 	if c.To.Terminal() {
 		active = -1
 		if cur.Status.Running() {
 			running = -1
+		}
+		kind, moves := settlement(c.To)
+		wsUpdate += ", " + moves
+		wsValues[":price"], wsValues[":unreserve"] = num64i(int64(cur.Price)), num64i(-int64(cur.Price))
+		u.set("settlement", str(string(kind)))
+		// The price settled is the one reserved: a caller's partial view of
+		// the job fails here and is read again.
+		u.cond("attribute_not_exists(settlement) AND (price_micros = :price OR attribute_not_exists(price_micros))")
+		u.values[":price"] = num64i(int64(cur.Price))
+		var err error
+		entry, err = ledgerPut(s.table, cur.WorkspaceID, billing.Entry{
+			Kind: kind, Amount: cur.Price, At: now, JobID: cur.ID, Endpoint: cur.Endpoint,
+		})
+		if err != nil {
+			return nil, err
 		}
 	} else { // backlogged -> queued
 		running = 1
 		wsCond += " AND jobs_running < max_running"
 		u.set("queued_at", str(stamp(now)))
 	}
-	err := s.transact(ctx, []types.TransactWriteItem{
+	wsValues[":active"], wsValues[":running"] = num(active), num(running)
+	items := []types.TransactWriteItem{
 		{Update: u.build(s.table)},
 		{Update: &types.Update{
 			TableName: aws.String(s.table), Key: key(workspacePK(cur.WorkspaceID), "WS"),
-			UpdateExpression:          aws.String("ADD jobs_active :active, jobs_running :running"),
+			UpdateExpression:          aws.String(wsUpdate),
 			ConditionExpression:       aws.String(wsCond),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":active": num(active), ":running": num(running)},
+			ExpressionAttributeValues: wsValues,
 		}},
-	})
+	}
+	if entry != nil {
+		items = append(items, types.TransactWriteItem{Put: entry})
+	}
+	err := s.transact(ctx, items)
 	switch {
 	case err == nil:
 		return s.Job(ctx, cur.ID)
@@ -171,7 +323,7 @@ func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now t
 		if rerr != nil {
 			return nil, rerr
 		}
-		if stored.Status != cur.Status {
+		if stored.Status != cur.Status || stored.Price != cur.Price || stored.Endpoint != cur.Endpoint {
 			return stored, errStale
 		}
 		return stored, job.ErrConflict // the lease or the progress refused it
@@ -349,6 +501,10 @@ func cancelItem(err error, i int) map[string]types.AttributeValue {
 }
 
 func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
+
+func num64i(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
 
 func num64(f float64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(f, 'f', -1, 64)}
