@@ -89,6 +89,8 @@ build-GenerateFunction:
 	$(call lambda_build,generate)
 build-JobsFunction:
 	$(call lambda_build,jobs)
+build-UsageFunction:
+	$(call lambda_build,usage)
 build-OpenAPIFunction:
 	$(call lambda_build,openapi)
 build-NotFoundFunction:

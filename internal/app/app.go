@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/internal/auth"
+	"genjobs/internal/billing"
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
@@ -69,6 +70,9 @@ type Deps struct {
 	// AllowPrivateDestinations (ALLOW_PRIVATE_DESTINATIONS) lets webhooks and
 	// input fetches reach loopback and private addresses: local development.
 	AllowPrivateDestinations bool
+	// PricesJSON (PRICES_JSON) overrides entries of the default price list
+	// (billing.LoadPrices); empty keeps the defaults.
+	PricesJSON string
 
 	Clock clock.Clock
 	Log   *slog.Logger
@@ -83,6 +87,7 @@ func Config(getenv func(string) string) (Deps, error) {
 		ResultsBucket: getenv("RESULTS_BUCKET"),
 		AssetsBucket:  getenv("ASSETS_BUCKET"),
 		BaseURL:       strings.TrimSuffix(getenv("BASE_URL"), "/"),
+		PricesJSON:    getenv("PRICES_JSON"),
 		Clock:         clock.System{},
 		Log:           slog.New(slog.NewJSONHandler(os.Stdout, nil)),
 	}
@@ -157,17 +162,25 @@ func (d Deps) Authenticator() auth.Authenticator { return auth.Authenticator{Dir
 
 // Generate builds the generate function's handler.
 func Generate(d Deps) (http.Handler, error) {
-	if err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL}); err != nil {
+	err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
+		[2]string{"RESULTS_BUCKET", d.ResultsBucket})
+	if err != nil {
 		return nil, err
 	}
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err
 	}
+	prices, err := billing.LoadPrices([]byte(d.PricesJSON))
+	if err != nil {
+		return nil, fmt.Errorf("PRICES_JSON: %w", err)
+	}
 	g := &httpapi.Generate{
 		Auth:              d.Authenticator(),
 		Catalog:           cat,
 		Jobs:              d.Store(),
+		Prices:            prices,
+		Results:           d.Blobs(),
 		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
 		Assets:            d.Store(),
 		Clock:             d.Clock,
@@ -185,6 +198,15 @@ func Jobs(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: d.Store(), Results: d.Blobs(), Cancel: d.Lifecycle()}
+	return httpapi.Middleware(d.Log, h.Routes()), nil
+}
+
+// Usage builds the usage function's handler.
+func Usage(d Deps) (http.Handler, error) {
+	if err := Need([2]string{"TABLE_NAME", d.Table}); err != nil {
+		return nil, err
+	}
+	h := &httpapi.Usage{Auth: d.Authenticator(), Ledger: d.Store(), Clock: d.Clock}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 

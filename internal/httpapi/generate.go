@@ -11,15 +11,24 @@ import (
 	"strings"
 
 	"genjobs/internal/asset"
+	"genjobs/internal/billing"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
 )
 
-// JobCreator stores a new job, deciding whether it is queued or backlogged
-// (it sets j.Status) or refusing it with job.ErrTooManyJobs.
+// JobCreator stores a new job with its reservation, deciding whether it is
+// queued or backlogged (it sets j.Status), or refuses it
+// (billing.ErrInsufficientFunds, job.ErrTooManyJobs, the Idempotency-Key
+// outcomes of job). It reads jobs too, for a replayed creation.
 type JobCreator interface {
 	CreateJob(ctx context.Context, j *job.Job) error
+	Job(ctx context.Context, id string) (*job.Job, error)
+}
+
+// Pricer prices a validated request (billing.PriceList).
+type Pricer interface {
+	Price(path string, params map[string]any) (billing.Micros, error)
 }
 
 // Enqueuer hands a stored job to the workers.
@@ -37,6 +46,8 @@ type Generate struct {
 	Auth    Authenticator
 	Catalog *catalog.Catalog
 	Jobs    JobCreator
+	Prices  Pricer
+	Results ResultURLs // mints the result URLs of a replayed job
 	Queue   Enqueuer
 	Assets  AssetReader
 	Clock   clock.Clock
@@ -49,6 +60,17 @@ type Generate struct {
 
 // MaxWebhookURLLength bounds X-Webhook-URL (API-DECISIONS 4).
 const MaxWebhookURLLength = 2048
+
+// MaxIdempotencyKeyLength bounds Idempotency-Key (API-DECISIONS 11).
+const MaxIdempotencyKeyLength = 255
+
+// Fixed texts of creation refusals (API-DECISIONS 4 and 11).
+const (
+	msgKeyReused     = "This Idempotency-Key was used with a different request."
+	msgKeyInFlight   = "A request with this Idempotency-Key is in progress; retry shortly."
+	msgNoCredits     = "You have run out of credits."
+	msgNoCreditsHelp = "The API balance is separate from the workspace compute balance; top it up in the application's billing settings."
+)
 
 // Routes is the generate function's router.
 func (g *Generate) Routes() *http.ServeMux {
@@ -102,6 +124,16 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, invalidHeaderPrefix+err.Error())
 		return
 	}
+	key, err := idempotencyKey(r.Header)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, invalidHeaderPrefix+err.Error())
+		return
+	}
+	price, err := g.Prices.Price(ep.Path(), req.Params)
+	if err != nil {
+		internalError(w, r, "price request", err)
+		return
+	}
 
 	j := &job.Job{
 		ID:          job.NewID(now),
@@ -112,13 +144,36 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 		Request:     req.JSON(),
 		BaseURL:     base,
 		WebhookURL:  webhook,
+		Price:       price,
+	}
+	if key != "" {
+		j.Idempotency = &job.Idempotency{
+			Key: key, RequestHash: job.RequestHash(j.Endpoint, j.Request, webhook),
+			Expires: now.Add(job.IdempotencyWindow),
+		}
 	}
 	err = g.Jobs.CreateJob(r.Context(), j)
-	if errors.Is(err, job.ErrTooManyJobs) {
+	var replayed *job.Replayed
+	switch {
+	case errors.As(err, &replayed):
+		g.replay(w, r, p.WorkspaceID, replayed.JobID)
+		return
+	case errors.Is(err, billing.ErrInsufficientFunds):
+		writeJSON(w, http.StatusPaymentRequired, struct {
+			Error   string `json:"error"`
+			Message string `json:"message"`
+		}{msgNoCredits, msgNoCreditsHelp})
+		return
+	case errors.Is(err, job.ErrTooManyJobs):
 		writeError(w, http.StatusTooManyRequests, msgTooManyJobs)
 		return
-	}
-	if err != nil {
+	case errors.Is(err, job.ErrKeyReused):
+		writeError(w, http.StatusUnprocessableEntity, msgKeyReused)
+		return
+	case errors.Is(err, job.ErrKeyInFlight):
+		writeError(w, http.StatusConflict, msgKeyInFlight)
+		return
+	case err != nil:
 		internalError(w, r, "create job", err)
 		return
 	}
@@ -131,9 +186,50 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 			log.Error("enqueue failed; left for the sweeper", "error", err.Error())
 		}
 	}
-	log.Info("job created", "endpoint", j.Endpoint, "status", string(j.Status))
+	log.Info("job created", "endpoint", j.Endpoint, "status", string(j.Status), "price_micros", int64(j.Price))
 	setDeprecationHeaders(w.Header(), req.Deprecations)
 	writeJSON(w, http.StatusOK, j.Record(nil))
+}
+
+// replay answers a creation whose Idempotency-Key and request match an
+// earlier one: that job's current record, nothing new written.
+func (g *Generate) replay(w http.ResponseWriter, r *http.Request, ws, id string) {
+	j, err := g.Jobs.Job(r.Context(), id)
+	if err == nil && j.WorkspaceID != ws { // keys are scoped by workspace: cannot happen
+		err = errors.New("idempotency key names another workspace's job")
+	}
+	if err != nil {
+		internalError(w, r, "read replayed job", err)
+		return
+	}
+	rec, err := Record(r.Context(), g.Results, j)
+	if err != nil {
+		internalError(w, r, "mint result URLs", err)
+		return
+	}
+	logger(r.Context()).Info("creation replayed", "job_id", j.ID, "workspace_id", ws)
+	w.Header().Set("Idempotent-Replayed", "true")
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// idempotencyKey reads Idempotency-Key: 1..255 printable ASCII characters.
+// The api-proxy splits header values at commas; joining the parts again
+// gives the same key on every retry.
+func idempotencyKey(h http.Header) (string, error) {
+	values := h.Values("Idempotency-Key")
+	if len(values) == 0 {
+		return "", nil
+	}
+	key := strings.Join(values, ",")
+	if key == "" || len(key) > MaxIdempotencyKeyLength {
+		return "", errors.New("Idempotency-Key must have 1 to 255 characters")
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return "", errors.New("Idempotency-Key must be printable ASCII")
+		}
+	}
+	return key, nil
 }
 
 // foreignAsset names the first image value (by field name) that is an asset

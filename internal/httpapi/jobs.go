@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -161,18 +164,30 @@ func (h *Jobs) list(w http.ResponseWriter, r *http.Request) {
 // maxCursorLength refuses absurd cursors before any decoding.
 const maxCursorLength = 512
 
+// knownParams refuses unknown and repeated query parameters, naming the
+// first by name so that the answer is the same on every call.
+func knownParams(values url.Values, known ...string) error {
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		switch {
+		case !slices.Contains(known, name):
+			return errors.New(name + " is not a known query parameter")
+		case len(values[name]) > 1:
+			return errors.New(name + " is given more than once")
+		}
+	}
+	return nil
+}
+
 func parseJobQuery(r *http.Request) (job.Query, error) {
 	q := job.Query{Limit: job.DefaultListLimit}
 	values := r.URL.Query()
-	for name, vs := range values {
-		switch name {
-		case "limit", "cursor", "status":
-			if len(vs) > 1 {
-				return q, errors.New(name + " is given more than once")
-			}
-		default:
-			return q, errors.New(name + " is not a known query parameter")
-		}
+	if err := knownParams(values, "limit", "cursor", "status"); err != nil {
+		return q, err
 	}
 	if v, ok := values["limit"]; ok {
 		n, err := strconv.Atoi(v[0])

@@ -208,3 +208,29 @@ func (s *Store) SetCreditLimit(ctx context.Context, ws string, limit billing.Mic
 	}
 	return it.balance(), nil
 }
+
+// Audit is a workspace's ledger check: the stored balance, the one its
+// ledger entries add up to, and every difference (billing.Audit).
+type Audit struct {
+	Stored, Ledger billing.Balance
+	Differences    []string
+}
+
+// AuditLedger recomputes a workspace's balance from its ledger and checks
+// every job's entries against its status. Exact when the workspace is quiet.
+func (s *Store) AuditLedger(ctx context.Context, ws string) (Audit, error) {
+	stored, err := s.Balance(ctx, ws)
+	if err != nil {
+		return Audit{}, err
+	}
+	entries, err := s.LedgerEntries(ctx, ws)
+	if err != nil {
+		return Audit{}, err
+	}
+	outcomes, err := s.JobOutcomes(ctx, ws)
+	if err != nil {
+		return Audit{}, err
+	}
+	ledger, diffs := billing.Audit(stored, entries, outcomes)
+	return Audit{Stored: stored, Ledger: ledger, Differences: diffs}, nil
+}

@@ -53,6 +53,7 @@ const (
 var Functions = map[string]app.Function{
 	"generate": {HTTP: app.Generate},
 	"jobs":     {HTTP: app.Jobs},
+	"usage":    {HTTP: app.Usage},
 	"assets":   {HTTP: app.Assets},
 	"openapi":  {HTTP: app.OpenAPI},
 	"notfound": {HTTP: app.NotFound},
