@@ -1,5 +1,6 @@
-// Package billing holds money and the workspace balance. Money is integer
-// micro-USD everywhere inside the service; decimal text only at the edges.
+// Package billing holds money, the workspace balance and the price list. Money
+// is integer micro-USD everywhere inside the service; decimal text only at the
+// edges.
 package billing
 
 import (
