@@ -97,9 +97,6 @@ func Audit(stored Balance, entries []Entry, jobs map[string]Outcome) (Balance, [
 	if total := stored.Available + stored.Reserved + stored.Spent; total != topUps {
 		diffs = append(diffs, fmt.Sprintf("available + reserved + spent is %s, top-ups are %s", total, topUps))
 	}
-	if stored.Available < -stored.CreditLimit {
-		diffs = append(diffs, fmt.Sprintf("available %s is below the credit limit %s", stored.Available, -stored.CreditLimit))
-	}
 
 	ids := make([]string, 0, len(jobs)+len(per))
 	for id := range jobs {

@@ -19,6 +19,7 @@ import (
 	"github.com/xeipuuv/gojsonschema"
 
 	"genjobs/internal/auth"
+	"genjobs/internal/billing"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
@@ -83,7 +84,12 @@ func (e *env) handler(queueURL string) http.Handler {
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
 	a := auth.Authenticator{Dir: e.store}
-	gen := &httpapi.Generate{Auth: a, Catalog: cat, Jobs: e.store, Queue: queue.NewJobs(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
+	prices, err := billing.LoadPrices(nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	gen := &httpapi.Generate{Auth: a, Catalog: cat, Jobs: e.store, Prices: prices, Results: fakeURLs{},
+		Queue: queue.NewJobs(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
 	q := queue.NewJobs(e.sqs, queueURL)
 	life := &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log}
 	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}}
@@ -91,6 +97,8 @@ func (e *env) handler(queueURL string) http.Handler {
 	mux.Handle("/generate/", httpapi.Middleware(log, gen.Routes()))
 	mux.Handle("/jobs", httpapi.Middleware(log, jobs.Routes()))
 	mux.Handle("/jobs/", httpapi.Middleware(log, jobs.Routes()))
+	usage := &httpapi.Usage{Auth: a, Ledger: e.store, Clock: e.clock}
+	mux.Handle("/usage", httpapi.Middleware(log, usage.Routes()))
 	return mux
 }
 
@@ -100,11 +108,21 @@ func (e *env) workspace(id string, enabled bool) string {
 }
 
 func (e *env) limitedWorkspace(id string, enabled bool, maxConcurrent, maxRunning int) string {
+	return e.fundedWorkspace(id, enabled, maxConcurrent, maxRunning, 1000*billing.USD)
+}
+
+// fundedWorkspace makes a workspace with this balance (none when zero).
+func (e *env) fundedWorkspace(id string, enabled bool, maxConcurrent, maxRunning int, balance billing.Micros) string {
 	e.t.Helper()
 	ctx := context.Background()
 	w := auth.Workspace{ID: id, Name: id, APIEnabled: enabled, MaxConcurrent: maxConcurrent, MaxRunning: maxRunning, CreatedAt: now}
 	if err := e.store.CreateWorkspace(ctx, w); err != nil {
 		e.t.Fatal(err)
+	}
+	if balance > 0 {
+		if _, err := e.store.TopUp(ctx, id, "pay_"+id, balance, now); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 	token, hash := auth.NewToken()
 	if err := e.store.CreateToken(ctx, auth.Token{ID: "tok_" + id, WorkspaceID: id, Hash: hash, CreatedAt: now}); err != nil {
