@@ -292,7 +292,9 @@ func TestRefusedCreationLeavesTheKeyFree(t *testing.T) {
 // when another transaction holds an item, which DynamoDB Local never does,
 // and passes the rest to it.
 type conflicting struct {
-	next  interface{ Do(*http.Request) (*http.Response, error) }
+	next interface {
+		Do(*http.Request) (*http.Response, error)
+	}
 	n     atomic.Int32
 	calls atomic.Int32
 }
