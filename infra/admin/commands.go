@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -153,7 +154,7 @@ func (c *cli) tokenRevoke(ctx context.Context, args []string, stdout io.Writer) 
 func (c *cli) balanceTopUp(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := c.flags()
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	usd := fs.String("usd", "", "the `amount` in USD, 5 to 10000, at most six decimals (required)")
+	usd := fs.String("usd", "", "the `amount` in USD, 5 to 10000, at most six decimals; the application offers 10, 25, 50 and 100 (required)")
 	paymentID := fs.String("payment-id", "", "the payment's `id`; the same id credits once (required)")
 	if err := c.parse(fs, args, stdout); err != nil {
 		return err
@@ -212,14 +213,115 @@ func (c *cli) balanceShow(ctx context.Context, args []string, stdout io.Writer) 
 	return writeBalance(stdout, b)
 }
 
-// writeBalance prints decimal strings, never floats: money is exact
-// micro-USD all the way out.
-func writeBalance(w io.Writer, b billing.Balance) error {
-	return writeJSON(w, struct {
-		Available string `json:"available_usd"`
-		Reserved  string `json:"reserved_usd"`
-		Spent     string `json:"spent_usd"`
-	}{b.Available.String(), b.Reserved.String(), b.Spent.String()})
+// balanceJSON is a balance as the CLI prints it: decimal strings, never
+// floats, so money is exact micro-USD all the way out. The Net 30 fields
+// appear for invoiced workspaces only.
+type balanceJSON struct {
+	Available   string `json:"available_usd"`
+	Reserved    string `json:"reserved_usd"`
+	Spent       string `json:"spent_usd"`
+	CreditLimit string `json:"credit_limit_usd,omitempty"`
+	Owed        string `json:"owed_usd,omitempty"`
+}
+
+func toBalanceJSON(b billing.Balance) balanceJSON {
+	out := balanceJSON{Available: b.Available.String(), Reserved: b.Reserved.String(), Spent: b.Spent.String()}
+	if b.CreditLimit > 0 || b.Owed() > 0 {
+		out.CreditLimit, out.Owed = b.CreditLimit.String(), b.Owed().String()
+	}
+	return out
+}
+
+func writeBalance(w io.Writer, b billing.Balance) error { return writeJSON(w, toBalanceJSON(b)) }
+
+func (c *cli) workspaceInvoice(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	limit := fs.String("credit-limit-usd", "", "the most the workspace may owe, in `USD` (0 back to prepaid; at most 1000000) (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	if *limit == "" {
+		return usagef("%s: --credit-limit-usd is required", c.cmd.name)
+	}
+	amount, err := billing.ParseUSD(*limit)
+	if err != nil {
+		return usagef("%s: --credit-limit-usd: %v", c.cmd.name, err)
+	}
+	if amount < 0 || amount > billing.MaxCreditLimit {
+		return usagef("%s: --credit-limit-usd must be between 0 and %s USD, not %s", c.cmd.name, whole(billing.MaxCreditLimit), *limit)
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := s.SetCreditLimit(ctx, *ws, amount)
+	if err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	return writeBalance(stdout, b)
+}
+
+func (c *cli) ledgerVerify(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` to verify")
+	all := fs.Bool("all", false, "verify every workspace")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if (*ws == "") == !*all {
+		return usagef("%s: give --workspace W or --all", c.cmd.name)
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	ids := []string{*ws}
+	if *all {
+		if ids, err = s.Workspaces(ctx); err != nil {
+			return c.target.explain(err)
+		}
+		sort.Strings(ids)
+	}
+	type result struct {
+		WorkspaceID string      `json:"workspace_id"`
+		Stored      balanceJSON `json:"stored"`
+		Ledger      balanceJSON `json:"ledger"`
+		Differences []string    `json:"differences"`
+	}
+	results := []result{}
+	bad := 0
+	for _, id := range ids {
+		a, err := s.AuditLedger(ctx, id)
+		if err != nil {
+			return c.notFound(err, "workspace %s does not exist", id)
+		}
+		r := result{id, toBalanceJSON(a.Stored), toBalanceJSON(a.Ledger), a.Differences}
+		if r.Differences == nil {
+			r.Differences = []string{}
+		}
+		if len(a.Differences) > 0 {
+			bad++
+		}
+		results = append(results, r)
+	}
+	if *all {
+		err = writeJSON(stdout, struct {
+			Workspaces []result `json:"workspaces"`
+		}{results})
+	} else {
+		err = writeJSON(stdout, results[0])
+	}
+	if err != nil {
+		return err
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d workspaces: the balance disagrees with the ledger (see differences)", bad, len(ids))
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {

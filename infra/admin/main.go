@@ -66,10 +66,14 @@ var commands = []command{
 		"create an API token; prints {token_id, token}, the only time the token is shown", (*cli).tokenCreate},
 	{"token revoke", "--workspace W --token-id T",
 		"revoke a token at once; prints {token_id, revoked}", (*cli).tokenRevoke},
+	{"workspace invoice", "--workspace W --credit-limit-usd N",
+		"put the workspace on Net 30 terms: its jobs run without a prepaid balance until it owes N USD (0 ends it); prints the balance", (*cli).workspaceInvoice},
 	{"balance topup", "--workspace W --usd AMOUNT --payment-id P",
-		"credit 5 to 10000 USD once per payment id; prints {available_usd, reserved_usd, spent_usd}", (*cli).balanceTopUp},
+		"credit 5 to 10000 USD once per payment id (the application's presets: 10, 25, 50, 100); prints {available_usd, reserved_usd, spent_usd}", (*cli).balanceTopUp},
 	{"balance show", "--workspace W",
-		"print the balance: {available_usd, reserved_usd, spent_usd}", (*cli).balanceShow},
+		"print the balance: {available_usd, reserved_usd, spent_usd}, and credit_limit_usd and owed_usd when invoiced", (*cli).balanceShow},
+	{"ledger verify", "(--workspace W | --all)",
+		"recompute available, reserved and spent from the ledger entries and the jobs; prints the differences, exits 1 on any", (*cli).ledgerVerify},
 }
 
 // globals are the flags accepted before or after the command words.

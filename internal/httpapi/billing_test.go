@@ -199,6 +199,7 @@ func TestUsage(t *testing.T) {
 	if r.status != 200 || string(r.body) != want {
 		t.Errorf("GET /usage?days=3:\n%d %s\nwant\n%s", r.status, r.body, want)
 	}
+	matchesSchema(t, "Usage", r.body)
 	// One day is today only; the default is seven.
 	if r := e.do("GET", "/usage?days=1", e.tokenA, ""); !strings.Contains(string(r.body), `"total_usd":"0.200000"`) {
 		t.Errorf("days=1: %s", r.body)

@@ -25,12 +25,12 @@ import (
 var componentFiles embed.FS
 
 // componentNames lists the component schemas in the order the document shows them.
-var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload"}
+var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload", "Usage"}
 
 const refPrefix = "#/components/schemas/"
 
 // ComponentSchema returns a component schema (Job, JobError, JobList, Error,
-// OutOfCredits, Asset, AssetUploadRequest, AssetUpload) as a standalone
+// OutOfCredits, Asset, AssetUploadRequest, AssetUpload, Usage) as a standalone
 // draft-07 JSON Schema: references to other components are inlined, so
 // gojsonschema can validate a real response with it.
 func ComponentSchema(name string) (json.RawMessage, bool) {
@@ -122,6 +122,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 		member{"/assets", object{{"post", uploadAsset(baseURL)}}},
 		member{"/assets/uploads", object{{"post", startAssetUpload(baseURL)}}},
 		member{"/assets/{id}", object{{"get", getAsset()}}},
+		member{"/usage", object{{"get", getUsage()}}},
 		member{"/openapi.json", object{{"get", getDocument()}}},
 	)
 
@@ -141,7 +142,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 		{"components", object{
 			{"schemas", schemas},
 			{"responses", responses()},
-			{"parameters", object{{"WebhookURL", webhookParameter}}},
+			{"parameters", object{{"WebhookURL", webhookParameter}, {"IdempotencyKey", idempotencyKeyParameter}}},
 			{"securitySchemes", object{{"bearerAuth", object{
 				{"type", "http"},
 				{"scheme", "bearer"},
@@ -206,10 +207,12 @@ func generateOperation(e *catalog.Endpoint) object {
 			}},
 		}
 	}
-	ok := object{{"description", "The job, pending: queued, or backlogged while the workspace's running slots are all taken."}}
-	if len(headers) > 0 {
-		ok = append(ok, member{"headers", headers})
-	}
+	headers = append(headers, member{"Idempotent-Replayed", object{
+		{"description", "true when the answer replays an earlier request with the same Idempotency-Key: the job is that request's, as it stands now, and nothing new was created or charged."},
+		{"schema", object{{"type", "string"}, {"enum", []string{"true"}}}},
+	}})
+	ok := object{{"description", "The job, pending: queued, or backlogged while the workspace's running slots are all taken. Its price is reserved from the API balance and charged only if it completes."},
+		{"headers", headers}}
 	ok = append(ok, member{"content", object{{"application/json", object{
 		{"schema", ref(refPrefix + "Job")},
 		{"examples", object{
@@ -222,7 +225,7 @@ func generateOperation(e *catalog.Endpoint) object {
 		{"summary", e.Summary},
 		{"description", desc},
 		{"operationId", e.OperationID},
-		{"parameters", []any{ref("#/components/parameters/WebhookURL")}},
+		{"parameters", []any{ref("#/components/parameters/WebhookURL"), ref("#/components/parameters/IdempotencyKey")}},
 		{"requestBody", object{
 			{"required", true},
 			{"content", jsonContent(json.RawMessage(e.Schema()))},
@@ -232,7 +235,57 @@ func generateOperation(e *catalog.Endpoint) object {
 			{"400", ref("#/components/responses/BadRequest")},
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"402", ref("#/components/responses/OutOfCredits")},
+			{"409", ref("#/components/responses/KeyInFlight")},
+			{"422", ref("#/components/responses/KeyReused")},
 			{"429", ref("#/components/responses/TooManyJobs")},
+		}},
+	}
+}
+
+var idempotencyKeyParameter = object{
+	{"name", "Idempotency-Key"},
+	{"in", "header"},
+	{"required", false},
+	{"description", "Makes the request safe to retry: 1 to 255 printable ASCII characters (a UUID is a good key), scoped to the workspace and kept 24 hours. A retry with the same key and the same endpoint, body and X-Webhook-URL answers the first request's job with Idempotent-Replayed: true and is not charged again; the same key with another request is a 422. A request refused with 400, 402 or 429 keeps nothing: its retry is judged afresh."},
+	{"schema", object{{"type", "string"}, {"minLength", 1}, {"maxLength", 255}, {"pattern", "^[ -~]+$"}}},
+}
+
+// exampleUsage is GET /usage's example answer.
+var exampleUsage = object{
+	{"from", "2026-11-19T00:00:00.000Z"},
+	{"to", "2026-11-21T20:33:00.120Z"},
+	{"total_usd", "1.309500"},
+	{"by_day", []any{
+		object{{"date", "2026-11-19"}, {"usd", "1.209500"}, {"jobs", 1}},
+		object{{"date", "2026-11-20"}, {"usd", "0.000000"}, {"jobs", 0}},
+		object{{"date", "2026-11-21"}, {"usd", "0.100000"}, {"jobs", 1}},
+	}},
+	{"by_model", []any{
+		object{{"path", "/generate/3d/vendor-g/model-g-3.1-rapid"}, {"usd", "0.100000"}, {"jobs", 1}},
+		object{{"path", "/generate/video/vendor-b/model-b-fast"}, {"usd", "1.209500"}, {"jobs", 1}},
+	}},
+}
+
+func getUsage() object {
+	return object{
+		{"tags", []string{"General"}},
+		{"summary", "Get usage"},
+		{"description", "What the workspace was billed over the last days (UTC calendar days, today included), by day and by model. Only completed jobs are billed; a job counts on the day it completed."},
+		{"operationId", "getUsage"},
+		{"parameters", []any{object{
+			{"name", "days"},
+			{"in", "query"},
+			{"required", false},
+			{"description", "How many days, today included."},
+			{"schema", object{{"type", "integer"}, {"minimum", 1}, {"maximum", 90}, {"default", 7}}},
+		}}},
+		{"responses", object{
+			{"200", object{{"description", "The workspace's usage."}, {"content", object{{"application/json", object{
+				{"schema", ref(refPrefix + "Usage")},
+				{"example", exampleUsage},
+			}}}}}},
+			{"400", ref("#/components/responses/BadRequest")},
+			{"401", ref("#/components/responses/Unauthorized")},
 		}},
 	}
 }
@@ -533,6 +586,10 @@ func responses() object {
 			"The image is larger than 4 MiB; use POST /assets/uploads.")},
 		{"InternalError", errorResponse("A fault of the service (500). The message never says more; retry later.",
 			"Internal server error.")},
+		{"KeyInFlight", errorResponse("The first request with this Idempotency-Key is still being processed; retry shortly.",
+			"A request with this Idempotency-Key is in progress; retry shortly.")},
+		{"KeyReused", errorResponse("This Idempotency-Key was first used with another endpoint, body or X-Webhook-URL. Nothing was created.",
+			"This Idempotency-Key was used with a different request.")},
 		{"AlreadyEnded", errorResponse("The job has already ended (completed, failed or cancelled).",
 			"The job has already ended; its status is completed.")},
 	}

@@ -101,8 +101,8 @@ func TestDocumentHead(t *testing.T) {
 
 func TestGenerationPaths(t *testing.T) {
 	c, _, doc := build(t)
-	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+6 {
-		t.Errorf("%d paths, want the %d generation endpoints and 6 more", got, len(c.Endpoints()))
+	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+7 {
+		t.Errorf("%d paths, want the %d generation endpoints and 7 more", got, len(c.Endpoints()))
 	}
 	for _, e := range c.Endpoints() {
 		op := at(t, doc, path(e.Path())+"/post").(map[string]any)
@@ -127,8 +127,13 @@ func TestGenerationPaths(t *testing.T) {
 			at(t, param, "/schema/maxLength") != 2048.0 || at(t, param, "/schema/format") != "uri" {
 			t.Errorf("%s: webhook parameter %v", e.Path(), param)
 		}
+		key := deref(t, doc, at(t, op, "/parameters/1")).(map[string]any)
+		if key["name"] != "Idempotency-Key" || key["in"] != "header" || at(t, key, "/schema/maxLength") != 255.0 {
+			t.Errorf("%s: idempotency parameter %v", e.Path(), key)
+		}
+		at(t, op, "/responses/200/headers/Idempotent-Replayed")
 		for status, schema := range map[string]string{
-			"200": "Job", "400": "Error", "401": "Error", "402": "OutOfCredits", "429": "Error",
+			"200": "Job", "400": "Error", "401": "Error", "402": "OutOfCredits", "409": "Error", "422": "Error", "429": "Error",
 		} {
 			resp := deref(t, doc, at(t, op, "/responses/"+status))
 			got := at(t, resp, "/content/application~1json/schema/$ref")
@@ -634,10 +639,10 @@ func TestExamplesMatchTheirSchemas(t *testing.T) {
 			}
 		}
 	}
-	// Two creation examples per generation endpoint, and the asset
-	// operations' request and answers.
+	// Two creation examples per generation endpoint, the asset
+	// operations' request and answers, and the usage answer.
 	walk("/paths", doc["paths"])
-	if want := 2*len(c.Endpoints()) + 3; checked != want {
+	if want := 2*len(c.Endpoints()) + 4; checked != want {
 		t.Errorf("%d examples in the paths, want %d", checked, want)
 	}
 	checked = 0
