@@ -115,6 +115,16 @@ func (r *report) load(l *loadReport) {
 	r.t.add("raw PutItem, same table", fmt.Sprintf("job item of %d B", l.itemBytes),
 		strconv.Itoa(len(raw.lat)), fmt.Sprintf("%.0f req/s", raw.rate()),
 		ms(percentile(raw.lat, 50)), ms(percentile(raw.lat, 99)), rawNote)
+
+	tx := l.rawTx
+	txNote := fmt.Sprintf("API (billing on): %.0f%% of this rate, p50 ×%.1f", 100*api.rate()/tx.rate(),
+		ratio(percentile(api.lat, 50), percentile(tx.lat, 50)))
+	if len(tx.errs) > 0 {
+		txNote = r.fail("%d of %d TransactWriteItems calls failed: %s", len(tx.errs), len(tx.lat)+len(tx.errs), failureSummary(tx.errs))
+	}
+	r.t.add("raw TransactWriteItems", "job Put + workspace ADD + ledger Put",
+		strconv.Itoa(len(tx.lat)), fmt.Sprintf("%.0f req/s", tx.rate()),
+		ms(percentile(tx.lat, 50)), ms(percentile(tx.lat, 99)), txNote)
 }
 
 // engine reports the child processes of measureEngine; workerMB is the
@@ -187,6 +197,7 @@ func (r *report) footnotes(srcBytes int, loadBefore, loadAtEngine, loadAtLoad, l
 		loadWorkspace, commas(loadLimit), warmupRequests)
 	r.t.note("  each request = 2 GetItem + 1 TransactWriteItems (the job's conditional Put, the workspace's slot counters) + 1 SQS SendMessage.")
 	r.t.note("raw PutItem: copies of a job item the API wrote, with its condition, same count and clients: DynamoDB Local's ceiling.")
+	r.t.note("raw TransactWriteItems: a creation's three writes (job, the one workspace item, a ledger entry) without the service: the ceiling of billed creation in one workspace here.")
 	r.t.note("job runs: own table, queue and buckets on the same emulators; workspace %s with max_concurrent = max_running = %d, so no",
 		runsWorkspace, runsLimit)
 	r.t.note("  backlog waits; WorkerFunction played from the queue by triggers.Start as in `make run` (batch 1, %d pollers), SweeperFunction every %s;",

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/image/webp"
 
+	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
@@ -31,7 +32,7 @@ import (
 // the sweeper on its schedule, each built with the template's Environment.
 // One job per model reaches completed, and its output downloads and decodes.
 func TestEveryModelRunsToCompletedThroughTheLocalStack(t *testing.T) {
-	local, hs, _, token := stackWith(t)
+	local, hs, st, token := stackWith(t)
 	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +154,26 @@ func TestEveryModelRunsToCompletedThroughTheLocalStack(t *testing.T) {
 			}
 			c.check(t, resp.Header.Get("Content-Type"), b)
 		})
+	}
+
+	// Each job was charged its price once: 0.02 + 0.02 (enhance up to 16 MP)
+	// + 0.03 (model-e-4) + 4 x 0.1075 (model-b-fast, 480p) + 2 x 0.05
+	// (model-c) + 3 x 0.07 (model-d) + 2 x 0.02 (model-f) + 0.10 (model-g).
+	const spent = "0.950000"
+	audit, err := st.AuditLedger(context.Background(), devstack.DemoWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if audit.Stored.Spent.String() != spent || audit.Stored.Reserved != 0 || len(audit.Differences) > 0 {
+		t.Errorf("demo balance %+v, ledger differences %v; want %s spent, nothing reserved", audit.Stored, audit.Differences, spent)
+	}
+	status, body = call("GET", "/usage?days=1", "", nil)
+	var usage struct {
+		Total   string `json:"total_usd"`
+		ByModel []any  `json:"by_model"`
+	}
+	if err := json.Unmarshal(body, &usage); status != 200 || err != nil || usage.Total != spent || len(usage.ByModel) != 7 {
+		t.Errorf("GET /usage?days=1: %d %s; want %s over the 7 models", status, body, spent)
 	}
 }
 

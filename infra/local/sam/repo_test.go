@@ -92,6 +92,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"GET /jobs -> JobsFunction",
 		"GET /jobs/{id} -> JobsFunction",
 		"GET /openapi.json -> OpenAPIFunction",
+		"GET /usage -> UsageFunction",
 		"POST /assets -> AssetsFunction",
 		"POST /assets/uploads -> AssetsFunction",
 		"POST /generate/{kind}/{vendor}/{model} -> GenerateFunction",
