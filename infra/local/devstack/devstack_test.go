@@ -146,6 +146,7 @@ var eventStatus = map[string]struct {
 	"generate-invalid-unknown-field.json": {"GenerateFunction", 400},
 	"generate-invalid-alias.json":         {"GenerateFunction", 400},
 	"generate-unauthenticated.json":       {"GenerateFunction", 401},
+	"generate-idempotent.json":            {"GenerateFunction", 200},
 	"jobs-get.json":                       {"JobsFunction", 200},
 	"jobs-get-unknown.json":               {"JobsFunction", 404},
 	"jobs-list.json":                      {"JobsFunction", 200},
@@ -157,6 +158,8 @@ var eventStatus = map[string]struct {
 	"worker-job.json":                     {"WorkerFunction", 0},
 	"sweeper-schedule.json":               {"SweeperFunction", 0},
 	"notfound.json":                       {"NotFoundFunction", 404},
+	"usage.json":                          {"UsageFunction", 200},
+	"usage-invalid-days.json":             {"UsageFunction", 400},
 }
 
 func TestSampleEvents(t *testing.T) {
@@ -226,5 +229,42 @@ func TestSampleEvents(t *testing.T) {
 				lastJob = id
 			}
 		}
+	}
+}
+
+// The api-proxy splits header values at commas; an Idempotency-Key with a
+// comma must still name one key, the same on every retry.
+func TestIdempotencyKeyThroughTheLambdaEvent(t *testing.T) {
+	hs, _, token := stack(t)
+	raw, err := os.ReadFile(filepath.Join(repo, "events", "generate-idempotent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(string(raw), "{{TOKEN}}", token)), &ev); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := 0; i < 2; i++ {
+		resp, err := hs["GenerateFunction"].HTTP(context.Background(), ev)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("attempt %d: %d %s (%v)", i, resp.StatusCode, resp.Body, err)
+		}
+		if replayed := resp.Headers["Idempotent-Replayed"]; (i == 1) != (replayed == "true") {
+			t.Errorf("attempt %d: Idempotent-Replayed %q", i, replayed)
+		}
+		var rec struct {
+			ID string `json:"job_id"`
+		}
+		_ = json.Unmarshal([]byte(resp.Body), &rec)
+		ids = append(ids, rec.ID)
+	}
+	if ids[0] == "" || ids[0] != ids[1] {
+		t.Errorf("job ids %v; want the same job twice", ids)
+	}
+	// Another body under the key is refused.
+	ev.Body = `{"prompt":"something else"}`
+	if resp, _ := hs["GenerateFunction"].HTTP(context.Background(), ev); resp.StatusCode != 422 {
+		t.Errorf("the key with another body: %d %s", resp.StatusCode, resp.Body)
 	}
 }
