@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/internal/auth"
-	"genjobs/internal/billing"
+	"genjobs/internal/billing/prices"
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
@@ -71,7 +71,7 @@ type Deps struct {
 	// input fetches reach loopback and private addresses: local development.
 	AllowPrivateDestinations bool
 	// PricesJSON (PRICES_JSON) overrides entries of the default price list
-	// (billing.LoadPrices); empty keeps the defaults.
+	// (prices.Load); empty keeps the defaults.
 	PricesJSON string
 
 	Clock clock.Clock
@@ -171,7 +171,7 @@ func Generate(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	prices, err := billing.LoadPrices([]byte(d.PricesJSON))
+	list, err := prices.Load([]byte(d.PricesJSON))
 	if err != nil {
 		return nil, fmt.Errorf("PRICES_JSON: %w", err)
 	}
@@ -179,7 +179,7 @@ func Generate(d Deps) (http.Handler, error) {
 		Auth:              d.Authenticator(),
 		Catalog:           cat,
 		Jobs:              d.Store(),
-		Prices:            prices,
+		Prices:            list,
 		Results:           d.Blobs(),
 		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
 		Assets:            d.Store(),

@@ -20,6 +20,7 @@ import (
 
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
+	"genjobs/internal/billing/prices"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
@@ -84,11 +85,11 @@ func (e *env) handler(queueURL string) http.Handler {
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
 	a := auth.Authenticator{Dir: e.store}
-	prices, err := billing.LoadPrices(nil)
+	list, err := prices.Load(nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	gen := &httpapi.Generate{Auth: a, Catalog: cat, Jobs: e.store, Prices: prices, Results: fakeURLs{},
+	gen := &httpapi.Generate{Auth: a, Catalog: cat, Jobs: e.store, Prices: list, Results: fakeURLs{},
 		Queue: queue.NewJobs(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
 	q := queue.NewJobs(e.sqs, queueURL)
 	life := &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log}

@@ -26,7 +26,7 @@ type JobCreator interface {
 	Job(ctx context.Context, id string) (*job.Job, error)
 }
 
-// Pricer prices a validated request (billing.PriceList).
+// Pricer prices a validated request (prices.List).
 type Pricer interface {
 	Price(path string, params map[string]any) (billing.Micros, error)
 }

@@ -1,4 +1,4 @@
-package billing
+package prices
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"genjobs/internal/billing"
 	"genjobs/internal/catalog"
 )
 
@@ -26,9 +27,9 @@ var defaultPrices []byte
 
 // maxJobPrice bounds every amount and every job's price, so that a typo in an
 // override (a million per second) is an error rather than a wrapped int64.
-const maxJobPrice = 1_000_000 * USD
+const maxJobPrice = 1_000_000 * billing.USD
 
-// PriceList prices validated generation requests. Build it once at init; it
+// List prices validated generation requests. Build it once at init; it
 // is safe for concurrent use.
 //
 // The file it is read from is a JSON object keyed by endpoint path. Each entry:
@@ -46,13 +47,13 @@ const maxJobPrice = 1_000_000 * USD
 // {"non_empty": true} or {"non_empty": false} tests an array (absent is empty).
 // Amounts are decimal strings (or JSON numbers) of USD with at most six
 // decimals. Fields are checked against the endpoint's request schema at load.
-type PriceList struct {
+type List struct {
 	rules map[string]*rule
 }
 
 type rule struct {
 	per      string // a request field; "" prices per job
-	usd      Micros
+	usd      billing.Micros
 	hasUSD   bool
 	variants []priced
 	extras   []priced
@@ -61,7 +62,7 @@ type rule struct {
 
 type priced struct {
 	when []test
-	usd  Micros
+	usd  billing.Micros
 }
 
 type test func(params map[string]any) bool
@@ -69,14 +70,14 @@ type test func(params map[string]any) bool
 type steps struct {
 	of              []string
 	included, every int64
-	usd             Micros
+	usd             billing.Micros
 }
 
-// LoadPrices returns the embedded default list with the entries of override
+// Load returns the embedded default list with the entries of override
 // (same JSON shape, any subset of paths) replacing the defaults' entries for
 // those paths. An empty override is the defaults. A malformed override, an
 // unknown path or a bad rule is an error that names what is wrong.
-func LoadPrices(override []byte) (*PriceList, error) {
+func Load(override []byte) (*List, error) {
 	fields, err := endpointFields()
 	if err != nil {
 		return nil, fmt.Errorf("billing: %w", err)
@@ -92,14 +93,14 @@ func LoadPrices(override []byte) (*PriceList, error) {
 		}
 		maps.Copy(rules, over)
 	}
-	return &PriceList{rules: rules}, nil
+	return &List{rules: rules}, nil
 }
 
 // Price is the price of one job of endpoint path with validated params
 // (catalog.Request.Params: defaults filled, numbers json.Number, arrays
 // []any). A path without a price is an error, so a new model can never run
 // for free by accident.
-func (p *PriceList) Price(path string, params map[string]any) (Micros, error) {
+func (p *List) Price(path string, params map[string]any) (billing.Micros, error) {
 	r, ok := p.rules[path]
 	if !ok {
 		return 0, fmt.Errorf("billing: no price for %s", path)
@@ -112,11 +113,11 @@ func (p *PriceList) Price(path string, params map[string]any) (Micros, error) {
 }
 
 // Paths lists the priced paths, sorted.
-func (p *PriceList) Paths() []string {
+func (p *List) Paths() []string {
 	return slices.Sorted(maps.Keys(p.rules))
 }
 
-func (r *rule) price(params map[string]any) (Micros, error) {
+func (r *rule) price(params map[string]any) (billing.Micros, error) {
 	rate, ok := r.usd, r.hasUSD
 	for _, v := range r.variants {
 		if v.matches(params) {
@@ -152,7 +153,7 @@ func (r *rule) price(params map[string]any) (Micros, error) {
 	return plus(total, s)
 }
 
-func (s *steps) price(params map[string]any) (Micros, error) {
+func (s *steps) price(params map[string]any) (billing.Micros, error) {
 	q := int64(1)
 	for _, f := range s.of {
 		n, err := count(params, f)
@@ -200,18 +201,18 @@ func count(params map[string]any, field string) (int64, error) {
 	return i, nil
 }
 
-var errTooExpensive = fmt.Errorf("the price is above the cap of %d USD per job", maxJobPrice/USD)
+var errTooExpensive = fmt.Errorf("the price is above the cap of %d billing.USD per job", maxJobPrice/billing.USD)
 
 // times and plus take amounts in 0..maxJobPrice and n >= 0, so checking
 // against the cap also rules out overflow.
-func times(m Micros, n int64) (Micros, error) {
+func times(m billing.Micros, n int64) (billing.Micros, error) {
 	if n != 0 && int64(m) > int64(maxJobPrice)/n {
 		return 0, errTooExpensive
 	}
-	return m * Micros(n), nil
+	return m * billing.Micros(n), nil
 }
 
-func plus(a, b Micros) (Micros, error) {
+func plus(a, b billing.Micros) (billing.Micros, error) {
 	if a+b > maxJobPrice {
 		return 0, errTooExpensive
 	}
@@ -508,21 +509,21 @@ func wantType(props map[string]schemaField, field, typ string) error {
 
 // amount reads a USD amount written as a decimal string or a JSON number; the
 // number's own text is parsed, never a float.
-func amount(raw json.RawMessage) (Micros, error) {
+func amount(raw json.RawMessage) (billing.Micros, error) {
 	text := string(bytes.TrimSpace(raw))
 	if strings.HasPrefix(text, `"`) {
 		if err := json.Unmarshal(raw, &text); err != nil {
 			return 0, err
 		}
 	}
-	m, err := ParseUSD(text)
+	m, err := billing.ParseUSD(text)
 	switch {
 	case err != nil:
 		return 0, err
 	case m < 0:
 		return 0, fmt.Errorf("%s is negative", text)
 	case m > maxJobPrice:
-		return 0, fmt.Errorf("%s is above the cap of %d USD per job", text, maxJobPrice/USD)
+		return 0, fmt.Errorf("%s is above the cap of %d billing.USD per job", text, maxJobPrice/billing.USD)
 	}
 	return m, nil
 }

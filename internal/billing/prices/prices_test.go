@@ -1,4 +1,4 @@
-package billing_test
+package prices_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"genjobs/internal/billing"
+	"genjobs/internal/billing/prices"
 	"genjobs/internal/catalog"
 )
 
@@ -46,16 +47,16 @@ func params(t *testing.T, path, body string) map[string]any {
 	return req.Params
 }
 
-func load(t *testing.T, override string) *billing.PriceList {
+func load(t *testing.T, override string) *prices.List {
 	t.Helper()
-	p, err := billing.LoadPrices([]byte(override))
+	p, err := prices.Load([]byte(override))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func price(t *testing.T, p *billing.PriceList, path, body string) billing.Micros {
+func price(t *testing.T, p *prices.List, path, body string) billing.Micros {
 	t.Helper()
 	m, err := p.Price(path, params(t, path, body))
 	if err != nil {
@@ -284,7 +285,7 @@ func TestOverrideRefused(t *testing.T) {
 			[]string{modelC, "twice"}},
 		{"key given twice in a rule", entry(`{"per":"job","usd":"1","usd":"0"}`), []string{modelC, `"usd" is given twice`}},
 	} {
-		_, err := billing.LoadPrices([]byte(tc.override))
+		_, err := prices.Load([]byte(tc.override))
 		if err == nil {
 			t.Errorf("%s: accepted", tc.name)
 			continue
@@ -297,8 +298,8 @@ func TestOverrideRefused(t *testing.T) {
 	}
 }
 
-func ExamplePriceList_Price() {
-	prices, err := billing.LoadPrices([]byte(`{
+func ExampleList_Price() {
+	list, err := prices.Load([]byte(`{
 		"/generate/video/vendor-c/model-c": {"per": "duration", "usd": "0.08"}
 	}`)) // once, at init; the override would come from the deployment
 	if err != nil {
@@ -311,7 +312,7 @@ func ExamplePriceList_Price() {
 		if err != nil {
 			panic(err)
 		}
-		m, err := prices.Price(path, req.Params)
+		m, err := list.Price(path, req.Params)
 		if err != nil {
 			panic(err)
 		}
