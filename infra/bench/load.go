@@ -306,11 +306,13 @@ type rawPut struct {
 
 // newRawPut reads the item of job jobID. A scan, rather than a GetItem, so
 // that the bench does not depend on the store's key layout; the table holds
-// only the load's workspace, its token and this job yet.
+// only the load's workspace, its token, its top-up and this job yet.
 func newRawPut(ctx context.Context, db *dynamodb.Client, jobID string) (*rawPut, error) {
 	out, err := db.Scan(ctx, &dynamodb.ScanInput{
 		TableName:                 aws.String(devstack.Table),
-		FilterExpression:          aws.String("job_id = :id"),
+		// The job's ledger entry names it too; only the job has a status.
+		FilterExpression:          aws.String("job_id = :id AND attribute_exists(#status)"),
+		ExpressionAttributeNames:  map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: jobID}},
 		ConsistentRead:            aws.Bool(true),
 	})
