@@ -309,7 +309,7 @@ type rawPut struct {
 // only the load's workspace, its token, its top-up and this job yet.
 func newRawPut(ctx context.Context, db *dynamodb.Client, jobID string) (*rawPut, error) {
 	out, err := db.Scan(ctx, &dynamodb.ScanInput{
-		TableName:                 aws.String(devstack.Table),
+		TableName: aws.String(devstack.Table),
 		// The job's ledger entry names it too; only the job has a status.
 		FilterExpression:          aws.String("job_id = :id AND attribute_exists(#status)"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
