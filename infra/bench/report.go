@@ -195,7 +195,7 @@ func (r *report) footnotes(srcBytes int, loadBefore, loadAtEngine, loadAtLoad, l
 	r.t.note("  fix_compression 0.5); one child process per row, GOGC and GOMEMLIMIT unset; peak RSS = getrusage ru_maxrss, MiB; heap sampled every 2 ms.")
 	r.t.note("create job: workspace %s with max_concurrent = max_running = %s (no 429s, no backlog); %d-request warm-up first;",
 		loadWorkspace, commas(loadLimit), warmupRequests)
-	r.t.note("  each request = 2 GetItem + 1 TransactWriteItems (the job's conditional Put, the workspace's slot counters) + 1 SQS SendMessage.")
+	r.t.note("  each request = 2 GetItem + 1 TransactWriteItems (the job's conditional Put, the workspace's slot counters and reservation, the ledger entry) + 1 SQS SendMessage.")
 	r.t.note("raw PutItem: copies of a job item the API wrote, with its condition, same count and clients: DynamoDB Local's ceiling.")
 	r.t.note("raw TransactWriteItems: a creation's three writes (job, the one workspace item, a ledger entry) without the service: the ceiling of billed creation in one workspace here.")
 	r.t.note("job runs: own table, queue and buckets on the same emulators; workspace %s with max_concurrent = max_running = %d, so no",
