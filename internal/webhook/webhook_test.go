@@ -79,7 +79,7 @@ func newEnv(t *testing.T, guard *netguard.Guard, timeout time.Duration) *env {
 	e.notifier = &webhook.Notifier{Store: e.store, Queue: q, Clock: clock.System{}, Log: log}
 	e.deliverer = &webhook.Deliverer{
 		Store: e.store, Queue: q, Sender: &webhook.Sender{Client: client, Signer: e.signer},
-		Render: func(_ context.Context, j *job.Job) ([]byte, error) { return json.Marshal(j.Record(nil)) },
+		Render:   func(_ context.Context, j *job.Job) ([]byte, error) { return json.Marshal(j.Record(nil)) },
 		Schedule: fast, ClaimFor: webhook.DefaultClaimFor, Clock: clock.System{}, Log: log,
 	}
 	if err := e.store.CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", MaxConcurrent: 20, MaxRunning: 20, CreatedAt: time.Now()}); err != nil {
