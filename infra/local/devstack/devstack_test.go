@@ -268,3 +268,45 @@ func TestIdempotencyKeyThroughTheLambdaEvent(t *testing.T) {
 		t.Errorf("the key with another body: %d %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// Under Lambda the X-Webhook-URL comes from the event's raw header, which
+// API Gateway joins with commas when a client sends two: a list is refused,
+// a URL with commas is stored byte for byte.
+func TestWebhookURLThroughTheLambdaEvent(t *testing.T) {
+	hs, s, token := stack(t)
+	raw, err := os.ReadFile(filepath.Join(repo, "events", "generate-model-g-3d.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		url    string
+		status int
+	}{
+		{"https://hooks.example.com/in?ids=1,2,3&sig=a%2Cb", 200},
+		{"https://a.example/x,https://b.example/y", 400},
+		{"https://a.example/x, https://b.example/y", 400},
+		{"https://a.example:0/x", 400},
+	} {
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(string(raw), "{{TOKEN}}", token)), &ev); err != nil {
+			t.Fatal(err)
+		}
+		ev.Headers["x-webhook-url"] = tc.url
+		resp, err := hs["GenerateFunction"].HTTP(context.Background(), ev)
+		if err != nil || resp.StatusCode != tc.status {
+			t.Errorf("%s: %d %s (%v); want %d", tc.url, resp.StatusCode, resp.Body, err, tc.status)
+			continue
+		}
+		if tc.status != 200 {
+			continue
+		}
+		var rec struct {
+			ID string `json:"job_id"`
+		}
+		_ = json.Unmarshal([]byte(resp.Body), &rec)
+		j, err := s.Job(context.Background(), rec.ID)
+		if err != nil || j.WebhookURL != tc.url {
+			t.Errorf("stored %q (%v); sent %q", j.WebhookURL, err, tc.url)
+		}
+	}
+}
