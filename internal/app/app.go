@@ -197,7 +197,8 @@ func Jobs(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: d.Store(), Results: d.Blobs(), Cancel: d.Lifecycle()}
+	st := d.Store()
+	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: st, Results: d.Blobs(), Cancel: d.Lifecycle(), Deliveries: st}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 

@@ -93,7 +93,7 @@ func (e *env) handler(queueURL string) http.Handler {
 		Queue: queue.NewJobs(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
 	q := queue.NewJobs(e.sqs, queueURL)
 	life := &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log}
-	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}}
+	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}, Deliveries: e.store}
 	mux := http.NewServeMux()
 	mux.Handle("/generate/", httpapi.Middleware(log, gen.Routes()))
 	mux.Handle("/jobs", httpapi.Middleware(log, jobs.Routes()))

@@ -91,6 +91,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"GET /assets/{id} -> AssetsFunction",
 		"GET /jobs -> JobsFunction",
 		"GET /jobs/{id} -> JobsFunction",
+		"GET /jobs/{id}/deliveries -> JobsFunction",
 		"GET /openapi.json -> OpenAPIFunction",
 		"GET /usage -> UsageFunction",
 		"POST /assets -> AssetsFunction",
