@@ -50,8 +50,8 @@ func TestJoseVerifies(t *testing.T) {
 	srv := kmstest.NewServer(t)
 	client := srv.Client()
 	cur := signing.NewKMS(client, srv.KeyID)
-	prev := signing.NewKMS(client, srv.AddKey(t))
-	stranger := signing.NewKMS(client, srv.AddKey(t)) // not in the JWKS
+	prev := signing.NewKMS(client, srv.AddKey())
+	stranger := signing.NewKMS(client, srv.AddKey()) // not in the JWKS
 	ctx := context.Background()
 	doc, err := signing.JWKS(pubOf(t, cur), pubOf(t, prev))
 	if err != nil {

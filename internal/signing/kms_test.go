@@ -215,7 +215,7 @@ func TestKMSAliasMovedKeepsKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newKey := srv.AddKey(t)
+	newKey := srv.AddKey()
 	srv.SetAlias("alias/webhooks", newKey)
 
 	digest := sha256.Sum256([]byte("after the move"))

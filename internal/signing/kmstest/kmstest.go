@@ -46,6 +46,7 @@ type Server struct {
 	// KeyID is the id of the key NewServer made (ARN: KeyARN).
 	KeyID string
 
+	http     *httptest.Server
 	mu       sync.Mutex
 	keys     map[string]*ecdsa.PrivateKey // by key id
 	aliases  map[string]string            // alias name ("alias/x") to key id
@@ -53,16 +54,27 @@ type Server struct {
 	calls    sync.Map                     // operation name to *atomic.Int64
 }
 
-// NewServer starts a server with one key; it is closed when the test ends.
+// NewServer starts a server with one key for a test or benchmark; it is
+// closed when the test ends.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{keys: map[string]*ecdsa.PrivateKey{}, aliases: map[string]string{}}
-	s.KeyID = s.AddKey(t)
-	hs := httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(hs.Close)
-	s.URL = hs.URL
+	s := Start()
+	t.Cleanup(s.Close)
 	return s
 }
+
+// Start starts a server with one key outside a test (e.g. `make bench`);
+// the caller closes it.
+func Start() *Server {
+	s := &Server{keys: map[string]*ecdsa.PrivateKey{}, aliases: map[string]string{}}
+	s.KeyID = s.AddKey()
+	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.http.URL
+	return s
+}
+
+// Close shuts the server down.
+func (s *Server) Close() { s.http.Close() }
 
 // KeyARN is the ARN of the key NewServer made.
 func (s *Server) KeyARN() string { return ARN(s.KeyID) }
@@ -73,11 +85,11 @@ func ARN(keyID string) string {
 }
 
 // AddKey makes another key (a rotation's new or old key) and returns its id.
-func (s *Server) AddKey(t testing.TB) string {
-	t.Helper()
+func (s *Server) AddKey() string {
+	// Neither fails: crypto/rand's reader does not return errors.
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatalf("kmstest: generate key: %v", err)
+		panic("kmstest: generate key: " + err.Error())
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
