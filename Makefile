@@ -96,6 +96,12 @@ build-JobsFunction:
 	$(call lambda_build,jobs)
 build-UsageFunction:
 	$(call lambda_build,usage)
+build-JwksFunction:
+	$(call lambda_build,jwks)
+build-DelivererFunction:
+	$(call lambda_build,deliverer)
+build-NotifierFunction:
+	$(call lambda_build,notifier)
 build-OpenAPIFunction:
 	$(call lambda_build,openapi)
 build-NotFoundFunction:

@@ -175,6 +175,16 @@ func Record(ctx context.Context, urls ResultURLs, j *job.Job) (job.Record, error
 	return j.Record(out), nil
 }
 
+// RecordBody is the bytes GET /jobs/{id} answers for j now: a webhook
+// sends exactly these, and signs them.
+func RecordBody(ctx context.Context, urls ResultURLs, j *job.Job) ([]byte, error) {
+	rec, err := Record(ctx, urls, j)
+	if err != nil {
+		return nil, err
+	}
+	return encode(rec)
+}
+
 type jobList struct {
 	Items      []job.Record `json:"items"`
 	NextCursor *string      `json:"next_cursor"`

@@ -25,12 +25,12 @@ import (
 var componentFiles embed.FS
 
 // componentNames lists the component schemas in the order the document shows them.
-var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload", "Usage", "DeliveryList"}
+var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload", "Usage", "DeliveryList", "JWKS"}
 
 const refPrefix = "#/components/schemas/"
 
 // ComponentSchema returns a component schema (Job, JobError, JobList, Error,
-// OutOfCredits, Asset, AssetUploadRequest, AssetUpload, Usage, DeliveryList) as a standalone
+// OutOfCredits, Asset, AssetUploadRequest, AssetUpload, Usage, DeliveryList, JWKS) as a standalone
 // draft-07 JSON Schema: references to other components are inlined, so
 // gojsonschema can validate a real response with it.
 func ComponentSchema(name string) (json.RawMessage, bool) {
@@ -124,6 +124,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 		member{"/assets/uploads", object{{"post", startAssetUpload(baseURL)}}},
 		member{"/assets/{id}", object{{"get", getAsset()}}},
 		member{"/usage", object{{"get", getUsage()}}},
+		member{"/.well-known/jwks.json", object{{"get", getJWKS()}}},
 		member{"/openapi.json", object{{"get", getDocument()}}},
 	)
 
@@ -536,6 +537,23 @@ func getAsset() object {
 			// in every operation; this one answers 302, and default states
 			// the service's true answer to a failure.
 			{"default", ref("#/components/responses/InternalError")},
+		}},
+	}
+}
+
+func getJWKS() object {
+	return object{
+		{"tags", []string{"Utilities"}},
+		{"summary", "Get the webhook verification keys"},
+		{"description", "Public: no token needed. A webhook's X-Service-Webhook-Signature is a JWT (ES256) whose header kid names one of these keys. Cache the document up to 5 minutes; fetch it again when a kid is unknown (a key rotation)."},
+		{"operationId", "getWebhookKeys"},
+		{"security", []any{}},
+		{"responses", object{
+			{"200", object{
+				{"description", "The keys."},
+				{"headers", object{{"Cache-Control", object{{"schema", object{{"type", "string"}, {"example", "public, max-age=300"}}}}}}},
+				{"content", jsonContent(ref(refPrefix + "JWKS"))},
+			}},
 		}},
 	}
 }

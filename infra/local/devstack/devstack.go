@@ -23,6 +23,7 @@ import (
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
+	"genjobs/internal/app/webhookfn"
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
@@ -34,10 +35,14 @@ import (
 
 // Local resource names.
 const (
-	Table         = "genjobs"
-	JobsQueue     = "genjobs-jobs"
-	ResultsBucket = "genjobs-results"
-	AssetsBucket  = "genjobs-assets"
+	Table           = "genjobs"
+	JobsQueue       = "genjobs-jobs"
+	DeliveriesQueue = "genjobs-deliveries"
+	ResultsBucket   = "genjobs-results"
+	AssetsBucket    = "genjobs-assets"
+	// SigningKeyFile is the local webhook signing key (no KMS here),
+	// relative to the repository: created on first use, kept with .local/.
+	SigningKeyFile = ".local/webhook-key.pem"
 )
 
 // The demo workspace of API-DECISIONS 10.
@@ -51,14 +56,16 @@ const (
 // logical id in template.yaml is the directory's name in CamelCase followed
 // by "Function" (app.FunctionName).
 var Functions = map[string]app.Function{
-	"generate": {HTTP: app.Generate},
-	"jobs":     {HTTP: app.Jobs},
-	"usage":    {HTTP: app.Usage},
-	"assets":   {HTTP: app.Assets},
-	"openapi":  {HTTP: app.OpenAPI},
-	"notfound": {HTTP: app.NotFound},
-	"worker":   {SQS: workerfn.Build},
-	"sweeper":  {Schedule: app.Sweeper},
+	"generate":  {HTTP: app.Generate},
+	"jobs":      {HTTP: app.Jobs},
+	"usage":     {HTTP: app.Usage},
+	"jwks":      {HTTP: webhookfn.JWKS},
+	"deliverer": {SQS: webhookfn.Deliverer},
+	"assets":    {HTTP: app.Assets},
+	"openapi":   {HTTP: app.OpenAPI},
+	"notfound":  {HTTP: app.NotFound},
+	"worker":    {SQS: workerfn.Build},
+	"sweeper":   {Schedule: app.Sweeper},
 }
 
 // Stack is the local stack: the emulators' clients and the names of the
@@ -68,17 +75,20 @@ type Stack struct {
 	SQS      *sqs.Client
 	S3       *s3.Client
 
-	Table, JobsQueue, ResultsBucket, AssetsBucket string
-	BaseURL                                       string // the API's address
+	Table, JobsQueue, DeliveriesQueue, ResultsBucket, AssetsBucket string
+	BaseURL                                                        string // the API's address
+	SigningKeyFile                                                 string // the webhook key, a P-256 PEM file
 
 	// Set by Provision.
-	JobsQueueURL, JobsDLQURL string
+	JobsQueueURL, JobsDLQURL             string
+	DeliveriesQueueURL, DeliveriesDLQURL string
 }
 
 // New returns the stack of the usual local names on the given clients.
 func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stack {
 	return &Stack{DynamoDB: db, SQS: q, S3: s, BaseURL: baseURL,
-		Table: Table, JobsQueue: JobsQueue, ResultsBucket: ResultsBucket, AssetsBucket: AssetsBucket}
+		Table: Table, JobsQueue: JobsQueue, DeliveriesQueue: DeliveriesQueue, ResultsBucket: ResultsBucket,
+		AssetsBucket: AssetsBucket, SigningKeyFile: SigningKeyFile}
 }
 
 // Provision creates the table, the queues and the buckets unless they exist.
@@ -90,6 +100,9 @@ func (s *Stack) Provision(ctx context.Context) error {
 	if s.JobsQueueURL, s.JobsDLQURL, err = queue.Create(ctx, s.SQS, s.JobsQueue); err != nil {
 		return err
 	}
+	if s.DeliveriesQueueURL, s.DeliveriesDLQURL, err = queue.CreateDeliveries(ctx, s.SQS, s.DeliveriesQueue); err != nil {
+		return err
+	}
 	return blob.CreateBuckets(ctx, s.S3, s.ResultsBucket, s.AssetsBucket)
 }
 
@@ -97,13 +110,18 @@ func (s *Stack) Provision(ctx context.Context) error {
 // locally: the values its functions' Environment refers to.
 func (s *Stack) Resolve() map[string]string {
 	return map[string]string{
-		"Table":                    s.Table,
-		"JobsQueue":                s.JobsQueueURL,
-		"JobsDLQ":                  s.JobsDLQURL,
-		"ResultsBucket":            s.ResultsBucket,
-		"AssetsBucket":             s.AssetsBucket,
-		"BaseUrl":                  s.BaseURL,
-		"AllowPrivateDestinations": "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
+		"Table":           s.Table,
+		"JobsQueue":       s.JobsQueueURL,
+		"JobsDLQ":         s.JobsDLQURL,
+		"DeliveriesQueue": s.DeliveriesQueueURL,
+		"DeliveriesDLQ":   s.DeliveriesDLQURL,
+		// No KMS here: the signing functions read a local key file.
+		"WebhookSigningKey.Arn":        "file:" + s.SigningKeyFile,
+		"PreviousWebhookSigningKeyArn": "",
+		"ResultsBucket":                s.ResultsBucket,
+		"AssetsBucket":                 s.AssetsBucket,
+		"BaseUrl":                      s.BaseURL,
+		"AllowPrivateDestinations":     "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
 	}
 }
 
@@ -114,6 +132,10 @@ func (s *Stack) QueueURL(id string) (string, error) {
 		return s.JobsQueueURL, nil
 	case "JobsDLQ":
 		return s.JobsDLQURL, nil
+	case "DeliveriesQueue":
+		return s.DeliveriesQueueURL, nil
+	case "DeliveriesDLQ":
+		return s.DeliveriesDLQURL, nil
 	}
 	return "", fmt.Errorf("the local stack has no queue for %s (devstack.Provision creates them)", id)
 }

@@ -40,6 +40,7 @@ func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *st
 	ctx := context.Background()
 	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
 	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
+	local.DeliveriesQueue, local.SigningKeyFile = testenv.UniqueName(t, "dlv"), filepath.Join(t.TempDir(), "webhook-key.pem")
 	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
 	if err := local.Provision(ctx); err != nil {
 		t.Fatal(err)
@@ -159,6 +160,9 @@ var eventStatus = map[string]struct {
 	"sweeper-schedule.json":               {"SweeperFunction", 0},
 	"notfound.json":                       {"NotFoundFunction", 404},
 	"usage.json":                          {"UsageFunction", 200},
+	"jwks.json":                           {"JwksFunction", 200},
+	"jobs-deliveries.json":                {"JobsFunction", 200},
+	"deliverer-attempt.json":              {"DelivererFunction", 0},
 	"usage-invalid-days.json":             {"UsageFunction", 400},
 }
 

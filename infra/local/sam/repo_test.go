@@ -88,6 +88,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 	want := []string{
 		"$default -> NotFoundFunction",
 		"DELETE /jobs/{id} -> JobsFunction",
+		"GET /.well-known/jwks.json -> JwksFunction",
 		"GET /assets/{id} -> AssetsFunction",
 		"GET /jobs -> JobsFunction",
 		"GET /jobs/{id} -> JobsFunction",
