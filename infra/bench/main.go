@@ -125,6 +125,8 @@ func run(ctx context.Context, begin time.Time) error {
 	fmt.Fprintf(os.Stderr, "bench: the enhance engine at %dx%d in child processes...\n", engineSide, engineSide)
 	floor, engines := measureEngine(srcPath)
 
+	signs := measureSigning(ctx)
+
 	loadAtLoad := loadAverage()
 	fmt.Fprintln(os.Stderr, "bench: starting DynamoDB Local and fauxqs...")
 	load, runs, err := measureStack(ctx, root, tpl, src)
@@ -142,6 +144,8 @@ func run(ctx context.Context, begin time.Time) error {
 	r.load(load)
 	r.t.sep()
 	r.runs(runs)
+	r.t.sep()
+	r.signing(signs)
 	r.footnotes(len(src), loadBefore, loadAtEngine, loadAtLoad, runs.loadAvg)
 	r.t.note("make bench took %.1f s.", time.Since(begin).Seconds())
 	r.t.print(os.Stdout)
@@ -155,8 +159,11 @@ func run(ctx context.Context, begin time.Time) error {
 // plays the jobs queue (the worker), or 0 if none does.
 func workerMemoryMB(tpl *sam.Template) int {
 	for _, f := range tpl.Functions() {
-		for _, ev := range f.Events {
-			if ev.Type == sam.EventSQS {
+		for name, ev := range f.Events {
+			if ev.Type != sam.EventSQS {
+				continue
+			}
+			if q, err := f.SQSEvent(name); err == nil && q.Queue == "JobsQueue" {
 				return f.MemorySize
 			}
 		}
