@@ -105,7 +105,7 @@ func (n *Notifier) start(ctx context.Context, r events.DynamoDBEventRecord) erro
 		return nil
 	}
 	// A replay sends the message again; the deliverer drops duplicates.
-	if err := n.Queue.Schedule(ctx, d.JobID, d.Due(), time.Until(d.NextAt)); err != nil {
+	if err := n.Queue.Schedule(ctx, d.JobID, d.Due(), d.NextAt.Sub(now)); err != nil {
 		return err
 	}
 	n.Log.Info("webhook started", "job_id", d.JobID, "webhook_id", d.ID, "status", string(st))
