@@ -269,7 +269,7 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"workspace", "--name", "x"}, "workspace: missing subcommand"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"workspace", "invoice", "--workspace", "w", "--credit-limit-usd", "5"}, `unknown command "workspace invoice"`},
-		{[]string{"style", "create"}, `unknown command "style create"`},
+		{[]string{"style", "create"}, "style create: give --workspace W"},
 		{[]string{"--bogus", "workspace", "create"}, "flag provided but not defined: -bogus"},
 		{[]string{"workspace", "create"}, "workspace create: --name is required"},
 		{[]string{"workspace", "create", "--name", "   "}, "workspace create: --name is required"},

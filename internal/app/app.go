@@ -66,6 +66,7 @@ type Deps struct {
 	ResultsBucket string // RESULTS_BUCKET
 	AssetsBucket  string // ASSETS_BUCKET
 	BaseURL       string // BASE_URL: the public address of the API
+	AppURL        string // APP_URL: the web application's address (styles.go)
 	// AllowPrivateDestinations (ALLOW_PRIVATE_DESTINATIONS) lets webhooks and
 	// input fetches reach loopback and private addresses: local development.
 	AllowPrivateDestinations bool
@@ -83,6 +84,7 @@ func Config(getenv func(string) string) (Deps, error) {
 		ResultsBucket: getenv("RESULTS_BUCKET"),
 		AssetsBucket:  getenv("ASSETS_BUCKET"),
 		BaseURL:       strings.TrimSuffix(getenv("BASE_URL"), "/"),
+		AppURL:        strings.TrimSuffix(getenv("APP_URL"), "/"),
 		Clock:         clock.System{},
 		Log:           slog.New(slog.NewJSONHandler(os.Stdout, nil)),
 	}

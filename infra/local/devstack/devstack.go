@@ -54,6 +54,7 @@ var Functions = map[string]app.Function{
 	"generate": {HTTP: app.Generate},
 	"jobs":     {HTTP: app.Jobs},
 	"assets":   {HTTP: app.Assets},
+	"styles":   {HTTP: app.Styles},
 	"openapi":  {HTTP: app.OpenAPI},
 	"notfound": {HTTP: app.NotFound},
 	"worker":   {SQS: workerfn.Build},
@@ -103,6 +104,7 @@ func (s *Stack) Resolve() map[string]string {
 		"AssetsBucket":             s.AssetsBucket,
 		"BaseUrl":                  s.BaseURL,
 		"AllowPrivateDestinations": "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
+		"AppUrl":                   s.BaseURL + AppPath,
 	}
 }
 
@@ -184,6 +186,9 @@ func SeedDemo(ctx context.Context, s *store.Store, tokenFile string) (string, er
 		return "", err
 	}
 	if _, err := s.TopUp(ctx, DemoWorkspace, "demo-seed", demoBalance, now); err != nil {
+		return "", err
+	}
+	if err := seedStyles(ctx, s, now); err != nil { // and the demo's styles (styles.go)
 		return "", err
 	}
 	token, err := readToken(tokenFile)

@@ -92,6 +92,8 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"GET /jobs -> JobsFunction",
 		"GET /jobs/{id} -> JobsFunction",
 		"GET /openapi.json -> OpenAPIFunction",
+		"GET /styles -> StylesFunction",
+		"GET /styles/{id}/share/link -> StylesFunction",
 		"POST /assets -> AssetsFunction",
 		"POST /assets/uploads -> AssetsFunction",
 		"POST /generate/{kind}/{vendor}/{model} -> GenerateFunction",
