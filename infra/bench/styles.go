@@ -47,6 +47,7 @@ const (
 // stylesReport is the styles run.
 type stylesReport struct {
 	visible  int           // styles the bench workspace sees
+	loadAvg  string        // the machine's load average before the requests
 	populate time.Duration // storing stylesTotal styles
 	list     loadStats     // GET /styles?filter=all, walking the pages
 	walk     walkCheck     // one full walk, checked
@@ -92,8 +93,8 @@ func benchStyle(i int, base time.Time) (st style.Style, visible bool) {
 	return st, visible
 }
 
-// measureStylesStack starts emulators of its own (the job runs leave the
-// others busy with their sweeper) and measures the style listing on them.
+// measureStylesStack starts emulators of its own (measureStack stops its
+// pair when it returns) and measures the style listing on them.
 func measureStylesStack(ctx context.Context, root string, tpl *sam.Template) (*stylesReport, error) {
 	stack, err := emulator.StartStack(ctx, emulator.StackOptions{RepoRoot: root, LogPrefix: "bench-styles-"})
 	if err != nil {
@@ -137,6 +138,7 @@ func measureStylesStack(ctx context.Context, root string, tpl *sam.Template) (*s
 
 	fmt.Fprintf(os.Stderr, "bench: GET /styles?filter=all (%d clients walking the pages)...\n", stylesClients)
 	c.drive(ctx, stylesWarmup, stylesDuration)
+	rep.loadAvg = loadAverage()
 	rep.list = c.drive(ctx, stylesRequests, stylesDuration)
 	return rep, ctx.Err()
 }
@@ -315,6 +317,7 @@ func (r *report) styles(s *stylesReport) {
 		commas(stylesTotal), commas(int64(s.visible)), stylesWorkspace)
 	r.t.note("  the rest: other workspaces' and an application user's private styles, public ones not approved), stored by %d writers in %.1f s;",
 		stylesWriters, s.populate.Seconds())
-	r.t.note("  each request = 2 GetItem (token, workspace) + 4 Query of styles-by-set (merged) + BatchGetItem of the page; %d-request warm-up first.",
+	r.t.note("  each request = 2 GetItem (token, workspace) + 4 Query of styles-by-set (merged) + BatchGetItem of the page; %d-request warm-up first;",
 		stylesWarmup)
+	r.t.note("  at most %d requests or %.0f s; 1-minute load average %s before them.", stylesRequests, stylesDuration.Seconds(), s.loadAvg)
 }
