@@ -108,6 +108,8 @@ build-NotFoundFunction:
 	$(call lambda_build,notfound)
 build-AssetsFunction:
 	$(call lambda_build,assets)
+build-StylesFunction:
+	$(call lambda_build,styles)
 build-WorkerFunction:
 	$(call lambda_build,worker)
 build-SweeperFunction:

@@ -22,7 +22,10 @@
 //     worker's first status write), and 1024x1024 -> 2048x2048 jpg enhance
 //     jobs from the creation's answer to GET /jobs/{id} showing them
 //     completed, with their rate; one result is downloaded and must decode
-//     as a 2048x2048 JPEG.
+//     as a 2048x2048 JPEG;
+//   - GET /styles?filter=all through the local API over 10,000 styles
+//     (styles.go), on emulators of its own, after a full walk of its pages
+//     is checked to show each visible style once.
 //
 // The load and the job runs each use a workspace of their own whose limits
 // keep the numbers free of 429s and backlog waits.
@@ -133,6 +136,10 @@ func run(ctx context.Context, begin time.Time) error {
 	if err != nil {
 		return err
 	}
+	styles, err := measureStylesStack(ctx, root, tpl) // styles.go
+	if err != nil {
+		return err
+	}
 
 	r := &report{t: newReportTable(), host: host}
 	r.sizes(ts, size)
@@ -144,6 +151,8 @@ func run(ctx context.Context, begin time.Time) error {
 	r.load(load)
 	r.t.sep()
 	r.runs(runs)
+	r.t.sep()
+	r.styles(styles)
 	r.t.sep()
 	r.signing(signs)
 	r.footnotes(len(src), loadBefore, loadAtEngine, loadAtLoad, runs.loadAvg)

@@ -73,6 +73,7 @@ type Deps struct {
 	ResultsBucket string // RESULTS_BUCKET
 	AssetsBucket  string // ASSETS_BUCKET
 	BaseURL       string // BASE_URL: the public address of the API
+	AppURL        string // APP_URL: the web application's address (styles.go)
 	// AllowPrivateDestinations (ALLOW_PRIVATE_DESTINATIONS) lets webhooks and
 	// input fetches reach loopback and private addresses: local development.
 	AllowPrivateDestinations bool
@@ -104,6 +105,7 @@ func Config(getenv func(string) string) (Deps, error) {
 		AssetsBucket:  getenv("ASSETS_BUCKET"),
 		BaseURL:       strings.TrimSuffix(getenv("BASE_URL"), "/"),
 		PricesJSON:    getenv("PRICES_JSON"),
+		AppURL:        strings.TrimSuffix(getenv("APP_URL"), "/"),
 
 		DeliveriesQueueURL:   getenv("DELIVERIES_QUEUE_URL"),
 		DeliveriesDLQURL:     getenv("DELIVERIES_DLQ_URL"),

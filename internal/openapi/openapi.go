@@ -25,12 +25,14 @@ import (
 var componentFiles embed.FS
 
 // componentNames lists the component schemas in the order the document shows them.
-var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload", "Usage", "DeliveryList", "JWKS"}
+var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload",
+	"Usage", "DeliveryList", "JWKS", "Style", "StyleList", "ShareLink"}
 
 const refPrefix = "#/components/schemas/"
 
 // ComponentSchema returns a component schema (Job, JobError, JobList, Error,
-// OutOfCredits, Asset, AssetUploadRequest, AssetUpload, Usage, DeliveryList, JWKS) as a standalone
+// OutOfCredits, Asset, AssetUploadRequest, AssetUpload, Usage, DeliveryList,
+// JWKS, Style, StyleList, ShareLink) as a standalone
 // draft-07 JSON Schema: references to other components are inlined, so
 // gojsonschema can validate a real response with it.
 func ComponentSchema(name string) (json.RawMessage, bool) {
@@ -115,6 +117,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 	}
 	addTag("General", tagDescriptions["General"])
 	addTag("Assets", tagDescriptions["Assets"])
+	addTag("Styles", stylesTagDescription)
 	addTag("Utilities", tagDescriptions["Utilities"])
 	paths = append(paths,
 		member{"/jobs", object{{"get", listJobs()}}},
@@ -124,6 +127,8 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 		member{"/assets/uploads", object{{"post", startAssetUpload(baseURL)}}},
 		member{"/assets/{id}", object{{"get", getAsset()}}},
 		member{"/usage", object{{"get", getUsage()}}},
+		member{"/styles", object{{"get", listStyles()}}},
+		member{"/styles/{id}/share/link", object{{"get", getStyleShareLink()}}},
 		member{"/.well-known/jwks.json", object{{"get", getJWKS()}}},
 		member{"/openapi.json", object{{"get", getDocument()}}},
 	)
@@ -143,7 +148,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 		{"paths", paths},
 		{"components", object{
 			{"schemas", schemas},
-			{"responses", responses()},
+			{"responses", append(responses(), styleResponses()...)},
 			{"parameters", object{{"WebhookURL", webhookParameter}, {"IdempotencyKey", idempotencyKeyParameter}}},
 			{"securitySchemes", object{{"bearerAuth", object{
 				{"type", "http"},

@@ -59,6 +59,7 @@ var Functions = map[string]app.Function{
 	"generate":  {HTTP: app.Generate},
 	"jobs":      {HTTP: app.Jobs},
 	"usage":     {HTTP: app.Usage},
+	"styles":    {HTTP: app.Styles},
 	"jwks":      {HTTP: webhookfn.JWKS},
 	"deliverer": {SQS: webhookfn.Deliverer},
 	"assets":    {HTTP: app.Assets},
@@ -122,6 +123,7 @@ func (s *Stack) Resolve() map[string]string {
 		"AssetsBucket":                 s.AssetsBucket,
 		"BaseUrl":                      s.BaseURL,
 		"AllowPrivateDestinations":     "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
+		"AppUrl":                       s.BaseURL + AppPath,
 	}
 }
 
@@ -207,6 +209,9 @@ func SeedDemo(ctx context.Context, s *store.Store, tokenFile string) (string, er
 		return "", err
 	}
 	if _, err := s.TopUp(ctx, DemoWorkspace, "demo-seed", demoBalance, now); err != nil {
+		return "", err
+	}
+	if err := seedStyles(ctx, s, now); err != nil { // and the demo's styles (styles.go)
 		return "", err
 	}
 	token, err := readToken(tokenFile)

@@ -94,6 +94,8 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"GET /jobs/{id} -> JobsFunction",
 		"GET /jobs/{id}/deliveries -> JobsFunction",
 		"GET /openapi.json -> OpenAPIFunction",
+		"GET /styles -> StylesFunction",
+		"GET /styles/{id}/share/link -> StylesFunction",
 		"GET /usage -> UsageFunction",
 		"POST /assets -> AssetsFunction",
 		"POST /assets/uploads -> AssetsFunction",
