@@ -42,8 +42,11 @@ func (r *report) sizes(ts []target, size map[string]int64) {
 	for _, t := range ts {
 		n := size[t.name]
 		limit := int64(sizeLimit)
-		if t.name == "worker" {
+		switch t.name {
+		case "worker":
 			limit = workerSizeLimit
+		case "deliverer":
+			limit = delivererSizeLimit
 		}
 		var note string
 		switch {
