@@ -108,6 +108,12 @@ func invoke(args []string) error {
 			return fmt.Errorf("%s is not an SQS event: %w", args[1], err)
 		}
 		resp, err = h.SQS(ctx, ev)
+	case h.Stream != nil:
+		var ev events.DynamoDBEvent
+		if err := json.Unmarshal([]byte(text), &ev); err != nil {
+			return fmt.Errorf("%s is not a DynamoDB stream event: %w", args[1], err)
+		}
+		resp, err = h.Stream(ctx, ev)
 	case h.Schedule != nil:
 		var ev events.EventBridgeEvent
 		if err := json.Unmarshal([]byte(text), &ev); err != nil {

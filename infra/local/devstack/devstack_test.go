@@ -44,12 +44,15 @@ func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *st
 	if err := local.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s := store.New(local.DynamoDB, local.Table)
-	token, err := devstack.SeedDemo(ctx, s, filepath.Join(t.TempDir(), "demo-token"))
+	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(local.DynamoDB, local.Table)
+	token, err := devstack.SeedDemo(ctx, s, filepath.Join(t.TempDir(), "demo-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +98,7 @@ func TestEveryFunctionOfTheTemplateIsBuilt(t *testing.T) {
 	}
 	for _, f := range tpl.Functions() {
 		h := hs[f.LogicalID]
-		if h.HTTP == nil && h.SQS == nil && h.Schedule == nil {
+		if h.HTTP == nil && h.SQS == nil && h.Schedule == nil && h.Stream == nil {
 			t.Errorf("%s has no handler", f.LogicalID)
 		}
 	}
