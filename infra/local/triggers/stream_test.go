@@ -55,7 +55,7 @@ Resources:
 
 // streamTable is a table of the project's definition (its stream has new
 // and old images) under a fresh name: its name and its stream's ARN.
-func streamTable(t *testing.T) (string, string) {
+func streamTable(t testing.TB) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
@@ -87,7 +87,7 @@ func latestStreamARN(ctx context.Context, db *dynamodb.Client, table string) (st
 // streamOptions are the runner's options for tpl on a table of its own:
 // the stream of that table, the template's queues on fauxqs, retries a
 // millisecond apart.
-func streamOptions(t *testing.T, tpl *sam.Template, streamARN string) (Options, map[string]string, *logBuffer) {
+func streamOptions(t testing.TB, tpl *sam.Template, streamARN string) (Options, map[string]string, *logBuffer) {
 	urls := createQueues(t, tpl)
 	log, logs := newLog()
 	return Options{
@@ -104,7 +104,7 @@ func streamOptions(t *testing.T, tpl *sam.Template, streamARN string) (Options, 
 }
 
 // job writes a job item: its status, and a webhook URL when webhook is set.
-func job(t *testing.T, table, id, status string, webhook bool) {
+func job(t testing.TB, table, id, status string, webhook bool) {
 	t.Helper()
 	item := map[string]dtypes.AttributeValue{
 		"PK":     &dtypes.AttributeValueMemberS{Value: "JOB#" + id},
@@ -121,7 +121,7 @@ func job(t *testing.T, table, id, status string, webhook bool) {
 }
 
 // setStatus moves a job to status, as the lifecycle's UpdateItem does.
-func setStatus(t *testing.T, table, id, status string) {
+func setStatus(t testing.TB, table, id, status string) {
 	t.Helper()
 	_, err := testenv.DynamoDB(t).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName: aws.String(table),
