@@ -835,13 +835,13 @@ func eventRecord(r types.Record, streamARN string) (events.DynamoDBEventRecord, 
 	}
 	var err error
 	if out.Change.Keys, err = attributeMap(d.Keys); err != nil {
-		return out, fmt.Errorf("Keys: %w", err)
+		return out, fmt.Errorf("keys: %w", err)
 	}
 	if out.Change.NewImage, err = attributeMap(d.NewImage); err != nil {
-		return out, fmt.Errorf("NewImage: %w", err)
+		return out, fmt.Errorf("new image: %w", err)
 	}
 	if out.Change.OldImage, err = attributeMap(d.OldImage); err != nil {
-		return out, fmt.Errorf("OldImage: %w", err)
+		return out, fmt.Errorf("old image: %w", err)
 	}
 	return out, nil
 }
