@@ -404,6 +404,29 @@ func TestStreamBatchFailuresThatNameNoRecordFailTheWholeBatch(t *testing.T) {
 	}
 }
 
+func TestStreamIgnoresReportedFailuresWithoutReportBatchItemFailures(t *testing.T) {
+	tpl := parse(t, notifierTemplate("MaximumRetryAttempts: 5"))
+	table, arn := streamTable(t)
+	job(t, table, "a", "queued", true)
+	o, _, logs := streamOptions(t, tpl, arn)
+	rec := newStreamRecorder(func(n int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return failedItems(ev.Records[0].Change.SequenceNumber), nil
+	})
+	run(t, tpl, map[string]Handlers{"NotifierFunction": {Stream: rec.handle}}, o)
+	job(t, table, "b", "queued", true)
+	if got := rec.next(t).ids(); got != "a" && got != "a,b" {
+		t.Fatalf("first call %s", got)
+	} else if got == "a" {
+		if got := rec.next(t).ids(); got != "b" {
+			t.Fatalf("then %s; want b: a was not to be retried", got)
+		}
+	}
+	rec.quiet(t)
+	if s := logs.String(); s != "" {
+		t.Errorf("logged: %s", s)
+	}
+}
+
 func TestStreamBisectsAFailingBatchAndParksThePoisonRecord(t *testing.T) {
 	tpl := parse(t, notifierTemplate("BatchSize: 10", "BisectBatchOnFunctionError: true", "MaximumRetryAttempts: 1"))
 	table, arn := streamTable(t)
