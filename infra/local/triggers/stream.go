@@ -433,6 +433,7 @@ func (p *StreamPoller) readShard(ctx context.Context, shardID string, pos positi
 				continue
 			}
 			now := p.now()
+			dropped := "" // the last record dropped with nothing before it waiting
 			for _, r := range out.Records {
 				rec, err := eventRecord(r, p.StreamARN)
 				if s := rec.Change.SequenceNumber; s != "" {
@@ -448,11 +449,14 @@ func (p *StreamPoller) readShard(ctx context.Context, shardID string, pos positi
 				}
 				if !ok {
 					if len(buf) == 0 {
-						p.checkpoint(shardID, lastRead) // dropped, and nothing before it waits
+						dropped = lastRead
 					}
 					continue
 				}
 				buf = append(buf, pending{rec: rec, readAt: now})
+			}
+			if dropped != "" {
+				p.checkpoint(shardID, dropped) // once a page, not once a record
 			}
 			got = len(out.Records)
 			iter = out.NextShardIterator
