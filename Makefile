@@ -16,7 +16,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 MAX_BINARY_BYTES := 12000000
 WORKER_MAX_BINARY_BYTES := 16000000
 
-.PHONY: run test lint vet staticcheck unit fuzz openapi-lint sizes bench build invoke reset deploy clean
+.PHONY: run test lint vet staticcheck unit jose fuzz openapi-lint sizes bench build invoke reset deploy clean
 
 run:
 	$(GO) run ./infra/local
@@ -37,8 +37,13 @@ staticcheck: $(TOOLS)/staticcheck
 	$(TOOLS)/staticcheck ./...
 
 # One pair of emulators for the whole run; every test makes its own table and queue.
-unit:
+unit: jose
 	$(GO) run ./infra/local exec -- $(GO) test -race -count=1 ./...
+
+# The npm package jose verifies webhook signatures independently of our Go
+# code (internal/signing's tests); pinned by its package-lock.json.
+jose:
+	cd internal/signing/testdata && npm ci --no-audit --no-fund --silent
 
 # A bounded fuzz run of the generation request decoder.
 fuzz:
@@ -91,12 +96,20 @@ build-JobsFunction:
 	$(call lambda_build,jobs)
 build-UsageFunction:
 	$(call lambda_build,usage)
+build-JwksFunction:
+	$(call lambda_build,jwks)
+build-DelivererFunction:
+	$(call lambda_build,deliverer)
+build-NotifierFunction:
+	$(call lambda_build,notifier)
 build-OpenAPIFunction:
 	$(call lambda_build,openapi)
 build-NotFoundFunction:
 	$(call lambda_build,notfound)
 build-AssetsFunction:
 	$(call lambda_build,assets)
+build-StylesFunction:
+	$(call lambda_build,styles)
 build-WorkerFunction:
 	$(call lambda_build,worker)
 build-SweeperFunction:

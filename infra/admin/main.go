@@ -236,8 +236,8 @@ func capitalize(s string) string {
 
 // printHelp lists the commands, or those of one group.
 func printHelp(w io.Writer, group string) {
-	fmt.Fprint(w, `The operator CLI: workspaces, API tokens and balances (the stand-in for the
-web application's settings pages).
+	fmt.Fprint(w, `The operator CLI: workspaces, API tokens, balances and styles (the stand-in
+for the web application's settings pages).
 
 usage: go run ./infra/admin [--aws (--table NAME | --stack NAME)] <command> [flags]
 

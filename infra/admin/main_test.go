@@ -274,7 +274,7 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"workspace", "invoice", "--workspace", "w", "--credit-limit-usd", "ten"}, "not a dollar amount"},
 		{[]string{"ledger", "verify"}, "ledger verify: give --workspace W or --all"},
 		{[]string{"ledger", "verify", "--workspace", "w", "--all"}, "ledger verify: give --workspace W or --all"},
-		{[]string{"style", "create"}, `unknown command "style create"`},
+		{[]string{"style", "create"}, "style create: give --workspace W"},
 		{[]string{"--bogus", "workspace", "create"}, "flag provided but not defined: -bogus"},
 		{[]string{"workspace", "create"}, "workspace create: --name is required"},
 		{[]string{"workspace", "create", "--name", "   "}, "workspace create: --name is required"},

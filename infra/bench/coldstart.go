@@ -35,6 +35,7 @@ type probe struct {
 var probes = map[string]probe{
 	"generate": {"events/generate-unauthenticated.json", http.StatusUnauthorized},
 	"jobs":     {"events/jobs-list.json", http.StatusUnauthorized},
+	"styles":   {"events/styles-list.json", http.StatusUnauthorized},
 	"openapi":  {"events/openapi.json", http.StatusOK},
 	"notfound": {"events/notfound.json", http.StatusNotFound},
 	bareName:   {"events/notfound.json", http.StatusOK},
@@ -86,6 +87,7 @@ func lambdaEnv(name, taskRoot string) []string {
 		"RESULTS_BUCKET=genjobs-results",
 		"ASSETS_BUCKET=genjobs-assets",
 		"BASE_URL=https://api.example.com",
+		"APP_URL=https://app.example.com",
 		"ALLOW_PRIVATE_DESTINATIONS=false",
 	}
 }

@@ -22,7 +22,10 @@
 //     worker's first status write), and 1024x1024 -> 2048x2048 jpg enhance
 //     jobs from the creation's answer to GET /jobs/{id} showing them
 //     completed, with their rate; one result is downloaded and must decode
-//     as a 2048x2048 JPEG.
+//     as a 2048x2048 JPEG;
+//   - GET /styles?filter=all through the local API over 10,000 styles
+//     (styles.go), on emulators of its own, after a full walk of its pages
+//     is checked to show each visible style once.
 //
 // The load and the job runs each use a workspace of their own whose limits
 // keep the numbers free of 429s and backlog waits.
@@ -125,9 +128,15 @@ func run(ctx context.Context, begin time.Time) error {
 	fmt.Fprintf(os.Stderr, "bench: the enhance engine at %dx%d in child processes...\n", engineSide, engineSide)
 	floor, engines := measureEngine(srcPath)
 
+	signs := measureSigning(ctx)
+
 	loadAtLoad := loadAverage()
 	fmt.Fprintln(os.Stderr, "bench: starting DynamoDB Local and fauxqs...")
 	load, runs, err := measureStack(ctx, root, tpl, src)
+	if err != nil {
+		return err
+	}
+	styles, err := measureStylesStack(ctx, root, tpl) // styles.go
 	if err != nil {
 		return err
 	}
@@ -142,6 +151,10 @@ func run(ctx context.Context, begin time.Time) error {
 	r.load(load)
 	r.t.sep()
 	r.runs(runs)
+	r.t.sep()
+	r.styles(styles)
+	r.t.sep()
+	r.signing(signs)
 	r.footnotes(len(src), loadBefore, loadAtEngine, loadAtLoad, runs.loadAvg)
 	r.t.note("make bench took %.1f s.", time.Since(begin).Seconds())
 	r.t.print(os.Stdout)
@@ -155,8 +168,11 @@ func run(ctx context.Context, begin time.Time) error {
 // plays the jobs queue (the worker), or 0 if none does.
 func workerMemoryMB(tpl *sam.Template) int {
 	for _, f := range tpl.Functions() {
-		for _, ev := range f.Events {
-			if ev.Type == sam.EventSQS {
+		for name, ev := range f.Events {
+			if ev.Type != sam.EventSQS {
+				continue
+			}
+			if q, err := f.SQSEvent(name); err == nil && q.Queue == "JobsQueue" {
 				return f.MemorySize
 			}
 		}

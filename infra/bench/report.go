@@ -127,6 +127,16 @@ func (r *report) load(l *loadReport) {
 		ms(percentile(tx.lat, 50)), ms(percentile(tx.lat, 99)), txNote)
 }
 
+// signing reports measureSigning.
+func (r *report) signing(s loadStats) {
+	note := fmt.Sprintf("%d clients, %.1f s; in AWS each is a KMS Sign (ECC quota: 300/s per account and Region)", signClients, s.elapsed.Seconds())
+	if len(s.errs) > 0 {
+		note = r.fail("%d of %d failed: %s", len(s.errs), len(s.lat)+len(s.errs), failureSummary(s.errs))
+	}
+	r.t.add("webhook signing, KMS path", "SDK client → KMS test server (real P-256 key)", strconv.Itoa(len(s.lat)),
+		fmt.Sprintf("%.0f tokens/s", s.rate()), ms(percentile(s.lat, 50)), ms(percentile(s.lat, 99)), note)
+}
+
 // engine reports the child processes of measureEngine; workerMB is the
 // worker's MemorySize in template.yaml (Lambda's MB are MiB).
 func (r *report) engine(floor engineRun, runs []engineRun, workerMB int) {

@@ -56,15 +56,24 @@ func invoke(args []string) error {
 	db := emulator.DynamoDBClient("http://127.0.0.1:" + strconv.Itoa(p.dynamodb))
 	q := emulator.SQSClient("http://127.0.0.1:" + strconv.Itoa(p.fauxqs))
 	local := devstack.New(db, q, emulator.S3Client("http://127.0.0.1:"+strconv.Itoa(p.fauxqs)), "http://127.0.0.1:"+strconv.Itoa(p.api))
+	local.SigningKeyFile = filepath.Join(root, devstack.SigningKeyFile)
 	for _, name := range []struct {
 		url   *string
 		queue string
-	}{{&local.JobsQueueURL, local.JobsQueue}, {&local.JobsDLQURL, local.JobsQueue + "-dlq"}} {
+	}{
+		{&local.JobsQueueURL, local.JobsQueue}, {&local.JobsDLQURL, local.JobsQueue + "-dlq"},
+		{&local.DeliveriesQueueURL, local.DeliveriesQueue}, {&local.DeliveriesDLQURL, local.DeliveriesQueue + "-dlq"},
+	} {
 		qu, err := q.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name.queue)})
 		if err != nil {
 			return fmt.Errorf("the local stack is not running (start it with make run): %w", err)
 		}
 		*name.url = aws.ToString(qu.QueueUrl)
+	}
+	// The template's other queues (a stream mapping's destination), as
+	// make run made them.
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		return err
 	}
 
 	text := string(raw)

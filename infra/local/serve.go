@@ -108,6 +108,7 @@ func serve(args []string) error {
 	baseURL := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
+	local.SigningKeyFile = filepath.Join(root, devstack.SigningKeyFile)
 	if err := local.Provision(ctx); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,13 +32,15 @@ import (
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
 	"genjobs/internal/sweeper"
+	"genjobs/internal/webhook"
 )
 
-// Function builds one Lambda function's handler: exactly one of the three.
+// Function builds one Lambda function's handler: exactly one of the four.
 type Function struct {
 	HTTP     func(Deps) (http.Handler, error)
 	SQS      func(Deps) (SQSHandler, error)
 	Schedule func(Deps) (ScheduleHandler, error)
+	Stream   func(Deps) (StreamHandler, error)
 }
 
 // SQSHandler handles a batch of an SQS event source mapping.
@@ -45,6 +48,9 @@ type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventRespons
 
 // ScheduleHandler handles a scheduled EventBridge event.
 type ScheduleHandler = func(context.Context, events.EventBridgeEvent) error
+
+// StreamHandler handles a batch of a DynamoDB stream event source mapping.
+type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
 // FunctionName is the functions/ directory of a template logical id:
 // WorkerFunction -> worker, OpenAPIFunction -> openapi.
@@ -67,9 +73,20 @@ type Deps struct {
 	ResultsBucket string // RESULTS_BUCKET
 	AssetsBucket  string // ASSETS_BUCKET
 	BaseURL       string // BASE_URL: the public address of the API
+	AppURL        string // APP_URL: the web application's address (styles.go)
 	// AllowPrivateDestinations (ALLOW_PRIVATE_DESTINATIONS) lets webhooks and
 	// input fetches reach loopback and private addresses: local development.
 	AllowPrivateDestinations bool
+	// Webhooks: the deliveries queue and its DLQ (DELIVERIES_QUEUE_URL,
+	// DELIVERIES_DLQ_URL), the signing key (SIGNING_KEY_ID: a KMS key id or
+	// ARN, or file:PATH for a local P-256 key file), the key before the last
+	// rotation (SIGNING_PREVIOUS_KEY_ID, listed in the JWKS), and a
+	// compressed retry schedule for local use (WEBHOOK_SCHEDULE, "5s,5m,...").
+	DeliveriesQueueURL   string
+	DeliveriesDLQURL     string
+	SigningKeyID         string
+	PreviousSigningKeyID string
+	WebhookSchedule      []time.Duration
 	// PricesJSON (PRICES_JSON) overrides entries of the default price list
 	// (prices.Load); empty keeps the defaults.
 	PricesJSON string
@@ -88,8 +105,15 @@ func Config(getenv func(string) string) (Deps, error) {
 		AssetsBucket:  getenv("ASSETS_BUCKET"),
 		BaseURL:       strings.TrimSuffix(getenv("BASE_URL"), "/"),
 		PricesJSON:    getenv("PRICES_JSON"),
-		Clock:         clock.System{},
-		Log:           slog.New(slog.NewJSONHandler(os.Stdout, nil)),
+		AppURL:        strings.TrimSuffix(getenv("APP_URL"), "/"),
+
+		DeliveriesQueueURL:   getenv("DELIVERIES_QUEUE_URL"),
+		DeliveriesDLQURL:     getenv("DELIVERIES_DLQ_URL"),
+		SigningKeyID:         getenv("SIGNING_KEY_ID"),
+		PreviousSigningKeyID: getenv("SIGNING_PREVIOUS_KEY_ID"),
+		WebhookSchedule:      webhook.Schedule,
+		Clock:                clock.System{},
+		Log:                  slog.New(slog.NewJSONHandler(os.Stdout, nil)),
 	}
 	if v := getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -97,6 +121,13 @@ func Config(getenv func(string) string) (Deps, error) {
 			return d, fmt.Errorf("ALLOW_PRIVATE_DESTINATIONS must be true or false, not %q", v)
 		}
 		d.AllowPrivateDestinations = b
+	}
+	if v := getenv("WEBHOOK_SCHEDULE"); v != "" {
+		sched, err := webhook.ParseSchedule(v)
+		if err != nil {
+			return d, fmt.Errorf("WEBHOOK_SCHEDULE: %w", err)
+		}
+		d.WebhookSchedule = sched
 	}
 	return d, nil
 }
@@ -197,7 +228,8 @@ func Jobs(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: d.Store(), Results: d.Blobs(), Cancel: d.Lifecycle()}
+	st := d.Store()
+	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: st, Results: d.Blobs(), Cancel: d.Lifecycle(), Deliveries: st}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 
@@ -236,6 +268,21 @@ func OpenAPI(d Deps) (http.Handler, error) {
 // NotFound builds the $default route's handler.
 func NotFound(d Deps) (http.Handler, error) {
 	return httpapi.Middleware(d.Log, httpapi.NotFound()), nil
+}
+
+// Notifier builds the handler of the table's stream: it starts the webhook
+// delivery of each job that ended with one.
+func Notifier(d Deps) (StreamHandler, error) {
+	err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"DELIVERIES_QUEUE_URL", d.DeliveriesQueueURL},
+		[2]string{"DELIVERIES_DLQ_URL", d.DeliveriesDLQURL})
+	if err != nil {
+		return nil, err
+	}
+	n := &webhook.Notifier{
+		Store: d.Store(), Queue: queue.NewDeliveries(d.SQS, d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Clock: d.Clock, Log: d.Log,
+	}
+	return n.HandleStream, nil
 }
 
 // Sweeper builds the sweeper function's handler of its schedule.

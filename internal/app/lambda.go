@@ -47,6 +47,12 @@ func start(f Function) error {
 			return err
 		}
 		lambda.Start(h)
+	case f.Stream != nil:
+		h, err := f.Stream(d)
+		if err != nil {
+			return err
+		}
+		lambda.Start(h)
 	}
 	return errors.New("no builder given")
 }

@@ -93,7 +93,7 @@ func (e *env) handler(queueURL string) http.Handler {
 		Queue: queue.NewJobs(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
 	q := queue.NewJobs(e.sqs, queueURL)
 	life := &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log}
-	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}}
+	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}, Deliveries: e.store}
 	mux := http.NewServeMux()
 	mux.Handle("/generate/", httpapi.Middleware(log, gen.Routes()))
 	mux.Handle("/jobs", httpapi.Middleware(log, jobs.Routes()))
@@ -325,6 +325,14 @@ func TestRefusedRequestsWriteNothing(t *testing.T) {
 			"The request headers are invalid: X-Webhook-URL must not contain user info"},
 		{"webhook too long", enhance, minimal[enhance], []string{"X-Webhook-URL", "https://example.com/" + strings.Repeat("a", 2048)}, 400,
 			"The request headers are invalid: X-Webhook-URL must be at most 2048 characters"},
+		{"webhook port 0", enhance, minimal[enhance], []string{"X-Webhook-URL", "https://example.com:0/hook"}, 400,
+			"The request headers are invalid: X-Webhook-URL has a port outside 1..65535"},
+		{"webhook port 65536", enhance, minimal[enhance], []string{"X-Webhook-URL", "https://example.com:65536/hook"}, 400,
+			"The request headers are invalid: X-Webhook-URL has a port outside 1..65535"},
+		{"webhook list", enhance, minimal[enhance], []string{"X-Webhook-URL", "https://a.example/x,https://b.example/y"}, 400,
+			"The request headers are invalid: X-Webhook-URL must be one URL, not a list"},
+		{"webhook space", enhance, minimal[enhance], []string{"X-Webhook-URL", "https://a.example/x y"}, 400,
+			"The request headers are invalid: X-Webhook-URL must not contain white space"},
 		{"unknown model", "/generate/video/vendor-b/model-z", `{"prompt":"x"}`, nil, 404, "Not found."},
 	}
 	for _, c := range cases {
@@ -339,6 +347,36 @@ func TestRefusedRequestsWriteNothing(t *testing.T) {
 	}
 	if ids := e.queued(); len(ids) != 0 {
 		t.Errorf("refused requests enqueued %v", ids)
+	}
+}
+
+// The webhook URL is stored byte for byte: receivers compare the signature's
+// aud with their own URL, so no normalisation may touch it.
+func TestWebhookURLIsKeptAsSent(t *testing.T) {
+	e := newEnv(t)
+	for _, url := range []string{"https://Example.COM:443/a/../hook?x=1,2&y=%41", "https://example.com/h#frag"} {
+		resp := e.do("POST", "/generate/3d/vendor-g/model-g-3.1-rapid", e.tokenA, `{}`, "X-Webhook-URL", url)
+		if resp.status != 200 {
+			t.Fatalf("%s: %d %s", url, resp.status, resp.body)
+		}
+		stored, err := e.store.Job(context.Background(), resp.json(t)["job_id"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.WebhookURL != url {
+			t.Errorf("stored %q; sent %q", stored.WebhookURL, url)
+		}
+	}
+	// Two header lines are a list, not one URL.
+	req := httptest.NewRequest("POST", "/generate/3d/vendor-g/model-g-3.1-rapid", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+e.tokenA)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Add("X-Webhook-URL", "https://a.example/x")
+	req.Header.Add("X-Webhook-URL", "https://b.example/y")
+	rec := httptest.NewRecorder()
+	e.api.ServeHTTP(rec, req)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "must be one URL, not a list") {
+		t.Errorf("two X-Webhook-URL lines: %d %s", rec.Code, rec.Body)
 	}
 }
 

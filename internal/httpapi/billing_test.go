@@ -10,6 +10,7 @@ import (
 
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
+	"genjobs/internal/webhook"
 )
 
 const (
@@ -224,5 +225,49 @@ func TestUsage(t *testing.T) {
 	}
 	if r := e.do("GET", "/usage", "", ""); r.status != 401 {
 		t.Errorf("no token: %d", r.status)
+	}
+}
+
+func TestDeliveries(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	r := e.do("POST", rapid, e.tokenA, `{}`, "X-Webhook-URL", "https://hooks.example.com/in")
+	id := r.json(t)["job_id"].(string)
+	if r := e.do("GET", "/jobs/"+id+"/deliveries", e.tokenA, ""); r.status != 200 || string(r.body) != `{"items":[]}` {
+		t.Errorf("before the end: %d %s", r.status, r.body)
+	}
+	at := time.Date(2026, 11, 21, 20, 40, 0, 0, time.UTC)
+	if _, err := e.store.CreateDelivery(ctx, &webhook.Delivery{JobID: id, WorkspaceID: "ws_a", ID: "whk_1", URL: "https://hooks.example.com/in",
+		State: webhook.Pending, NextAt: at, CreatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	next := at.Add(5 * time.Second)
+	for i, a := range []webhook.Attempt{
+		{Number: 1, At: at, StatusCode: 503, Error: "the receiver answered 503", NextAt: &next},
+		{Number: 2, At: next, StatusCode: 204},
+	} {
+		state := webhook.Pending
+		if i == 1 {
+			state = webhook.Succeeded
+		}
+		if err := e.store.ClaimAttempt(ctx, id, a.Number, a.At.Add(time.Minute), a.At); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.RecordAttempt(ctx, id, a, state, next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = e.do("GET", "/jobs/"+id+"/deliveries", e.tokenA, "")
+	want := `{"items":[{"attempt":1,"at":"2026-11-21T20:40:00.000Z","status_code":503,"error":"the receiver answered 503","next_attempt_at":"2026-11-21T20:40:05.000Z"},` +
+		`{"attempt":2,"at":"2026-11-21T20:40:05.000Z","status_code":204,"error":null,"next_attempt_at":null}]}`
+	if r.status != 200 || string(r.body) != want {
+		t.Errorf("deliveries:\n%d %s\nwant\n%s", r.status, r.body, want)
+	}
+	matchesSchema(t, "DeliveryList", r.body)
+	if r := e.do("GET", "/jobs/"+id+"/deliveries", e.tokenB, ""); r.status != 404 || r.errorText(t) != "Job not found." {
+		t.Errorf("another workspace: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/jobs/not-an-id/deliveries", e.tokenA, ""); r.status != 404 {
+		t.Errorf("bad id: %d", r.status)
 	}
 }

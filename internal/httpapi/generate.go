@@ -119,7 +119,7 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, invalidBodyPrefix+msg)
 		return
 	}
-	webhook, err := webhookURL(r.Header, g.AllowHTTPWebhooks)
+	webhook, err := webhookURL(r, g.AllowHTTPWebhooks)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, invalidHeaderPrefix+err.Error())
 		return
@@ -271,15 +271,31 @@ func setDeprecationHeaders(h http.Header, ds []catalog.Deprecation) {
 	h.Set("Sunset", sunset.UTC().Format(http.TimeFormat))
 }
 
-// webhookURL reads X-Webhook-URL. The api-proxy splits multi-value headers
-// at commas, so its parts are joined back: a URL may contain commas.
-func webhookURL(h http.Header, allowHTTP bool) (string, error) {
-	raw := strings.Join(h.Values("X-Webhook-URL"), ",")
+// webhookURL reads X-Webhook-URL byte for byte: the receiver compares the
+// signature's aud with its own URL. Under Lambda the api-proxy splits
+// header values at commas (and drops the spaces after them), so the raw
+// value comes from the event (rawHeader); a URL may hold commas, but a value
+// that is a list of URLs, or has white space, is refused.
+func webhookURL(r *http.Request, allowHTTP bool) (string, error) {
+	raw, ok := rawHeader(r.Context(), "X-Webhook-URL")
+	if !ok {
+		values := r.Header.Values("X-Webhook-URL")
+		if len(values) > 1 {
+			return "", errors.New("X-Webhook-URL must be one URL, not a list")
+		}
+		raw = strings.Join(values, "")
+	}
 	if raw == "" {
 		return "", nil
 	}
 	if len(raw) > MaxWebhookURLLength {
 		return "", errors.New("X-Webhook-URL must be at most 2048 characters")
+	}
+	if strings.ContainsAny(raw, " \t\r\n") {
+		return "", errors.New("X-Webhook-URL must not contain white space")
+	}
+	if strings.Contains(raw[1:], ",http://") || strings.Contains(raw[1:], ",https://") {
+		return "", errors.New("X-Webhook-URL must be one URL, not a list")
 	}
 	u, err := url.Parse(raw)
 	schemeOK := u != nil && (u.Scheme == "https" || allowHTTP && u.Scheme == "http")
@@ -292,8 +308,10 @@ func webhookURL(h http.Header, allowHTTP bool) (string, error) {
 	if u.User != nil {
 		return "", errors.New("X-Webhook-URL must not contain user info")
 	}
-	if strings.ContainsAny(raw, " \t\r\n") {
-		return "", errors.New("X-Webhook-URL must not contain white space")
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", errors.New("X-Webhook-URL has a port outside 1..65535")
+		}
 	}
-	return u.String(), nil
+	return raw, nil
 }

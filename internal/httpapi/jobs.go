@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"genjobs/internal/job"
+	"genjobs/internal/webhook"
 )
 
 // JobReader reads jobs.
@@ -29,12 +30,19 @@ type Canceller interface {
 	Cancel(ctx context.Context, j *job.Job) (*job.Job, error)
 }
 
-// Jobs serves GET /jobs/{id}, GET /jobs and DELETE /jobs/{id}.
+// DeliveryReader reads a job's webhook delivery (store.Store).
+type DeliveryReader interface {
+	Delivery(ctx context.Context, jobID string) (*webhook.Delivery, error)
+}
+
+// Jobs serves GET /jobs/{id}, GET /jobs, DELETE /jobs/{id} and
+// GET /jobs/{id}/deliveries.
 type Jobs struct {
-	Auth    Authenticator
-	Jobs    JobReader
-	Results ResultURLs
-	Cancel  Canceller
+	Auth       Authenticator
+	Jobs       JobReader
+	Results    ResultURLs
+	Cancel     Canceller
+	Deliveries DeliveryReader
 }
 
 // Routes is the jobs function's router.
@@ -43,6 +51,7 @@ func (h *Jobs) Routes() *http.ServeMux {
 	mux.HandleFunc("GET /jobs/{id}", h.get)
 	mux.HandleFunc("DELETE /jobs/{id}", h.cancel)
 	mux.HandleFunc("GET /jobs", h.list)
+	mux.HandleFunc("GET /jobs/{id}/deliveries", h.deliveries)
 	mux.Handle("/", NotFound())
 	return mux
 }
@@ -108,6 +117,50 @@ func (h *Jobs) cancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rec)
 }
 
+// deliveryAttempt is one webhook attempt as GET /jobs/{id}/deliveries
+// shows it: every field present, null when it does not apply.
+type deliveryAttempt struct {
+	Attempt    int       `json:"attempt"`
+	At         job.Time  `json:"at"`
+	StatusCode *int      `json:"status_code"`
+	Error      *string   `json:"error"`
+	NextAt     *job.Time `json:"next_attempt_at"`
+}
+
+// deliveries lists the webhook attempts of one of the caller's jobs, oldest
+// first: none before the job ends, or when it has no webhook.
+func (h *Jobs) deliveries(w http.ResponseWriter, r *http.Request) {
+	j, ok := h.own(w, r)
+	if !ok {
+		return
+	}
+	items := []deliveryAttempt{}
+	d, err := h.Deliveries.Delivery(r.Context(), j.ID)
+	if err != nil && !errors.Is(err, webhook.ErrNotFound) {
+		internalError(w, r, "read deliveries", err)
+		return
+	}
+	if d != nil {
+		for _, a := range d.Attempts {
+			item := deliveryAttempt{Attempt: a.Number, At: job.At(a.At)}
+			if a.StatusCode != 0 {
+				item.StatusCode = &a.StatusCode
+			}
+			if a.Error != "" {
+				item.Error = &a.Error
+			}
+			if a.NextAt != nil {
+				next := job.At(*a.NextAt)
+				item.NextAt = &next
+			}
+			items = append(items, item)
+		}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Items []deliveryAttempt `json:"items"`
+	}{items})
+}
+
 // Record is the client's view of j, its outputs as URLs minted by urls now,
 // so that they are always fresh (API-DECISIONS 1).
 func Record(ctx context.Context, urls ResultURLs, j *job.Job) (job.Record, error) {
@@ -120,6 +173,16 @@ func Record(ctx context.Context, urls ResultURLs, j *job.Job) (job.Record, error
 		out = append(out, u)
 	}
 	return j.Record(out), nil
+}
+
+// RecordBody is the bytes GET /jobs/{id} answers for j now: a webhook
+// sends exactly these, and signs them.
+func RecordBody(ctx context.Context, urls ResultURLs, j *job.Job) ([]byte, error) {
+	rec, err := Record(ctx, urls, j)
+	if err != nil {
+		return nil, err
+	}
+	return encode(rec)
 }
 
 type jobList struct {

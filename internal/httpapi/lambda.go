@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -16,6 +17,7 @@ import (
 func LambdaHandler(log *slog.Logger, h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	adapter := httpadapter.NewV2(h)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		ctx = context.WithValue(ctx, rawHeadersKey{}, ev.Headers)
 		resp, err := adapter.ProxyWithContext(ctx, ev)
 		if err != nil {
 			log.Warn("unreadable request event", "request_id", ev.RequestContext.RequestID, "error", err.Error())
@@ -27,4 +29,25 @@ func LambdaHandler(log *slog.Logger, h http.Handler) func(context.Context, event
 		}
 		return resp, nil
 	}
+}
+
+type rawHeadersKey struct{}
+
+// rawHeader is a header's value as API Gateway delivered it in the event,
+// before the api-proxy split it at commas: payload 2.0 joins repeated
+// headers with commas and lower-cases names. ok is false outside Lambda.
+func rawHeader(ctx context.Context, name string) (value string, ok bool) {
+	h, ok := ctx.Value(rawHeadersKey{}).(map[string]string)
+	if !ok {
+		return "", false
+	}
+	if v, found := h[strings.ToLower(name)]; found {
+		return v, true
+	}
+	for k, v := range h { // a hand-made event may keep the client's case
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", true
 }

@@ -37,17 +37,24 @@ type errorBody struct {
 // writeJSON answers v as JSON. URLs keep their '&' as is: presigned result
 // URLs are read by people in curl output too.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b, err := encode(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"`+msgInternal+`"}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// encode is the JSON of every answer: no HTML escaping, no newline.
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

@@ -25,12 +25,14 @@ import (
 var componentFiles embed.FS
 
 // componentNames lists the component schemas in the order the document shows them.
-var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload", "Usage"}
+var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload",
+	"Usage", "DeliveryList", "JWKS", "Style", "StyleList", "ShareLink"}
 
 const refPrefix = "#/components/schemas/"
 
 // ComponentSchema returns a component schema (Job, JobError, JobList, Error,
-// OutOfCredits, Asset, AssetUploadRequest, AssetUpload, Usage) as a standalone
+// OutOfCredits, Asset, AssetUploadRequest, AssetUpload, Usage, DeliveryList,
+// JWKS, Style, StyleList, ShareLink) as a standalone
 // draft-07 JSON Schema: references to other components are inlined, so
 // gojsonschema can validate a real response with it.
 func ComponentSchema(name string) (json.RawMessage, bool) {
@@ -115,14 +117,19 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 	}
 	addTag("General", tagDescriptions["General"])
 	addTag("Assets", tagDescriptions["Assets"])
+	addTag("Styles", stylesTagDescription)
 	addTag("Utilities", tagDescriptions["Utilities"])
 	paths = append(paths,
 		member{"/jobs", object{{"get", listJobs()}}},
 		member{"/jobs/{id}", object{{"get", getJob()}, {"delete", cancelJob()}}},
+		member{"/jobs/{id}/deliveries", object{{"get", listDeliveries()}}},
 		member{"/assets", object{{"post", uploadAsset(baseURL)}}},
 		member{"/assets/uploads", object{{"post", startAssetUpload(baseURL)}}},
 		member{"/assets/{id}", object{{"get", getAsset()}}},
 		member{"/usage", object{{"get", getUsage()}}},
+		member{"/styles", object{{"get", listStyles()}}},
+		member{"/styles/{id}/share/link", object{{"get", getStyleShareLink()}}},
+		member{"/.well-known/jwks.json", object{{"get", getJWKS()}}},
 		member{"/openapi.json", object{{"get", getDocument()}}},
 	)
 
@@ -141,7 +148,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 		{"paths", paths},
 		{"components", object{
 			{"schemas", schemas},
-			{"responses", responses()},
+			{"responses", append(responses(), styleResponses()...)},
 			{"parameters", object{{"WebhookURL", webhookParameter}, {"IdempotencyKey", idempotencyKeyParameter}}},
 			{"securitySchemes", object{{"bearerAuth", object{
 				{"type", "http"},
@@ -325,6 +332,21 @@ func getJob() object {
 		{"parameters", []any{jobIDParameter()}},
 		{"responses", object{
 			{"200", object{{"description", "The job."}, {"content", jsonContent(ref(refPrefix + "Job"))}}},
+			{"401", ref("#/components/responses/Unauthorized")},
+			{"404", ref("#/components/responses/NotFound")},
+		}},
+	}
+}
+
+func listDeliveries() object {
+	return object{
+		{"tags", []string{"General"}},
+		{"summary", "List a job's webhook deliveries"},
+		{"description", "The attempts to POST the job's record to its X-Webhook-URL, oldest first. An attempt is made when the job ends, then retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h until a 2xx answers (later when the receiver's Retry-After asks for it); a 410 or a destination the network policy refuses ends it. Every attempt carries the same X-Service-Webhook-Id."},
+		{"operationId", "listDeliveries"},
+		{"parameters", []any{jobIDParameter()}},
+		{"responses", object{
+			{"200", object{{"description", "The attempts."}, {"content", jsonContent(ref(refPrefix + "DeliveryList"))}}},
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"404", ref("#/components/responses/NotFound")},
 		}},
@@ -520,6 +542,23 @@ func getAsset() object {
 			// in every operation; this one answers 302, and default states
 			// the service's true answer to a failure.
 			{"default", ref("#/components/responses/InternalError")},
+		}},
+	}
+}
+
+func getJWKS() object {
+	return object{
+		{"tags", []string{"Utilities"}},
+		{"summary", "Get the webhook verification keys"},
+		{"description", "Public: no token needed. A webhook's X-Service-Webhook-Signature is a JWT (ES256) whose header kid names one of these keys. Cache the document up to 5 minutes; fetch it again when a kid is unknown (a key rotation)."},
+		{"operationId", "getWebhookKeys"},
+		{"security", []any{}},
+		{"responses", object{
+			{"200", object{
+				{"description", "The keys."},
+				{"headers", object{{"Cache-Control", object{{"schema", object{{"type", "string"}, {"example", "public, max-age=300"}}}}}}},
+				{"content", jsonContent(ref(refPrefix + "JWKS"))},
+			}},
 		}},
 	}
 }

@@ -101,8 +101,8 @@ func TestDocumentHead(t *testing.T) {
 
 func TestGenerationPaths(t *testing.T) {
 	c, _, doc := build(t)
-	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+7 {
-		t.Errorf("%d paths, want the %d generation endpoints and 7 more", got, len(c.Endpoints()))
+	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+11 {
+		t.Errorf("%d paths, want the %d generation endpoints and 11 more", got, len(c.Endpoints()))
 	}
 	for _, e := range c.Endpoints() {
 		op := at(t, doc, path(e.Path())+"/post").(map[string]any)

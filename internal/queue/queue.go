@@ -54,6 +54,10 @@ const (
 // name+"-dlq", unless they exist, and returns both URLs. The local stack and
 // tests use it; in AWS the template creates them.
 func Create(ctx context.Context, client *sqs.Client, name string) (url, dlqURL string, err error) {
+	return create(ctx, client, name, VisibilityTimeoutSeconds, MaxReceiveCount)
+}
+
+func create(ctx context.Context, client *sqs.Client, name string, visibility, maxReceives int) (url, dlqURL string, err error) {
 	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
 	if err != nil {
 		return "", "", fmt.Errorf("create queue %s-dlq: %w", name, err)
@@ -67,12 +71,12 @@ func Create(ctx context.Context, client *sqs.Client, name string) (url, dlqURL s
 	}
 	redrive, _ := json.Marshal(map[string]string{
 		"deadLetterTargetArn": attrs.Attributes[string(types.QueueAttributeNameQueueArn)],
-		"maxReceiveCount":     strconv.Itoa(MaxReceiveCount),
+		"maxReceiveCount":     strconv.Itoa(maxReceives),
 	})
 	q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{
 		QueueName: aws.String(name),
 		Attributes: map[string]string{
-			string(types.QueueAttributeNameVisibilityTimeout): strconv.Itoa(VisibilityTimeoutSeconds),
+			string(types.QueueAttributeNameVisibilityTimeout): strconv.Itoa(visibility),
 			string(types.QueueAttributeNameRedrivePolicy):     string(redrive),
 		},
 	})

@@ -28,6 +28,7 @@ import (
 const (
 	IndexJobsByWorkspace = "jobs-by-workspace"
 	IndexJobsByStatus    = "jobs-by-status"
+	IndexStylesBySet     = "styles-by-set" // styles.go
 )
 
 // jobListAttributes are projected into jobs-by-workspace: what a job list
@@ -57,6 +58,8 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String("GSI1SK"), AttributeType: s},
 			{AttributeName: aws.String("GSI2PK"), AttributeType: s},
 			{AttributeName: aws.String("GSI2SK"), AttributeType: s},
+			{AttributeName: aws.String("GSI3PK"), AttributeType: s},
+			{AttributeName: aws.String("GSI3SK"), AttributeType: s},
 		},
 		KeySchema: key("PK", "SK"),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
@@ -74,6 +77,14 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 				Projection: &types.Projection{
 					ProjectionType:   types.ProjectionTypeInclude,
 					NonKeyAttributes: []string{"job_id", "workspace_id", "status", "updated_at"},
+				},
+			},
+			{
+				IndexName: aws.String(IndexStylesBySet),
+				KeySchema: key("GSI3PK", "GSI3SK"),
+				Projection: &types.Projection{
+					ProjectionType:   types.ProjectionTypeInclude,
+					NonKeyAttributes: styleSetAttributes,
 				},
 			},
 		},

@@ -30,6 +30,7 @@ import (
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
+	"genjobs/internal/app/webhookfn"
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
@@ -41,10 +42,14 @@ import (
 
 // Local resource names.
 const (
-	Table         = "genjobs"
-	JobsQueue     = "genjobs-jobs"
-	ResultsBucket = "genjobs-results"
-	AssetsBucket  = "genjobs-assets"
+	Table           = "genjobs"
+	JobsQueue       = "genjobs-jobs"
+	DeliveriesQueue = "genjobs-deliveries"
+	ResultsBucket   = "genjobs-results"
+	AssetsBucket    = "genjobs-assets"
+	// SigningKeyFile is the local webhook signing key (no KMS here),
+	// relative to the repository: created on first use, kept with .local/.
+	SigningKeyFile = ".local/webhook-key.pem"
 )
 
 // The demo workspace of API-DECISIONS 10.
@@ -58,14 +63,17 @@ const (
 // logical id in template.yaml is the directory's name in CamelCase followed
 // by "Function" (app.FunctionName).
 var Functions = map[string]app.Function{
-	"generate": {HTTP: app.Generate},
-	"jobs":     {HTTP: app.Jobs},
-	"usage":    {HTTP: app.Usage},
-	"assets":   {HTTP: app.Assets},
-	"openapi":  {HTTP: app.OpenAPI},
-	"notfound": {HTTP: app.NotFound},
-	"worker":   {SQS: workerfn.Build},
-	"sweeper":  {Schedule: app.Sweeper},
+	"generate":  {HTTP: app.Generate},
+	"jobs":      {HTTP: app.Jobs},
+	"usage":     {HTTP: app.Usage},
+	"styles":    {HTTP: app.Styles},
+	"jwks":      {HTTP: webhookfn.JWKS},
+	"deliverer": {SQS: webhookfn.Deliverer},
+	"assets":    {HTTP: app.Assets},
+	"openapi":   {HTTP: app.OpenAPI},
+	"notfound":  {HTTP: app.NotFound},
+	"worker":    {SQS: workerfn.Build},
+	"sweeper":   {Schedule: app.Sweeper},
 }
 
 // Stack is the local stack: the emulators' clients and the names of the
@@ -76,11 +84,13 @@ type Stack struct {
 	SQS      *sqs.Client
 	S3       *s3.Client
 
-	Table, JobsQueue, ResultsBucket, AssetsBucket string
-	BaseURL                                       string // the API's address
+	Table, JobsQueue, DeliveriesQueue, ResultsBucket, AssetsBucket string
+	BaseURL                                                        string // the API's address
+	SigningKeyFile                                                 string // the webhook key, a P-256 PEM file
 
 	// Set by Provision.
-	JobsQueueURL, JobsDLQURL string
+	JobsQueueURL, JobsDLQURL             string
+	DeliveriesQueueURL, DeliveriesDLQURL string
 	// Queues are the URLs of the template's other queues (a stream
 	// mapping's on-failure destination, ...) by logical id, set by
 	// ProvisionQueues.
@@ -91,7 +101,8 @@ type Stack struct {
 // streams client is DynamoDB Local's, on the DynamoDB client's endpoint.
 func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stack {
 	st := &Stack{DynamoDB: db, SQS: q, S3: s, BaseURL: baseURL,
-		Table: Table, JobsQueue: JobsQueue, ResultsBucket: ResultsBucket, AssetsBucket: AssetsBucket}
+		Table: Table, JobsQueue: JobsQueue, DeliveriesQueue: DeliveriesQueue, ResultsBucket: ResultsBucket,
+		AssetsBucket: AssetsBucket, SigningKeyFile: SigningKeyFile}
 	if ep := db.Options().BaseEndpoint; ep != nil {
 		st.Streams = emulator.DynamoDBStreamsClient(*ep)
 	}
@@ -107,11 +118,14 @@ func (s *Stack) Provision(ctx context.Context) error {
 	if s.JobsQueueURL, s.JobsDLQURL, err = queue.Create(ctx, s.SQS, s.JobsQueue); err != nil {
 		return err
 	}
+	if s.DeliveriesQueueURL, s.DeliveriesDLQURL, err = queue.CreateDeliveries(ctx, s.SQS, s.DeliveriesQueue); err != nil {
+		return err
+	}
 	return blob.CreateBuckets(ctx, s.S3, s.ResultsBucket, s.AssetsBucket)
 }
 
-// ProvisionQueues creates the template's queues other than the jobs queue
-// and its dead-letter queue (Provision's) unless they exist, with their
+// ProvisionQueues creates the template's queues other than Provision's (the
+// jobs and deliveries queues and their dead-letter queues) unless they exist, with their
 // VisibilityTimeout, FifoQueue and RedrivePolicy, each named after the table
 // and its logical id (genjobs-notifier-dlq for NotifierDLQ), and keeps
 // their URLs in Queues.
@@ -121,13 +135,13 @@ func (s *Stack) ProvisionQueues(ctx context.Context, tpl *sam.Template) error {
 	}
 	var create func(id string) (string, error)
 	create = func(id string) (string, error) {
-		switch url, made := s.Queues[id]; {
-		case id == "JobsQueue" || id == "JobsDLQ":
-			if url, _ = s.QueueURL(id); url == "" {
-				return "", errors.New("devstack: Provision makes the jobs queues; call it before ProvisionQueues")
+		if url, ok := s.provisioned(id); ok {
+			if url == "" {
+				return "", fmt.Errorf("devstack: Provision makes %s; call it before ProvisionQueues", id)
 			}
 			return url, nil
-		case made:
+		}
+		if url, ok := s.Queues[id]; ok {
 			return url, nil
 		}
 		q, err := tpl.Queue(id)
@@ -211,13 +225,19 @@ func (s *Stack) Resolve() map[string]string {
 		out[id] = url
 	}
 	for k, v := range map[string]string{
-		"Table":                    s.Table,
-		"JobsQueue":                s.JobsQueueURL,
-		"JobsDLQ":                  s.JobsDLQURL,
-		"ResultsBucket":            s.ResultsBucket,
-		"AssetsBucket":             s.AssetsBucket,
-		"BaseUrl":                  s.BaseURL,
-		"AllowPrivateDestinations": "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
+		"Table":           s.Table,
+		"JobsQueue":       s.JobsQueueURL,
+		"JobsDLQ":         s.JobsDLQURL,
+		"DeliveriesQueue": s.DeliveriesQueueURL,
+		"DeliveriesDLQ":   s.DeliveriesDLQURL,
+		// No KMS here: the signing functions read a local key file.
+		"WebhookSigningKey.Arn":        "file:" + s.SigningKeyFile,
+		"PreviousWebhookSigningKeyArn": "",
+		"ResultsBucket":                s.ResultsBucket,
+		"AssetsBucket":                 s.AssetsBucket,
+		"BaseUrl":                      s.BaseURL,
+		"AllowPrivateDestinations":     "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
+		"AppUrl":                       s.BaseURL + AppPath,
 	} {
 		out[k] = v
 	}
@@ -226,16 +246,28 @@ func (s *Stack) Resolve() map[string]string {
 
 // QueueURL is the local URL of a queue of the template, by logical id.
 func (s *Stack) QueueURL(id string) (string, error) {
-	switch id {
-	case "JobsQueue":
-		return s.JobsQueueURL, nil
-	case "JobsDLQ":
-		return s.JobsDLQURL, nil
+	if url, ok := s.provisioned(id); ok {
+		return url, nil
 	}
 	if url, ok := s.Queues[id]; ok {
 		return url, nil
 	}
 	return "", fmt.Errorf("the local stack has no queue for %s (devstack.Provision and ProvisionQueues create them)", id)
+}
+
+// provisioned is the URL of a queue Provision makes, by logical id.
+func (s *Stack) provisioned(id string) (string, bool) {
+	switch id {
+	case "JobsQueue":
+		return s.JobsQueueURL, true
+	case "JobsDLQ":
+		return s.JobsDLQURL, true
+	case "DeliveriesQueue":
+		return s.DeliveriesQueueURL, true
+	case "DeliveriesDLQ":
+		return s.DeliveriesDLQURL, true
+	}
+	return "", false
 }
 
 // Functions builds the handler of every function of tpl, as Lambda would at
@@ -285,6 +317,11 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 		if sh, err = fn.Schedule(d); err == nil {
 			h.Schedule = sh
 		}
+	case fn.Stream != nil:
+		var sh app.StreamHandler
+		if sh, err = fn.Stream(d); err == nil {
+			h.Stream = sh
+		}
 	}
 	if err != nil {
 		return triggers.Handlers{}, fmt.Errorf("%s: %w", id, err)
@@ -305,6 +342,9 @@ func SeedDemo(ctx context.Context, s *store.Store, tokenFile string) (string, er
 		return "", err
 	}
 	if _, err := s.TopUp(ctx, DemoWorkspace, "demo-seed", demoBalance, now); err != nil {
+		return "", err
+	}
+	if err := seedStyles(ctx, s, now); err != nil { // and the demo's styles (styles.go)
 		return "", err
 	}
 	token, err := readToken(tokenFile)

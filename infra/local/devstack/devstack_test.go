@@ -40,6 +40,7 @@ func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *st
 	ctx := context.Background()
 	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
 	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
+	local.DeliveriesQueue, local.SigningKeyFile = testenv.UniqueName(t, "dlv"), filepath.Join(t.TempDir(), "webhook-key.pem")
 	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
 	if err := local.Provision(ctx); err != nil {
 		t.Fatal(err)
@@ -119,6 +120,8 @@ func TestEveryFunctionOfTheTemplateIsBuilt(t *testing.T) {
 			builder = fn.SQS
 		case fn.Schedule != nil:
 			builder = fn.Schedule
+		case fn.Stream != nil:
+			builder = fn.Stream
 		}
 		full := runtime.FuncForPC(reflect.ValueOf(builder).Pointer()).Name() // genjobs/internal/app.Jobs
 		main, err := os.ReadFile(filepath.Join(repo, "functions", name, "main.go"))
@@ -157,11 +160,17 @@ var eventStatus = map[string]struct {
 	"jobs-cancel.json":                    {"JobsFunction", 200},
 	"assets-upload-start.json":            {"AssetsFunction", 201},
 	"assets-get-unknown.json":             {"AssetsFunction", 404},
+	"styles-list.json":                    {"StylesFunction", 200},
+	"styles-list-invalid-filter.json":     {"StylesFunction", 400},
+	"styles-share-link.json":              {"StylesFunction", 201},
 	"openapi.json":                        {"OpenAPIFunction", 200},
 	"worker-job.json":                     {"WorkerFunction", 0},
 	"sweeper-schedule.json":               {"SweeperFunction", 0},
 	"notfound.json":                       {"NotFoundFunction", 404},
 	"usage.json":                          {"UsageFunction", 200},
+	"jwks.json":                           {"JwksFunction", 200},
+	"jobs-deliveries.json":                {"JobsFunction", 200},
+	"deliverer-attempt.json":              {"DelivererFunction", 0},
 	"usage-invalid-days.json":             {"UsageFunction", 400},
 }
 
@@ -269,5 +278,47 @@ func TestIdempotencyKeyThroughTheLambdaEvent(t *testing.T) {
 	ev.Body = `{"prompt":"something else"}`
 	if resp, _ := hs["GenerateFunction"].HTTP(context.Background(), ev); resp.StatusCode != 422 {
 		t.Errorf("the key with another body: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// Under Lambda the X-Webhook-URL comes from the event's raw header, which
+// API Gateway joins with commas when a client sends two: a list is refused,
+// a URL with commas is stored byte for byte.
+func TestWebhookURLThroughTheLambdaEvent(t *testing.T) {
+	hs, s, token := stack(t)
+	raw, err := os.ReadFile(filepath.Join(repo, "events", "generate-model-g-3d.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		url    string
+		status int
+	}{
+		{"https://hooks.example.com/in?ids=1,2,3&sig=a%2Cb", 200},
+		{"https://a.example/x,https://b.example/y", 400},
+		{"https://a.example/x, https://b.example/y", 400},
+		{"https://a.example:0/x", 400},
+	} {
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(string(raw), "{{TOKEN}}", token)), &ev); err != nil {
+			t.Fatal(err)
+		}
+		ev.Headers["x-webhook-url"] = tc.url
+		resp, err := hs["GenerateFunction"].HTTP(context.Background(), ev)
+		if err != nil || resp.StatusCode != tc.status {
+			t.Errorf("%s: %d %s (%v); want %d", tc.url, resp.StatusCode, resp.Body, err, tc.status)
+			continue
+		}
+		if tc.status != 200 {
+			continue
+		}
+		var rec struct {
+			ID string `json:"job_id"`
+		}
+		_ = json.Unmarshal([]byte(resp.Body), &rec)
+		j, err := s.Job(context.Background(), rec.ID)
+		if err != nil || j.WebhookURL != tc.url {
+			t.Errorf("stored %q (%v); sent %q", j.WebhookURL, err, tc.url)
+		}
 	}
 }

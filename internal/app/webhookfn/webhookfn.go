@@ -1,0 +1,106 @@
+// Package webhookfn wires the functions that sign webhooks: the deliverer
+// and the JWKS. It stands apart from package app so that only their
+// binaries link the KMS client and the JWT code.
+package webhookfn
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"genjobs/internal/app"
+	"genjobs/internal/httpapi"
+	"genjobs/internal/job"
+	"genjobs/internal/netguard"
+	"genjobs/internal/queue"
+	"genjobs/internal/signing"
+	"genjobs/internal/webhook"
+)
+
+// localKeyPrefix marks a SIGNING_KEY_ID that names a local P-256 key file
+// (make run) rather than a KMS key.
+const localKeyPrefix = "file:"
+
+// signer is the key SIGNING_KEY_ID (or SIGNING_PREVIOUS_KEY_ID) names. It
+// does no I/O: a KMS key's public half is fetched on first use.
+func signer(d app.Deps, id string) (signing.Signer, error) {
+	if path, ok := strings.CutPrefix(id, localKeyPrefix); ok {
+		return signing.LoadOrCreateLocalKey(path)
+	}
+	if d.AWS == nil {
+		return nil, fmt.Errorf("signing key %s: no AWS configuration for KMS", id)
+	}
+	return signing.NewKMS(kms.NewFromConfig(*d.AWS), id), nil
+}
+
+// JWKS builds the handler of GET /.well-known/jwks.json: the current key,
+// and the previous one during a rotation.
+func JWKS(d app.Deps) (http.Handler, error) {
+	if err := app.Need([2]string{"SIGNING_KEY_ID", d.SigningKeyID}); err != nil {
+		return nil, err
+	}
+	var keys []signing.Signer
+	for _, id := range []string{d.SigningKeyID, d.PreviousSigningKeyID} {
+		if id == "" {
+			continue
+		}
+		s, err := signer(d, id)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, s)
+	}
+	build := func(ctx context.Context) ([]byte, error) {
+		var pubs []signing.PublicKey
+		for _, s := range keys {
+			p, err := s.PublicKey(ctx)
+			if err != nil {
+				return nil, err
+			}
+			pubs = append(pubs, p)
+		}
+		return signing.JWKS(pubs...)
+	}
+	return httpapi.Middleware(d.Log, httpapi.JWKS(build)), nil
+}
+
+// Deliverer builds the handler of the deliveries queue.
+func Deliverer(d app.Deps) (app.SQSHandler, error) {
+	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"DELIVERIES_QUEUE_URL", d.DeliveriesQueueURL},
+		[2]string{"DELIVERIES_DLQ_URL", d.DeliveriesDLQURL}, [2]string{"RESULTS_BUCKET", d.ResultsBucket},
+		[2]string{"SIGNING_KEY_ID", d.SigningKeyID})
+	if err != nil {
+		return nil, err
+	}
+	s, err := signer(d, d.SigningKeyID)
+	if err != nil {
+		return nil, err
+	}
+	blobs := d.Blobs()
+	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
+	del := &webhook.Deliverer{
+		Store:  d.Store(),
+		Queue:  queue.NewDeliveries(d.SQS, d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Sender: &webhook.Sender{Client: webhook.NewClient(guard.Transport()), Signer: tokens{s}},
+		Render: func(ctx context.Context, j *job.Job) ([]byte, error) {
+			return httpapi.RecordBody(ctx, blobs, j)
+		},
+		Schedule: d.WebhookSchedule,
+		ClaimFor: webhook.DefaultClaimFor,
+		Clock:    d.Clock,
+		Log:      d.Log,
+	}
+	return del.HandleSQS, nil
+}
+
+// tokens signs attempts with a signing key.
+type tokens struct{ s signing.Signer }
+
+func (t tokens) WebhookToken(ctx context.Context, c webhook.Claims) (string, error) {
+	return signing.WebhookToken(ctx, t.s, signing.WebhookClaims{
+		Issuer: c.Issuer, Audience: c.Audience, Subject: c.Subject, ID: c.ID, IssuedAt: c.IssuedAt, Body: c.Body,
+	})
+}

@@ -1,0 +1,61 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+
+	"genjobs/internal/httpapi"
+	"genjobs/internal/signing"
+)
+
+func TestJWKSIsBuiltOnceAndCacheable(t *testing.T) {
+	current, _ := signing.GenerateLocalKey()
+	previous, _ := signing.GenerateLocalKey()
+	builds, fail := 0, true
+	h := httpapi.JWKS(func(ctx context.Context) ([]byte, error) {
+		builds++
+		if fail { // KMS unreachable at the first request: a 500, and a retry later
+			fail = false
+			return nil, errors.New("kms: connection refused")
+		}
+		var keys []signing.PublicKey
+		for _, k := range []*signing.LocalKey{current, previous} {
+			p, err := k.PublicKey(ctx)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, p)
+		}
+		return signing.JWKS(keys...)
+	})
+	get := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/.well-known/jwks.json", nil))
+		return rec
+	}
+	if rec := get(); rec.Code != 500 || rec.Body.String() != `{"error":"Internal server error."}` {
+		t.Errorf("KMS down: %d %s", rec.Code, rec.Body)
+	}
+	for i := 0; i < 3; i++ {
+		rec := get()
+		if rec.Code != 200 || rec.Header().Get("Cache-Control") != "public, max-age=300" {
+			t.Fatalf("%d %v", rec.Code, rec.Header())
+		}
+		matchesSchema(t, "JWKS", rec.Body.Bytes())
+		keys, err := signing.ParseJWKS(rec.Body.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []*signing.LocalKey{current, previous} {
+			p, _ := k.PublicKey(context.Background())
+			if _, ok := keys.Lookup(p.ID); !ok {
+				t.Errorf("key %s is not in the document", p.ID)
+			}
+		}
+	}
+	if builds != 2 {
+		t.Errorf("built %d times; want once after the failure", builds)
+	}
+}

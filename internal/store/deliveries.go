@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/job"
+	"genjobs/internal/webhook"
+)
+
+// A job's webhook delivery lives beside the job: JOB#<id> / WEBHOOK. The
+// table's stream sees its writes too; the notifier's filter keeps to SK JOB.
+type deliveryItem struct {
+	PK, SK      string
+	WebhookID   string        `dynamodbav:"webhook_id"`
+	JobID       string        `dynamodbav:"job_id"`
+	WorkspaceID string        `dynamodbav:"workspace_id"`
+	URL         string        `dynamodbav:"url"`
+	State       string        `dynamodbav:"state"`
+	Attempts    []attemptItem `dynamodbav:"attempts"`
+	NextAt      string        `dynamodbav:"next_attempt_at,omitempty"`
+	ClaimUntil  string        `dynamodbav:"claim_until,omitempty"`
+	CreatedAt   string        `dynamodbav:"created_at"`
+}
+
+type attemptItem struct {
+	Number     int    `dynamodbav:"attempt"`
+	At         string `dynamodbav:"at"`
+	StatusCode int    `dynamodbav:"status_code,omitempty"`
+	Error      string `dynamodbav:"error,omitempty"`
+	NextAt     string `dynamodbav:"next_attempt_at,omitempty"`
+}
+
+const deliverySK = "WEBHOOK"
+
+func toAttemptItem(a webhook.Attempt) attemptItem {
+	it := attemptItem{Number: a.Number, At: stamp(a.At), StatusCode: a.StatusCode, Error: a.Error}
+	if a.NextAt != nil {
+		it.NextAt = stamp(*a.NextAt)
+	}
+	return it
+}
+
+func (it *deliveryItem) delivery() *webhook.Delivery {
+	parse := func(s string) time.Time {
+		t, _ := job.ParseTime(s)
+		return t.Time
+	}
+	d := &webhook.Delivery{
+		JobID: it.JobID, WorkspaceID: it.WorkspaceID, ID: it.WebhookID, URL: it.URL,
+		State: webhook.State(it.State), CreatedAt: parse(it.CreatedAt),
+	}
+	if it.NextAt != "" {
+		d.NextAt = parse(it.NextAt)
+	}
+	for _, a := range it.Attempts {
+		wa := webhook.Attempt{Number: a.Number, At: parse(a.At), StatusCode: a.StatusCode, Error: a.Error}
+		if a.NextAt != "" {
+			next := parse(a.NextAt)
+			wa.NextAt = &next
+		}
+		d.Attempts = append(d.Attempts, wa)
+	}
+	return d
+}
+
+// CreateDelivery stores a job's delivery unless it has one, and returns the
+// stored delivery: a replayed stream record gets the first one, its id
+// included.
+func (s *Store) CreateDelivery(ctx context.Context, d *webhook.Delivery) (*webhook.Delivery, error) {
+	item, err := attributevalue.MarshalMap(deliveryItem{
+		PK: jobPK(d.JobID), SK: deliverySK, WebhookID: d.ID, JobID: d.JobID, WorkspaceID: d.WorkspaceID,
+		URL: d.URL, State: string(d.State), Attempts: []attemptItem{}, NextAt: stamp(d.NextAt), CreatedAt: stamp(d.CreatedAt),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode delivery: %w", err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	})
+	if err != nil && !isConditionFailed(err) {
+		return nil, fmt.Errorf("create delivery of job %s: %w", d.JobID, err)
+	}
+	return s.Delivery(ctx, d.JobID)
+}
+
+// Delivery reads a job's delivery; webhook.ErrNotFound when it has none.
+func (s *Store) Delivery(ctx context.Context, jobID string) (*webhook.Delivery, error) {
+	var it deliveryItem
+	if err := s.get(ctx, jobPK(jobID), deliverySK, &it); errors.Is(err, ErrNotFound) {
+		return nil, webhook.ErrNotFound
+	} else if err != nil {
+		return nil, err
+	}
+	return it.delivery(), nil
+}
+
+// ClaimAttempt takes attempt n of a pending delivery until until: only
+// while n attempts minus one are recorded and no unexpired claim holds it.
+func (s *Store) ClaimAttempt(ctx context.Context, jobID string, n int, until, now time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.table),
+		Key:              key(jobPK(jobID), deliverySK),
+		UpdateExpression: aws.String("SET claim_until = :until"),
+		ConditionExpression: aws.String("#state = :pending AND size(attempts) = :done AND " +
+			"(attribute_not_exists(claim_until) OR claim_until < :now)"),
+		ExpressionAttributeNames: map[string]string{"#state": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":until": str(stamp(until)), ":now": str(stamp(now)),
+			":pending": str(string(webhook.Pending)), ":done": num(n - 1),
+		},
+	})
+	if isConditionFailed(err) {
+		return webhook.ErrClaimed
+	}
+	if err != nil {
+		return fmt.Errorf("claim attempt %d of job %s's webhook: %w", n, jobID, err)
+	}
+	return nil
+}
+
+// RecordAttempt appends attempt a to a pending delivery that has a.Number-1
+// attempts, and moves it to state (due again at next when pending).
+func (s *Store) RecordAttempt(ctx context.Context, jobID string, a webhook.Attempt, state webhook.State, next time.Time) error {
+	av, err := attributevalue.Marshal([]attemptItem{toAttemptItem(a)})
+	if err != nil {
+		return fmt.Errorf("encode attempt: %w", err)
+	}
+	update := "SET attempts = list_append(attempts, :a), #state = :state REMOVE claim_until, next_attempt_at"
+	values := map[string]types.AttributeValue{
+		":a": av, ":state": str(string(state)), ":pending": str(string(webhook.Pending)), ":done": num(a.Number - 1),
+	}
+	if state == webhook.Pending {
+		update = "SET attempts = list_append(attempts, :a), #state = :state, next_attempt_at = :next REMOVE claim_until"
+		values[":next"] = str(stamp(next))
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(jobPK(jobID), deliverySK),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("#state = :pending AND size(attempts) = :done"),
+		ExpressionAttributeNames:  map[string]string{"#state": "state"},
+		ExpressionAttributeValues: values,
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("record attempt %d of job %s's webhook: %w", a.Number, jobID, webhook.ErrClaimed)
+	}
+	if err != nil {
+		return fmt.Errorf("record attempt %d of job %s's webhook: %w", a.Number, jobID, err)
+	}
+	return nil
+}
