@@ -106,6 +106,9 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	if err := local.Provision(ctx); err != nil {
 		return nil, err
 	}
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		return nil, err
+	}
 	st := store.New(clients.DynamoDB, local.Table)
 	token, err := benchWorkspace(ctx, st, runsWorkspace, runsLimit)
 	if err != nil {
@@ -123,10 +126,9 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 		}
 	}
 	triggerCtx, stopTriggers := context.WithCancel(ctx)
-	runner, err := triggers.Start(triggerCtx, tpl, served.handlers, triggers.Options{
-		SQS: local.SQS, QueueURL: local.QueueURL, ScheduleEvery: triggers.DefaultScheduleEvery,
-		Log: slog.New(slog.DiscardHandler),
-	})
+	o := local.TriggerOptions()
+	o.ScheduleEvery, o.Log = triggers.DefaultScheduleEvery, slog.New(slog.DiscardHandler)
+	runner, err := triggers.Start(triggerCtx, tpl, served.handlers, o)
 	if err != nil {
 		stopTriggers()
 		return nil, err

@@ -70,6 +70,11 @@ func invoke(args []string) error {
 		}
 		*name.url = aws.ToString(qu.QueueUrl)
 	}
+	// The template's other queues (a stream mapping's destination), as
+	// make run made them.
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		return err
+	}
 
 	text := string(raw)
 	if strings.Contains(text, "{{TOKEN}}") {
@@ -112,6 +117,12 @@ func invoke(args []string) error {
 			return fmt.Errorf("%s is not an SQS event: %w", args[1], err)
 		}
 		resp, err = h.SQS(ctx, ev)
+	case h.Stream != nil:
+		var ev events.DynamoDBEvent
+		if err := json.Unmarshal([]byte(text), &ev); err != nil {
+			return fmt.Errorf("%s is not a DynamoDB stream event: %w", args[1], err)
+		}
+		resp, err = h.Stream(ctx, ev)
 	case h.Schedule != nil:
 		var ev events.EventBridgeEvent
 		if err := json.Unmarshal([]byte(text), &ev); err != nil {

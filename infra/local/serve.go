@@ -112,6 +112,9 @@ func serve(args []string) error {
 	if err := local.Provision(ctx); err != nil {
 		return err
 	}
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		return err
+	}
 	token, err := devstack.SeedDemo(ctx, store.New(local.DynamoDB, local.Table), filepath.Join(root, ".local", "demo-token"))
 	if err != nil {
 		return fmt.Errorf("seed the demo workspace: %w", err)
@@ -131,12 +134,15 @@ func serve(args []string) error {
 		}
 	}
 	// The event sources of the template: the jobs queue's mapping to the
-	// worker, the sweeper's schedule (every few seconds locally).
+	// worker, the sweeper's schedule (every few seconds locally), and any
+	// mapping on the table's stream, whose position is kept under .local/
+	// so that a restart resumes rather than replays the stream.
 	triggerCtx, stopTriggers := context.WithCancel(ctx)
 	defer stopTriggers()
-	runner, err := triggers.Start(triggerCtx, tpl, handlers, triggers.Options{
-		SQS: local.SQS, QueueURL: local.QueueURL, ScheduleEvery: every, Log: log,
-	})
+	o := local.TriggerOptions()
+	o.ScheduleEvery, o.Log = every, log
+	o.CheckpointDir = filepath.Join(root, ".local", "streams")
+	runner, err := triggers.Start(triggerCtx, tpl, handlers, o)
 	if err != nil {
 		return err
 	}

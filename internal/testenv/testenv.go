@@ -24,6 +24,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -103,6 +104,14 @@ func DynamoDB(t testing.TB) *dynamodb.Client {
 	t.Helper()
 	mustHaveMain(t)
 	return emulator.DynamoDBClient(endpoints.dynamodb)
+}
+
+// DynamoDBStreams returns a client for the streams of the tests' DynamoDB
+// Local.
+func DynamoDBStreams(t testing.TB) *dynamodbstreams.Client {
+	t.Helper()
+	mustHaveMain(t)
+	return emulator.DynamoDBStreamsClient(endpoints.dynamodb)
 }
 
 // SQS returns a client for the tests' fauxqs.

@@ -7,19 +7,26 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
@@ -73,6 +80,7 @@ var Functions = map[string]app.Function{
 // resources template.yaml would create.
 type Stack struct {
 	DynamoDB *dynamodb.Client
+	Streams  *dynamodbstreams.Client // the table's stream, on DynamoDB's endpoint
 	SQS      *sqs.Client
 	S3       *s3.Client
 
@@ -83,13 +91,22 @@ type Stack struct {
 	// Set by Provision.
 	JobsQueueURL, JobsDLQURL             string
 	DeliveriesQueueURL, DeliveriesDLQURL string
+	// Queues are the URLs of the template's other queues (a stream
+	// mapping's on-failure destination, ...) by logical id, set by
+	// ProvisionQueues.
+	Queues map[string]string
 }
 
-// New returns the stack of the usual local names on the given clients.
+// New returns the stack of the usual local names on the given clients; the
+// streams client is DynamoDB Local's, on the DynamoDB client's endpoint.
 func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stack {
-	return &Stack{DynamoDB: db, SQS: q, S3: s, BaseURL: baseURL,
+	st := &Stack{DynamoDB: db, SQS: q, S3: s, BaseURL: baseURL,
 		Table: Table, JobsQueue: JobsQueue, DeliveriesQueue: DeliveriesQueue, ResultsBucket: ResultsBucket,
 		AssetsBucket: AssetsBucket, SigningKeyFile: SigningKeyFile}
+	if ep := db.Options().BaseEndpoint; ep != nil {
+		st.Streams = emulator.DynamoDBStreamsClient(*ep)
+	}
+	return st
 }
 
 // Provision creates the table, the queues and the buckets unless they exist.
@@ -107,10 +124,107 @@ func (s *Stack) Provision(ctx context.Context) error {
 	return blob.CreateBuckets(ctx, s.S3, s.ResultsBucket, s.AssetsBucket)
 }
 
+// ProvisionQueues creates the template's queues other than Provision's (the
+// jobs and deliveries queues and their dead-letter queues) unless they exist, with their
+// VisibilityTimeout, FifoQueue and RedrivePolicy, each named after the table
+// and its logical id (genjobs-notifier-dlq for NotifierDLQ), and keeps
+// their URLs in Queues.
+func (s *Stack) ProvisionQueues(ctx context.Context, tpl *sam.Template) error {
+	if s.Queues == nil {
+		s.Queues = map[string]string{}
+	}
+	var create func(id string) (string, error)
+	create = func(id string) (string, error) {
+		if url, ok := s.provisioned(id); ok {
+			if url == "" {
+				return "", fmt.Errorf("devstack: Provision makes %s; call it before ProvisionQueues", id)
+			}
+			return url, nil
+		}
+		if url, ok := s.Queues[id]; ok {
+			return url, nil
+		}
+		q, err := tpl.Queue(id)
+		if err != nil {
+			return "", err
+		}
+		attrs := map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(q.VisibilityTimeout)}
+		name := s.Table + "-" + kebab(id)
+		if q.FIFO {
+			name += ".fifo"
+			attrs[string(sqstypes.QueueAttributeNameFifoQueue)] = "true"
+		}
+		if rp := q.RedrivePolicy; rp != nil {
+			dlq, err := create(rp.DeadLetterQueue)
+			if err != nil {
+				return "", err
+			}
+			arn, err := triggers.QueueARN(ctx, s.SQS, dlq)
+			if err != nil {
+				return "", err
+			}
+			b, _ := json.Marshal(map[string]any{"deadLetterTargetArn": arn, "maxReceiveCount": rp.MaxReceiveCount})
+			attrs[string(sqstypes.QueueAttributeNameRedrivePolicy)] = string(b)
+		}
+		out, err := s.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		if err != nil {
+			return "", fmt.Errorf("create queue %s for %s: %w", name, id, err)
+		}
+		s.Queues[id] = aws.ToString(out.QueueUrl)
+		return s.Queues[id], nil
+	}
+	for _, id := range tpl.Queues() {
+		if _, err := create(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kebab turns a logical id into a queue name's part: NotifierDLQ ->
+// notifier-dlq.
+func kebab(id string) string {
+	r := []rune(id)
+	var b strings.Builder
+	for i, c := range r {
+		if i > 0 && unicode.IsUpper(c) && (!unicode.IsUpper(r[i-1]) || i+1 < len(r) && unicode.IsLower(r[i+1])) {
+			b.WriteByte('-')
+		}
+		b.WriteRune(unicode.ToLower(c))
+	}
+	return b.String()
+}
+
+// StreamARN is the latest stream of a table of the template, by logical id
+// (DescribeTable's LatestStreamArn).
+func (s *Stack) StreamARN(ctx context.Context, id string) (string, error) {
+	if id != "Table" {
+		return "", fmt.Errorf("the local stack has no table for %s", id)
+	}
+	out, err := s.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Table)})
+	if err != nil {
+		return "", fmt.Errorf("describe table %s: %w", s.Table, err)
+	}
+	if out.Table.LatestStreamArn == nil {
+		return "", fmt.Errorf("table %s has no stream", s.Table)
+	}
+	return *out.Table.LatestStreamArn, nil
+}
+
+// TriggerOptions are the runner's options on this stack: its queues and
+// its table's stream. Callers add the rest (Log, ScheduleEvery, ...).
+func (s *Stack) TriggerOptions() triggers.Options {
+	return triggers.Options{SQS: s.SQS, QueueURL: s.QueueURL, Streams: s.Streams, StreamARN: s.StreamARN}
+}
+
 // Resolve is what template.yaml's resources and parameters stand for
 // locally: the values its functions' Environment refers to.
 func (s *Stack) Resolve() map[string]string {
-	return map[string]string{
+	out := map[string]string{}
+	for id, url := range s.Queues {
+		out[id] = url
+	}
+	for k, v := range map[string]string{
 		"Table":           s.Table,
 		"JobsQueue":       s.JobsQueueURL,
 		"JobsDLQ":         s.JobsDLQURL,
@@ -124,22 +238,36 @@ func (s *Stack) Resolve() map[string]string {
 		"BaseUrl":                      s.BaseURL,
 		"AllowPrivateDestinations":     "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
 		"AppUrl":                       s.BaseURL + AppPath,
+	} {
+		out[k] = v
 	}
+	return out
 }
 
 // QueueURL is the local URL of a queue of the template, by logical id.
 func (s *Stack) QueueURL(id string) (string, error) {
+	if url, ok := s.provisioned(id); ok {
+		return url, nil
+	}
+	if url, ok := s.Queues[id]; ok {
+		return url, nil
+	}
+	return "", fmt.Errorf("the local stack has no queue for %s (devstack.Provision and ProvisionQueues create them)", id)
+}
+
+// provisioned is the URL of a queue Provision makes, by logical id.
+func (s *Stack) provisioned(id string) (string, bool) {
 	switch id {
 	case "JobsQueue":
-		return s.JobsQueueURL, nil
+		return s.JobsQueueURL, true
 	case "JobsDLQ":
-		return s.JobsDLQURL, nil
+		return s.JobsDLQURL, true
 	case "DeliveriesQueue":
-		return s.DeliveriesQueueURL, nil
+		return s.DeliveriesQueueURL, true
 	case "DeliveriesDLQ":
-		return s.DeliveriesDLQURL, nil
+		return s.DeliveriesDLQURL, true
 	}
-	return "", fmt.Errorf("the local stack has no queue for %s (devstack.Provision creates them)", id)
+	return "", false
 }
 
 // Functions builds the handler of every function of tpl, as Lambda would at
@@ -188,6 +316,11 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 		var sh app.ScheduleHandler
 		if sh, err = fn.Schedule(d); err == nil {
 			h.Schedule = sh
+		}
+	case fn.Stream != nil:
+		var sh app.StreamHandler
+		if sh, err = fn.Stream(d); err == nil {
+			h.Stream = sh
 		}
 	}
 	if err != nil {

@@ -45,12 +45,15 @@ func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *st
 	if err := local.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s := store.New(local.DynamoDB, local.Table)
-	token, err := devstack.SeedDemo(ctx, s, filepath.Join(t.TempDir(), "demo-token"))
+	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(local.DynamoDB, local.Table)
+	token, err := devstack.SeedDemo(ctx, s, filepath.Join(t.TempDir(), "demo-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +99,7 @@ func TestEveryFunctionOfTheTemplateIsBuilt(t *testing.T) {
 	}
 	for _, f := range tpl.Functions() {
 		h := hs[f.LogicalID]
-		if h.HTTP == nil && h.SQS == nil && h.Schedule == nil {
+		if h.HTTP == nil && h.SQS == nil && h.Schedule == nil && h.Stream == nil {
 			t.Errorf("%s has no handler", f.LogicalID)
 		}
 	}
@@ -117,6 +120,8 @@ func TestEveryFunctionOfTheTemplateIsBuilt(t *testing.T) {
 			builder = fn.SQS
 		case fn.Schedule != nil:
 			builder = fn.Schedule
+		case fn.Stream != nil:
+			builder = fn.Stream
 		}
 		full := runtime.FuncForPC(reflect.ValueOf(builder).Pointer()).Name() // genjobs/internal/app.Jobs
 		main, err := os.ReadFile(filepath.Join(repo, "functions", name, "main.go"))

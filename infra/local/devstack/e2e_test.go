@@ -45,9 +45,9 @@ func TestEveryModelRunsToCompletedThroughTheLocalStack(t *testing.T) {
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 	ctx, stop := context.WithCancel(context.Background())
-	runner, err := triggers.Start(ctx, tpl, hs, triggers.Options{
-		SQS: local.SQS, QueueURL: local.QueueURL, PollWait: time.Second, ScheduleEvery: time.Second, Log: log,
-	})
+	o := local.TriggerOptions()
+	o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Second, log
+	runner, err := triggers.Start(ctx, tpl, hs, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -69,6 +70,14 @@ func DynamoDBClient(endpoint string) *dynamodb.Client {
 		// DynamoDB Local omits x-amz-crc32 on 4xx answers; checking it would
 		// log a warning per expected error (conditional check failed, ...).
 		o.DisableValidateResponseChecksum = true
+	})
+}
+
+// DynamoDBStreamsClient returns a client for DynamoDB Local's streams at
+// endpoint: the same address as its tables.
+func DynamoDBStreamsClient(endpoint string) *dynamodbstreams.Client {
+	return dynamodbstreams.NewFromConfig(localConfig(), func(o *dynamodbstreams.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
 	})
 }
 

@@ -1,6 +1,7 @@
 // Package sam reads template.yaml: the functions, their HTTP routes and
-// their triggers (SQS event source mappings and schedules), the queues, and
-// the functions' environments. The local runner plays API Gateway and the
+// their triggers (SQS and DynamoDB stream event source mappings, and
+// schedules), the queues and tables they name, and the functions'
+// environments. The local runner plays API Gateway and the
 // event sources from it, so the template stays the one source of truth.
 package sam
 

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // does not fail them, and reached only when the behaviour is wrong.
 const patience = 20 * time.Second
 
-func parse(t *testing.T, text string) *sam.Template {
+func parse(t testing.TB, text string) *sam.Template {
 	t.Helper()
 	tpl, err := sam.Parse([]byte(text))
 	if err != nil {
@@ -39,7 +39,7 @@ func parse(t *testing.T, text string) *sam.Template {
 // createQueues creates every AWS::SQS::Queue of the template on fauxqs, with
 // its VisibilityTimeout and RedrivePolicy, under fresh names, deleted when
 // the test ends; it returns their URLs by logical id.
-func createQueues(t *testing.T, tpl *sam.Template) map[string]string {
+func createQueues(t testing.TB, tpl *sam.Template) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	client := testenv.SQS(t)
@@ -190,7 +190,7 @@ func (b *logBuffer) String() string {
 }
 
 // run starts the template's triggers and stops them when the test ends.
-func run(t *testing.T, tpl *sam.Template, handlers map[string]Handlers, o Options) *Runner {
+func run(t testing.TB, tpl *sam.Template, handlers map[string]Handlers, o Options) *Runner {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := Start(ctx, tpl, handlers, o)

@@ -1,8 +1,11 @@
 // Package triggers plays the event sources of template.yaml on one machine,
 // the way package gateway plays its HTTP API: an SQS event source mapping
 // per function event of type SQS (SQSPoller, with Lambda's batch, partial
-// failure, timeout and retry semantics, against the real queue on fauxqs)
-// and an EventBridge schedule per event of type Schedule (Schedule, at a
+// failure, timeout and retry semantics, against the real queue on fauxqs),
+// a DynamoDB stream mapping per event of type DynamoDB (StreamPoller, on
+// the real stream of DynamoDB Local, with Lambda's filters, batches,
+// partial failures, bisection, retries and on-failure destination) and an
+// EventBridge schedule per event of type Schedule (Schedule, at a
 // compressed local interval). Start walks the template and starts them all.
 //
 // Where the local play differs from AWS, on purpose:
@@ -18,8 +21,19 @@
 //   - A mapping runs a fixed number of pollers (Options.Pollers) instead of
 //     scaling out, and Lambda's 6 MB limit on a batch's payload is not
 //     applied.
-//   - FilterCriteria, and a schedule's Input, are refused rather than
-//     played approximately.
+//   - A stream is polled every Options.StreamIdleWait (20 ms) rather than
+//     four times a second, so that records reach the handler sooner; a
+//     ParallelizationFactor above 1 and tumbling windows are refused.
+//     DynamoDB Local rounds ApproximateCreationDateTime down to the minute
+//     (the handler gets it as the stream gives it): a record's age for
+//     MaximumRecordAgeInSeconds is counted from the end of that minute, or
+//     from when it was read if sooner. Its records say region "ddblocal".
+//   - A stream mapping's position is kept in Options.CheckpointDir (the
+//     runner of `make run` uses .local/streams), or in memory: without the
+//     file a restart reads from StartingPosition again.
+//   - FilterCriteria on an SQS mapping, and a schedule's Input, are refused
+//     rather than played approximately; a stream mapping's filters are
+//     played, with the operators Lambda's filters have.
 package triggers
 
 import (

@@ -68,6 +68,10 @@ func sqsOK(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 
 func scheduleOK(context.Context, events.EventBridgeEvent) error { return nil }
 
+func streamOK(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return events.DynamoDBEventResponse{}, nil
+}
+
 func TestStartPlaysEveryTriggerOfTheTemplate(t *testing.T) {
 	// The sweeper enqueues at start; the worker picks the message up: the
 	// loop `make run` relies on after a restart.
@@ -157,8 +161,8 @@ func TestStartRefuses(t *testing.T) {
 		want:     "SweeperFunction has a handler for SQS events but no SQS event in the template",
 	}, {
 		name:     "an event type the runner does not play",
-		template: strings.Replace(stackTemplate, "Type: Schedule", "Type: DynamoDB", 1),
-		want:     "SweeperFunction event EveryMinute has type DynamoDB, which the local runner does not play",
+		template: strings.Replace(stackTemplate, "Type: Schedule", "Type: Kinesis", 1),
+		want:     "SweeperFunction event EveryMinute has type Kinesis, which the local runner does not play (it plays HttpApi, SQS, Schedule and DynamoDB)",
 	}, {
 		name:     "a cron schedule",
 		template: strings.Replace(stackTemplate, "rate(1 minute)", "cron(0 * * * ? *)", 1),

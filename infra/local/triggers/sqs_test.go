@@ -491,10 +491,16 @@ func TestTheRepositoryTemplatePlays(t *testing.T) {
 				h.SQS = sqsOK
 			case sam.EventSchedule:
 				h.Schedule = scheduleOK
+			case sam.EventDynamoDB:
+				h.Stream = streamOK
 			}
 		}
 		handlers[f.LogicalID] = h
 	}
-	r := run(t, tpl, handlers, Options{SQS: testenv.SQS(t), QueueURL: resolver(createQueues(t, tpl)), PollWait: time.Second, ScheduleEvery: time.Hour})
+	// The template's table is the project's: one of its own, here.
+	_, arn := streamTable(t)
+	o, _, _ := streamOptions(t, tpl, arn)
+	o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Hour, nil
+	r := run(t, tpl, handlers, o)
 	t.Logf("triggers of template.yaml: %q", r.Triggers())
 }
