@@ -69,6 +69,7 @@ var Functions = map[string]app.Function{
 	"styles":    {HTTP: app.Styles},
 	"jwks":      {HTTP: webhookfn.JWKS},
 	"deliverer": {SQS: webhookfn.Deliverer},
+	"notifier":  {Stream: app.Notifier},
 	"assets":    {HTTP: app.Assets},
 	"openapi":   {HTTP: app.OpenAPI},
 	"notfound":  {HTTP: app.NotFound},

@@ -1,0 +1,7 @@
+// Command notifier is the Notifier Lambda function: on the table's stream,
+// it starts the webhook of each job that ended with one; internal/app wires it.
+package main
+
+import "genjobs/internal/app"
+
+func main() { app.Start("notifier", app.Function{Stream: app.Notifier}) }
