@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,13 +92,13 @@ func drive(ctx context.Context, clients, n int, d time.Duration, call func(conte
 }
 
 // measureStack starts DynamoDB Local and fauxqs once and measures, on
-// them, job creation (measureLoad) and then job runs (measureRuns), each on
-// a table, queue and buckets of its own: the runs' worker never sees the
-// load's jobs.
-func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byte) (*loadReport, *runReport, error) {
+// them, job creation (measureLoad), job runs (measureRuns) and webhooks
+// (measureWebhooks), each on a table, queues and buckets of its own: the
+// runs' worker never sees the load's jobs.
+func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byte, tmp string) (*loadReport, *runReport, *webhookReport, error) {
 	stack, err := emulator.StartStack(ctx, emulator.StackOptions{RepoRoot: root, LogPrefix: "bench-"})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer func() {
 		if err := stack.Stop(); err != nil {
@@ -106,15 +107,20 @@ func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byt
 	}()
 	clients := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()),
 		emulator.SQSClient(stack.Fauxqs.Endpoint()), emulator.S3Client(stack.Fauxqs.Endpoint()), "")
+	clients.SigningKeyFile = filepath.Join(tmp, "webhook-key.pem")
 	load, err := measureLoad(ctx, tpl, clients)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	runs, err := measureRuns(ctx, tpl, clients, src)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return load, runs, nil
+	hooks, err := measureWebhooks(ctx, tpl, clients, tmp)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return load, runs, hooks, nil
 }
 
 // loadWorkspace holds the load's jobs. None of them ever runs, so each one

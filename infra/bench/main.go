@@ -135,7 +135,7 @@ func run(ctx context.Context, begin time.Time) error {
 
 	loadAtLoad := loadAverage()
 	fmt.Fprintln(os.Stderr, "bench: starting DynamoDB Local and fauxqs...")
-	load, runs, err := measureStack(ctx, root, tpl, src)
+	load, runs, hooks, err := measureStack(ctx, root, tpl, src, tmp)
 	if err != nil {
 		return err
 	}
@@ -157,6 +157,7 @@ func run(ctx context.Context, begin time.Time) error {
 	r.t.sep()
 	r.styles(styles)
 	r.t.sep()
+	r.webhooks(hooks)
 	r.signing(signs)
 	r.footnotes(len(src), loadBefore, loadAtEngine, loadAtLoad, runs.loadAvg)
 	r.t.note("make bench took %.1f s.", time.Since(begin).Seconds())

@@ -130,6 +130,16 @@ func (r *report) load(l *loadReport) {
 		ms(percentile(tx.lat, 50)), ms(percentile(tx.lat, 99)), txNote)
 }
 
+// webhooks reports measureWebhooks.
+func (r *report) webhooks(w *webhookReport) {
+	note := "one job at a time: stream -> notifier -> deliveries queue -> deliverer (signs) -> receiver; aim p50 < 100 ms, p99 < 500 ms"
+	if len(w.errs) > 0 {
+		note = r.fail("%d failed: %s", len(w.errs), failureSummary(w.errs))
+	}
+	r.t.add("webhook, local stack", "terminal write acknowledged → receiver's request", strconv.Itoa(len(w.lat)),
+		"", ms(percentile(w.lat, 50)), ms(percentile(w.lat, 99)), note)
+}
+
 // signing reports measureSigning.
 func (r *report) signing(s loadStats) {
 	note := fmt.Sprintf("%d clients, %.1f s; in AWS each is a KMS Sign (ECC quota: 300/s per account and Region)", signClients, s.elapsed.Seconds())

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/sam"
+	"genjobs/infra/local/triggers"
+	"genjobs/internal/job"
+	"genjobs/internal/store"
+)
+
+// webhookJobs is how many jobs' webhooks are timed, one at a time.
+const (
+	webhookJobs       = 200
+	webhookPhaseLimit = 2 * time.Minute
+	webhookWorkspace  = "ws_bench_webhooks"
+)
+
+// webhookReport is the webhook run: from each job's terminal write
+// (acknowledged by DynamoDB) to its receiver getting the POST.
+type webhookReport struct {
+	lat  []time.Duration
+	errs []string
+}
+
+// measureWebhooks plays the table's stream into the notifier and the
+// deliveries queue into the deliverer, as `make run` does, on a table and
+// queues of their own; a receiver on 127.0.0.1 notes each POST. Each job is
+// created in the store with the receiver's URL and ended once the one before
+// was delivered.
+func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.Stack, tmp string) (*webhookReport, error) {
+	local := devstack.New(clients.DynamoDB, clients.SQS, clients.S3, "")
+	local.Table, local.JobsQueue, local.DeliveriesQueue = "genjobs-bench-webhooks", "genjobs-bench-webhooks-jobs", "genjobs-bench-webhooks-deliveries"
+	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-webhooks-results", "genjobs-bench-webhooks-assets"
+	local.SigningKeyFile = filepath.Join(tmp, "webhook-key.pem")
+	if err := local.Provision(ctx); err != nil {
+		return nil, err
+	}
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		return nil, err
+	}
+	st := store.New(clients.DynamoDB, local.Table)
+	if _, err := benchWorkspace(ctx, st, webhookWorkspace, webhookJobs+10); err != nil {
+		return nil, err
+	}
+	served, err := serveAPI(tpl, local)
+	if err != nil {
+		return nil, err
+	}
+	defer served.close()
+	triggerCtx, stopTriggers := context.WithCancel(ctx)
+	o := local.TriggerOptions()
+	o.Log = slog.New(slog.DiscardHandler)
+	runner, err := triggers.Start(triggerCtx, tpl, served.handlers, o)
+	if err != nil {
+		stopTriggers()
+		return nil, err
+	}
+	defer func() {
+		stopTriggers()
+		runner.Wait()
+	}()
+
+	var mu sync.Mutex
+	arrived := map[string]chan time.Time{}
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
+		var rec struct {
+			ID string `json:"job_id"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &rec)
+		mu.Lock()
+		ch := arrived[rec.ID]
+		mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- at:
+			default:
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+
+	rep := &webhookReport{}
+	pctx, cancel := context.WithTimeout(ctx, webhookPhaseLimit)
+	defer cancel()
+	fmt.Fprintf(os.Stderr, "bench: %d webhooks, terminal write to the receiver...\n", webhookJobs)
+	for i := 0; i < webhookJobs && pctx.Err() == nil; i++ {
+		now := time.Now()
+		j := &job.Job{ID: job.NewID(now), WorkspaceID: webhookWorkspace, CreatedAt: now, Endpoint: generatePath,
+			Request: []byte(`{}`), BaseURL: served.url, WebhookURL: receiver.URL + "/hooks", Price: 100_000}
+		if err := st.CreateJob(pctx, j); err != nil {
+			rep.errs = append(rep.errs, err.Error())
+			continue
+		}
+		ch := make(chan time.Time, 1)
+		mu.Lock()
+		arrived[j.ID] = ch
+		mu.Unlock()
+		if _, err := st.Transition(pctx, j, job.Change{To: job.Completed}, time.Now()); err != nil {
+			rep.errs = append(rep.errs, err.Error())
+			continue
+		}
+		written := time.Now()
+		select {
+		case at := <-ch:
+			rep.lat = append(rep.lat, at.Sub(written))
+		case <-time.After(30 * time.Second):
+			rep.errs = append(rep.errs, "no webhook within 30 s of job "+j.ID)
+		case <-pctx.Done():
+		}
+	}
+	if n := len(rep.lat) + len(rep.errs); n < webhookJobs {
+		rep.errs = append(rep.errs, fmt.Sprintf("stopped after %s with %d of %d webhooks", webhookPhaseLimit, n, webhookJobs))
+	}
+	return rep, ctx.Err()
+}
