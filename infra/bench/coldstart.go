@@ -89,6 +89,10 @@ func lambdaEnv(name, taskRoot string) []string {
 		"BASE_URL=https://api.example.com",
 		"APP_URL=https://app.example.com",
 		"ALLOW_PRIVATE_DESTINATIONS=false",
+		"DELIVERIES_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-deliveries",
+		"DELIVERIES_DLQ_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-deliveries-dlq",
+		// A KMS key: the signers must reach their first next without a call to it.
+		"SIGNING_KEY_ID=arn:aws:kms:us-east-1:000000000000:key/00000000-0000-0000-0000-000000000000",
 	}
 }
 
