@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -62,6 +64,37 @@ func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *st
 		t.Fatal(err)
 	}
 	return local, hs, s, token
+}
+
+// servedStack is stackWith behind the API Gateway stand-in on a test
+// server, as `make run` serves it; with triggers, the template's mappings
+// and schedule play too until the test ends.
+func servedStack(t *testing.T, withTriggers bool) (*devstack.Stack, *httptest.Server, *store.Store, string) {
+	t.Helper()
+	local, hs, st, token := stackWith(t)
+	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(hs), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(gw)
+	t.Cleanup(api.Close)
+	if withTriggers {
+		ctx, stop := context.WithCancel(context.Background())
+		o := local.TriggerOptions()
+		o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Second, log
+		runner, err := triggers.Start(ctx, tpl, hs, o)
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stop(); runner.Wait() })
+	}
+	return local, api, st, token
 }
 
 func TestSeedDemoKeepsItsTokenAcrossRuns(t *testing.T) {

@@ -11,10 +11,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +19,6 @@ import (
 	"golang.org/x/image/webp"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/gateway"
-	"genjobs/infra/local/sam"
-	"genjobs/infra/local/triggers"
 )
 
 // TestEveryModelRunsToCompletedThroughTheLocalStack plays what `make run`
@@ -32,26 +26,7 @@ import (
 // the sweeper on its schedule, each built with the template's Environment.
 // One job per model reaches completed, and its output downloads and decodes.
 func TestEveryModelRunsToCompletedThroughTheLocalStack(t *testing.T) {
-	local, hs, st, token := stackWith(t)
-	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(hs), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gw)
-	defer srv.Close()
-	ctx, stop := context.WithCancel(context.Background())
-	o := local.TriggerOptions()
-	o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Second, log
-	runner, err := triggers.Start(ctx, tpl, hs, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stop(); runner.Wait() }()
+	_, srv, st, token := servedStack(t, true)
 
 	call := func(method, path, contentType string, body []byte) (int, []byte) {
 		t.Helper()

@@ -3,18 +3,12 @@ package devstack_test
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/gateway"
-	"genjobs/infra/local/sam"
-	"genjobs/infra/local/triggers"
 )
 
 // The demo's styles through the API routed from template.yaml, as
@@ -22,17 +16,7 @@ import (
 // user's private style shows nowhere, and share links point at the local
 // application address.
 func TestSeededStylesThroughTheLocalAPI(t *testing.T) {
-	_, hs, _, token := stackWith(t)
-	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(hs), slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gw)
-	defer srv.Close()
+	_, srv, _, token := servedStack(t, false)
 	get := func(path string) (int, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)

@@ -2,20 +2,14 @@ package devstack_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"genjobs/infra/local/gateway"
-	"genjobs/infra/local/sam"
-	"genjobs/infra/local/triggers"
 	"genjobs/internal/signing"
 )
 
@@ -24,26 +18,7 @@ import (
 // the deliverer) and its receiver gets one signed POST that verifies
 // against the API's own /.well-known/jwks.json.
 func TestWebhookThroughTheLocalStack(t *testing.T) {
-	local, hs, _, token := stackWith(t)
-	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(hs), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(gw)
-	defer api.Close()
-	ctx, stop := context.WithCancel(context.Background())
-	o := local.TriggerOptions()
-	o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Second, log
-	runner, err := triggers.Start(ctx, tpl, hs, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stop(); runner.Wait() }()
+	local, api, _, token := servedStack(t, true)
 
 	type hit struct {
 		header http.Header
