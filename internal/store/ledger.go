@@ -115,42 +115,18 @@ func (s *Store) ledger(ctx context.Context, ws, lo, hi string) ([]billing.Entry,
 // calls for, from the jobs-by-workspace index: eventually consistent, so an
 // audit is exact when the workspace is quiet.
 func (s *Store) JobOutcomes(ctx context.Context, ws string) (map[string]billing.Outcome, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(IndexJobsByWorkspace),
-		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
-		ProjectionExpression:      aws.String("job_id, #status"),
-		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(workspaceJobsPK(ws))},
-	}
 	outcomes := map[string]billing.Outcome{}
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("jobs of %s: %w", ws, err)
+	err := s.eachJobStatus(ctx, ws, func(id string, st job.Status) {
+		switch {
+		case st == job.Completed:
+			outcomes[id] = billing.Charged
+		case st.Terminal():
+			outcomes[id] = billing.Released
+		default:
+			outcomes[id] = billing.Unsettled
 		}
-		for _, item := range out.Items {
-			var it struct {
-				JobID  string `dynamodbav:"job_id"`
-				Status string `dynamodbav:"status"`
-			}
-			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-				return nil, err
-			}
-			switch st, _ := job.ParseStatus(it.Status); {
-			case st == job.Completed:
-				outcomes[it.JobID] = billing.Charged
-			case st.Terminal():
-				outcomes[it.JobID] = billing.Released
-			default:
-				outcomes[it.JobID] = billing.Unsettled
-			}
-		}
-		if out.LastEvaluatedKey == nil {
-			return outcomes, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	})
+	return outcomes, err
 }
 
 // Workspaces lists every workspace id. It scans the table: an operator's

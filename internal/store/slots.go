@@ -133,37 +133,48 @@ func (s *Store) StoredSlots(ctx context.Context, ws string) (Slots, error) {
 // not a hot path; the index is eventually consistent, so run it when the
 // workspace is quiet).
 func (s *Store) CountSlots(ctx context.Context, ws string) (Slots, error) {
+	var n Slots
+	err := s.eachJobStatus(ctx, ws, func(_ string, st job.Status) {
+		if !st.Terminal() {
+			n.Active++
+		}
+		if st.Running() {
+			n.Running++
+		}
+	})
+	return n, err
+}
+
+// eachJobStatus calls fn with the id and status of every job of a
+// workspace, from jobs-by-workspace: the operator checks' walk (eventually
+// consistent; exact when the workspace is quiet).
+func (s *Store) eachJobStatus(ctx context.Context, ws string, fn func(id string, st job.Status)) error {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(IndexJobsByWorkspace),
 		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
-		ProjectionExpression:      aws.String("#status"),
+		ProjectionExpression:      aws.String("job_id, #status"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(workspaceJobsPK(ws))},
 	}
-	var n Slots
 	for {
 		out, err := s.db.Query(ctx, in)
 		if err != nil {
-			return Slots{}, fmt.Errorf("count jobs of %s: %w", ws, err)
+			return fmt.Errorf("jobs of %s: %w", ws, err)
 		}
 		for _, item := range out.Items {
 			var it struct {
+				JobID  string `dynamodbav:"job_id"`
 				Status string `dynamodbav:"status"`
 			}
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-				return Slots{}, err
+				return err
 			}
 			st, _ := job.ParseStatus(it.Status)
-			if !st.Terminal() {
-				n.Active++
-			}
-			if st.Running() {
-				n.Running++
-			}
+			fn(it.JobID, st)
 		}
 		if out.LastEvaluatedKey == nil {
-			return n, nil
+			return nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
