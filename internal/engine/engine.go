@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // Input is one fetched image-valued field of the request.
@@ -23,6 +24,20 @@ type Job struct {
 	Model   string          // the endpoint's model, e.g. "standard-enhance"
 	Request json.RawMessage // the validated request, defaults filled (catalog.Request.JSON)
 	Inputs  []Input         // the fetched images, in field order
+	// Outputs, when set, takes the output files as they are produced. An
+	// engine that streams (Enhance) then writes every file through it and
+	// returns none; the others ignore it and return their files whole.
+	Outputs Sink
+}
+
+// Sink opens output files for an engine that writes them as it produces
+// them, so that a large output never exists whole in memory.
+type Sink interface {
+	// Create starts the next output file. The engine writes it whole and
+	// closes it; Close's error is the file's. A file that is not closed
+	// when Run returns (an error, a cancellation) is discarded by the
+	// sink's owner, never kept in part.
+	Create(contentType, ext string) (io.WriteCloser, error)
 }
 
 // File is one output (or preview) file.
