@@ -351,3 +351,18 @@ func TestACancelledContextFailsTheUploadAndAbortsIt(t *testing.T) {
 	}
 	uploadGone(t, client, results, key, created[0].UploadID)
 }
+
+func TestPutResultOfMoreThanAPartGoesUpInParts(t *testing.T) {
+	s, client, wire, results := recordedStore(t)
+	data := noise(12 << 20) // over fauxqs's 11 MiB request limit
+	if err := s.PutResult(context.Background(), "results/job/0.png", "image/png", data); err != nil {
+		t.Fatalf("PutResult of 12 MiB: %v", err)
+	}
+	got, out := getObject(t, client, results, "results/job/0.png")
+	if !bytes.Equal(got, data) || aws.ToString(out.ContentType) != "image/png" {
+		t.Errorf("read back %d bytes of %s; want the %d written, image/png", len(got), aws.ToString(out.ContentType), len(data))
+	}
+	if n := len(wire.Ops("UploadPart")); n != 2 {
+		t.Errorf("%d parts sent; want 2", n)
+	}
+}
