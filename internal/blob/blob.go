@@ -50,8 +50,17 @@ func New(client *s3.Client, resultsBucket, assetsBucket string) *Store {
 }
 
 // PutResult stores a job's output file under key in the results bucket.
+// A file of more than one part goes up as a multipart upload, as a
+// streamed one does: fauxqs refuses requests over 11 MiB.
 func (s *Store) PutResult(ctx context.Context, key, contentType string, data []byte) error {
-	return s.put(ctx, s.results, key, contentType, data)
+	if len(data) <= PartSize {
+		return s.put(ctx, s.results, key, contentType, data)
+	}
+	up := s.CreateResult(ctx, key, contentType)
+	if _, err := up.Write(data); err != nil {
+		return err
+	}
+	return up.Close()
 }
 
 // ResultURL is a presigned GET of a result, valid for ResultURLLifetime.

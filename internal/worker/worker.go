@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -48,6 +49,8 @@ type Inputs interface {
 // Blobs stores output files and reads uploaded assets (blob.Store).
 type Blobs interface {
 	PutResult(ctx context.Context, key, contentType string, data []byte) error
+	// CreateResult starts the upload of an output the engine streams.
+	CreateResult(ctx context.Context, key, contentType string) *blob.Upload
 	DeleteResult(ctx context.Context, key string) error
 	ReadAsset(ctx context.Context, key string, max int64) ([]byte, string, error)
 }
@@ -213,35 +216,49 @@ func (a *attempt) run(ctx context.Context) error {
 		inputs = append(inputs, engine.Input{Field: ref.Field, Index: ref.Index, ContentType: img.ContentType, Data: img.Data})
 	}
 
-	files, err := a.runEngine(ctx, eng, engine.Job{Model: a.j.Model(), Request: a.j.Request, Inputs: inputs})
+	out := &outputs{blobs: w.Blobs, jobID: a.j.ID}
+	// Nothing of an attempt that does not complete the job remains: a retry
+	// writes its outputs anew, a failed or cancelled job has none.
+	kept := false
+	defer func() {
+		if !kept {
+			a.discard(ctx, out)
+		}
+	}()
+	files, err := a.runEngine(ctx, eng, engine.Job{Model: a.j.Model(), Request: a.j.Request, Inputs: inputs}, out)
+	a.abortOpen(ctx, out) // a file not closed when Run returns is never kept in part
 	switch {
 	case errors.Is(err, errStopped):
 		return a.stopped(err)
-	case errors.Is(err, engine.ErrInvalidInput):
-		return a.fail(ctx, job.CodeInvalidInput, err.Error(), nil)
 	case ctx.Err() != nil:
 		return ctx.Err() // out of time: the message comes back
+	case out.failure() != nil:
+		// S3 failed under the engine, which is no fault of the job's: retry.
+		return fmt.Errorf("store a streamed output: %w", out.failure())
+	case errors.Is(err, engine.ErrInvalidInput):
+		return a.fail(ctx, job.CodeInvalidInput, err.Error(), nil)
 	case err != nil:
 		return a.fail(ctx, job.CodeEngineError, "The engine failed to produce the output.", err)
 	}
 
-	keys := make([]string, len(files))
-	for i, f := range files {
-		keys[i] = fmt.Sprintf("results/%s/%d.%s", a.j.ID, i, f.Ext)
-		if err := w.Blobs.PutResult(ctx, keys[i], f.ContentType, f.Data); err != nil {
-			return fmt.Errorf("store output %d: %w", i, err)
+	keys := out.complete()
+	for _, f := range files { // returned whole: stored after the streamed ones
+		key := out.key(f.Ext)
+		if err := w.Blobs.PutResult(ctx, key, f.ContentType, f.Data); err != nil {
+			return fmt.Errorf("store output %s: %w", key, err)
 		}
+		out.stored = append(out.stored, key)
+		keys = append(keys, key)
 	}
+	// From here the outputs are kept unless the job is cancelled: an End
+	// that fails otherwise may have been written all the same.
+	kept = true
 	done := 1.0
 	_, err = w.Ender.End(ctx, a.j, job.Change{To: job.Completed, Progress: &done, Outputs: keys, Holder: a.lease.ID})
 	if errors.Is(err, job.ErrConflict) {
 		// Cancelled while the outputs were being stored: nothing of this
 		// attempt may remain.
-		for _, k := range keys {
-			if derr := w.Blobs.DeleteResult(context.WithoutCancel(ctx), k); derr != nil {
-				a.log.Warn("could not delete the output of a cancelled job", "key", k, "error", derr.Error())
-			}
-		}
+		a.discard(ctx, out)
 		return a.stopped(errStopped)
 	}
 	if err != nil {
@@ -249,6 +266,140 @@ func (a *attempt) run(ctx context.Context) error {
 	}
 	a.log.Info("job completed", "outputs", len(keys))
 	return nil
+}
+
+// discardTimeout bounds the clean-up of an attempt that stops.
+const discardTimeout = 10 * time.Second
+
+// abortOpen aborts the uploads of the files the engine did not close, on a
+// context of its own: the attempt's may be the reason they are open.
+func (a *attempt) abortOpen(ctx context.Context, out *outputs) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	defer cancel()
+	for _, f := range out.open() {
+		if err := f.up.Abort(ctx); err != nil {
+			a.log.Warn("could not abort the upload of an output; the bucket's lifecycle rule removes it within a day",
+				"key", f.key, "error", err.Error())
+		}
+	}
+}
+
+// discard deletes the outputs the attempt stored, on a context of its own.
+func (a *attempt) discard(ctx context.Context, out *outputs) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	defer cancel()
+	for _, k := range append(out.complete(), out.stored...) {
+		if err := a.w.Blobs.DeleteResult(ctx, k); err != nil {
+			a.log.Warn("could not delete the output of an attempt that did not complete", "key", k, "error", err.Error())
+		}
+	}
+}
+
+// outputs is the engine.Sink of one attempt: each file the engine creates
+// goes up to the results bucket as it is written, under
+// results/<job id>/<i>.<ext>, numbered in the order created; the files the
+// engine returns whole are numbered after them.
+type outputs struct {
+	blobs  Blobs
+	jobID  string
+	ctx    context.Context // the engine's: its end (a stop) fails the writes
+	stored []string        // keys of the whole files stored
+
+	mu    sync.Mutex
+	files []*output
+	n     int // keys handed out
+}
+
+type output struct {
+	key      string
+	up       *blob.Upload
+	complete bool  // Close returned nil
+	err      error // the upload's first failure
+}
+
+func (o *outputs) key(ext string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := fmt.Sprintf("results/%s/%d.%s", o.jobID, o.n, ext)
+	o.n++
+	return k
+}
+
+// Create implements engine.Sink.
+func (o *outputs) Create(contentType, ext string) (io.WriteCloser, error) {
+	key := o.key(ext)
+	f := &output{key: key, up: o.blobs.CreateResult(o.ctx, key, contentType)}
+	o.mu.Lock()
+	o.files = append(o.files, f)
+	o.mu.Unlock()
+	return &outputFile{o: o, f: f}, nil
+}
+
+// outputFile notes how its upload ends, so that the worker knows which
+// files are complete and whether S3 failed.
+type outputFile struct {
+	o *outputs
+	f *output
+}
+
+func (w *outputFile) Write(p []byte) (int, error) {
+	n, err := w.f.up.Write(p)
+	w.o.note(w.f, err, false)
+	return n, err
+}
+
+func (w *outputFile) Close() error {
+	err := w.f.up.Close()
+	w.o.note(w.f, err, err == nil)
+	return err
+}
+
+func (o *outputs) note(f *output, err error, complete bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.complete = f.complete || complete
+}
+
+// failure is the first failure of an upload. The caller has ruled out a
+// stop and a timeout, which fail the uploads too.
+func (o *outputs) failure() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, f := range o.files {
+		if f.err != nil {
+			return f.err
+		}
+	}
+	return nil
+}
+
+// complete returns the keys of the complete files, in order.
+func (o *outputs) complete() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var keys []string
+	for _, f := range o.files {
+		if f.complete {
+			keys = append(keys, f.key)
+		}
+	}
+	return keys
+}
+
+// open returns the files that are not complete.
+func (o *outputs) open() []*output {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var open []*output
+	for _, f := range o.files {
+		if !f.complete {
+			open = append(open, f)
+		}
+	}
+	return open
 }
 
 // input fetches one image: an asset of the job's own workspace from the
@@ -329,10 +480,12 @@ func (a *attempt) fail(ctx context.Context, code, message string, cause error) e
 
 // runEngine runs the engine while a heartbeat writes its progress (and
 // renews the lease) every Heartbeat. A write that fails its condition (the
-// job was cancelled or taken over) stops the engine within one heartbeat.
-func (a *attempt) runEngine(ctx context.Context, eng engine.Engine, ej engine.Job) ([]engine.File, error) {
+// job was cancelled or taken over) stops the engine within one heartbeat:
+// its context ends, and so do the requests of the files it streams to out.
+func (a *attempt) runEngine(ctx context.Context, eng engine.Engine, ej engine.Job, out *outputs) ([]engine.File, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	out.ctx, ej.Outputs = ctx, out // a stop fails the uploads' next writes too
 
 	var mu sync.Mutex
 	var latest engine.Update

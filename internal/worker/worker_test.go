@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"genjobs/internal/asset"
 	"genjobs/internal/auth"
@@ -89,15 +90,18 @@ func tinyPNG() []byte {
 }
 
 type env struct {
-	t     *testing.T
-	ctx   context.Context
-	store *store.Store
-	blobs *blob.Store
-	eng   *steps
-	w     *worker.Worker
-	life  *lifecycle.Jobs
-	logs  *bytes.Buffer
-	guard *netguard.Guard
+	t       *testing.T
+	ctx     context.Context
+	store   *store.Store
+	blobs   *blob.Store
+	s3      *s3.Client      // the blobs' client
+	wire    *testenv.S3Wire // its requests
+	results string          // the results bucket
+	eng     *steps
+	w       *worker.Worker
+	life    *lifecycle.Jobs
+	logs    *bytes.Buffer
+	guard   *netguard.Guard
 }
 
 func newEnv(t *testing.T) *env {
@@ -121,8 +125,11 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	client, wire := testenv.S3Recorded(t)
+	results := testenv.NewBucket(t) // its clean-up fails the test if an upload was left in it
 	e := &env{t: t, ctx: ctx, store: s, logs: &bytes.Buffer{}, eng: &steps{n: 6, pace: 50 * time.Millisecond},
-		blobs: blob.New(testenv.S3(t), testenv.NewBucket(t), testenv.NewBucket(t)), guard: &netguard.Guard{AllowPrivate: true}}
+		blobs: blob.New(client, results, testenv.NewBucket(t)), s3: client, wire: wire, results: results,
+		guard: &netguard.Guard{AllowPrivate: true}}
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
 	e.life = &lifecycle.Jobs{Store: s, Queue: queue.NewJobs(sq, url), Clock: clock.System{}, Log: log}
 	e.w = &worker.Worker{
