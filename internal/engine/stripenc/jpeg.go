@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"image/jpeg"
 	"io"
 )
 
@@ -14,12 +13,13 @@ import (
 // image/jpeg), computing the image strip by strip with up to workers strips
 // in flight.
 //
-// Each strip is encoded on its own by image/jpeg (whose fast path wants an
-// *image.RGBA) and the strips' entropy-coded segments are joined into one
-// scan, separated by restart markers: a restart resets the DC predictions
-// and aligns to a byte, which is what a fresh encoder does, so the file
-// decodes to exactly the pixels of image/jpeg's encoding of the whole image.
-// Its tables are image/jpeg's, which depend on the quality alone.
+// Each strip is coded on its own, from an *image.RGBA, to the bytes
+// image/jpeg would write for it (jpegcoder.go), and the strips' entropy-coded
+// segments are joined into one scan, separated by restart markers: a
+// restart resets the DC predictions and aligns to a byte, which is what a
+// fresh encoder does, so the file decodes to exactly the pixels of
+// image/jpeg's encoding of the whole image. Its tables are image/jpeg's,
+// which depend on the quality alone.
 func JPEG(w io.Writer, width, height, quality, workers int, fill FillRGBA) error {
 	if err := checkSize("JPEG", width, height); err != nil {
 		return err
@@ -31,16 +31,18 @@ func JPEG(w io.Writer, width, height, quality, workers int, fill FillRGBA) error
 	if interval > 0xffff {
 		return fmt.Errorf("stripenc: a restart interval of %d MCUs is over JPEG's limit", interval)
 	}
-	opts := &jpeg.Options{Quality: quality}
-	var first jpegStrip // strip 0's headers, which every strip must repeat
-	run := &stripRun[*image.RGBA, jpegStrip]{
+	coder, err := newJPEGCoder(quality)
+	if err != nil {
+		return err
+	}
+	run := &stripRun[*image.RGBA, []byte]{
 		n:       (height + rows - 1) / rows,
 		workers: workers,
 		window:  2 * workers,
 		newState: func() *image.RGBA {
 			return &image.RGBA{Pix: make([]byte, 4*width*min(rows, height)), Stride: 4 * width}
 		},
-		produce: func(dst *image.RGBA, i int, r *jpegStrip) error {
+		produce: func(dst *image.RGBA, i int, scan *[]byte) error {
 			y0 := i * rows
 			y1 := min(y0+rows, height)
 			dst.Rect = image.Rect(0, y0, width, y1)
@@ -49,37 +51,27 @@ func JPEG(w io.Writer, width, height, quality, workers int, fill FillRGBA) error
 			if err := fill(dst); err != nil {
 				return err
 			}
-			r.buf.Reset()
-			if err := jpeg.Encode(&r.buf, dst, opts); err != nil {
-				return err
-			}
-			return r.parse()
-		},
-		consume: func(i int, r *jpegStrip) error {
-			if i == 0 {
-				first.keepHeaders(r)
-				_, err := w.Write(first.fileHeader(height, interval))
-				if err != nil {
-					return err
-				}
-			} else {
-				if err := first.sameTables(r); err != nil {
-					return err
-				}
-				if _, err := w.Write([]byte{0xff, 0xd0 + byte((i-1)%8)}); err != nil {
-					return err
-				}
-			}
-			if _, err := w.Write(r.scan); err != nil {
-				return err
-			}
+			*scan = coder.encode((*scan)[:0], dst)
 			return nil
+		},
+		consume: func(i int, scan *[]byte) error {
+			var marker []byte
+			if i == 0 {
+				marker = coder.tables.fileHeader(width, height, interval)
+			} else {
+				marker = []byte{0xff, 0xd0 + byte((i-1)%8)} // RST0..RST7
+			}
+			if _, err := w.Write(marker); err != nil {
+				return err
+			}
+			_, err := w.Write(*scan)
+			return err
 		},
 	}
 	if err := run.run(); err != nil {
 		return err
 	}
-	_, err := w.Write([]byte{0xff, 0xd9})
+	_, err = w.Write([]byte{0xff, 0xd9})
 	return err
 }
 
@@ -98,22 +90,21 @@ type flushBuffer struct{ bytes.Buffer }
 
 func (*flushBuffer) Flush() error { return nil }
 
-// jpegStrip is one strip encoded by image/jpeg, split into its parts.
-type jpegStrip struct {
+// jpegParts is a JPEG file image/jpeg wrote, split into its parts.
+type jpegParts struct {
 	buf flushBuffer
-	// The payloads of the marker segments before the scan, as slices of buf
-	// (or, in the first strip's kept copy, of a copy).
+	// The payloads of the marker segments before the scan, as slices of buf.
 	dqt, sof, dht, sos []byte
 	scan               []byte // the entropy-coded data, up to EOI
 }
 
-var errStripSyntax = errors.New("stripenc: image/jpeg wrote a strip this package cannot join (an unexpected layout)")
+var errStripSyntax = errors.New("stripenc: image/jpeg wrote a file in a layout this package does not know")
 
-// parse finds the parts of the strip image/jpeg wrote: SOI, DQT, SOF0, DHT,
+// parse finds the parts of the file image/jpeg wrote: SOI, DQT, SOF0, DHT,
 // SOS, entropy-coded data, EOI. In the data a 0xFF byte is always followed
 // by a stuffed 0x00; any other marker means a layout this code does not
-// know, and is refused rather than joined wrongly.
-func (s *jpegStrip) parse() error {
+// know, and is refused rather than read wrongly.
+func (s *jpegParts) parse() error {
 	b := s.buf.Bytes()
 	s.dqt, s.sof, s.dht, s.sos, s.scan = nil, nil, nil, nil, nil
 	if len(b) < 4 || b[0] != 0xff || b[1] != 0xd8 {
@@ -162,28 +153,9 @@ func (s *jpegStrip) parse() error {
 	return nil
 }
 
-// keepHeaders copies s's header segments into f.
-func (f *jpegStrip) keepHeaders(s *jpegStrip) {
-	f.dqt = bytes.Clone(s.dqt)
-	f.sof = bytes.Clone(s.sof)
-	f.dht = bytes.Clone(s.dht)
-	f.sos = bytes.Clone(s.sos)
-}
-
-// sameTables checks that strip s was coded with the first strip's tables
-// and components: only its height may differ.
-func (f *jpegStrip) sameTables(s *jpegStrip) error {
-	// SOF0's payload: precision (1 byte), height (2), width (2), components.
-	if !bytes.Equal(f.dqt, s.dqt) || !bytes.Equal(f.dht, s.dht) || !bytes.Equal(f.sos, s.sos) ||
-		len(f.sof) != len(s.sof) || f.sof[0] != s.sof[0] || !bytes.Equal(f.sof[3:], s.sof[3:]) {
-		return errors.New("stripenc: image/jpeg coded two strips with different tables")
-	}
-	return nil
-}
-
-// fileHeader is SOI, the tables, SOF0 with the image's full height, DRI with
-// one strip per restart interval, and SOS.
-func (f *jpegStrip) fileHeader(height, interval int) []byte {
+// fileHeader is SOI, the tables, SOF0 with the image's size, DRI with one
+// strip per restart interval, and SOS.
+func (f *jpegParts) fileHeader(width, height, interval int) []byte {
 	var h []byte
 	segment := func(marker byte, payload []byte) {
 		h = append(h, 0xff, marker)
@@ -193,7 +165,9 @@ func (f *jpegStrip) fileHeader(height, interval int) []byte {
 	h = append(h, 0xff, 0xd8)
 	segment(markerDQT, f.dqt)
 	sof := bytes.Clone(f.sof)
+	// SOF0's payload: precision (1 byte), height (2), width (2), components.
 	binary.BigEndian.PutUint16(sof[1:], uint16(height))
+	binary.BigEndian.PutUint16(sof[3:], uint16(width))
 	segment(markerSOF0, sof)
 	segment(markerDHT, f.dht)
 	segment(markerDRI, binary.BigEndian.AppendUint16(nil, uint16(interval)))

@@ -83,7 +83,7 @@ func headerSegments(t *testing.T, b []byte) map[byte][]byte {
 // A strip whose data holds a marker image/jpeg never writes is refused,
 // not joined into a file that decodes wrongly; stuffed 0xFF bytes are data.
 func TestJPEGStripParseRefusesForeignMarkers(t *testing.T) {
-	var s jpegStrip
+	var s jpegParts
 	if err := jpeg.Encode(&s.buf, wholeRGBA(64, 64, photoRGBA(64, 64)), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +111,61 @@ func TestJPEGStripParseRefusesForeignMarkers(t *testing.T) {
 		s.buf.Write(corrupt(clean))
 		if err := s.parse(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// A strip codes to the very bytes image/jpeg writes for it: the same DCT,
+// colour conversion, rounding and bit packing. (If a Go release changes
+// image/jpeg's DCT, this fails: copy the new one into jpegdct.go.)
+func TestJPEGCoderMatchesImageJPEG(t *testing.T) {
+	for _, tc := range []struct {
+		rect    image.Rectangle
+		quality int
+	}{
+		{image.Rect(0, 0, 1, 1), 90},
+		{image.Rect(0, 0, 17, 33), 1},
+		{image.Rect(0, 64, 333, 128), 90}, // a strip below the first
+		{image.Rect(0, 128, 100, 141), 100},
+		{image.Rect(0, 0, 256, 48), 50},
+	} {
+		t.Run(fmt.Sprintf("%v_q%d", tc.rect, tc.quality), func(t *testing.T) {
+			m := image.NewRGBA(tc.rect)
+			if err := photoRGBA(tc.rect.Max.X, tc.rect.Max.Y)(m); err != nil {
+				t.Fatal(err)
+			}
+			var want jpegParts
+			if err := jpeg.Encode(&want.buf, m, &jpeg.Options{Quality: tc.quality}); err != nil {
+				t.Fatal(err)
+			}
+			if err := want.parse(); err != nil {
+				t.Fatal(err)
+			}
+			c, err := newJPEGCoder(tc.quality)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.encode(nil, m); !bytes.Equal(got, want.scan) {
+				t.Errorf("%d bytes of scan, image/jpeg wrote %d; they differ", len(got), len(want.scan))
+			}
+		})
+	}
+}
+
+// Quantizing by reciprocal rounds exactly as image/jpeg's division, for
+// every quantizer and every DCT output (they are under 2^14 in size).
+func TestReciprocalDivision(t *testing.T) {
+	for q := int32(1); q <= 255; q++ {
+		d := 8 * q
+		r := newReciprocal(d)
+		for a := int32(-1 << 15); a < 1<<15; a++ {
+			want := (a + d>>1) / d
+			if a < 0 {
+				want = -((-a + d>>1) / d)
+			}
+			if got := r.div(a); got != want {
+				t.Fatalf("%d / %d: %d, want %d", a, d, got, want)
+			}
 		}
 	}
 }
