@@ -192,3 +192,47 @@ func TestEveryRowIsFilledOnce(t *testing.T) {
 		})
 	}
 }
+
+// The runner's promise to fills: strip i starts only once all but the last
+// window strips before it were consumed, and strips are consumed in order,
+// each once.
+func TestStripsStayWithinTheWindow(t *testing.T) {
+	const n, workers, window = 300, 4, 8
+	var consumed atomic.Int64
+	var early atomic.Int64 // strips started too far ahead
+	var order []int
+	run := &stripRun[struct{}, int]{
+		n: n, workers: workers, window: window,
+		newState: func() struct{} { return struct{}{} },
+		produce: func(_ struct{}, i int, r *int) error {
+			if int64(i) >= consumed.Load()+window {
+				early.Add(1)
+			}
+			*r = i
+			runtime.Gosched()
+			return nil
+		},
+		consume: func(i int, r *int) error {
+			if *r != i {
+				return fmt.Errorf("strip %d got the result of strip %d", i, *r)
+			}
+			order = append(order, i)
+			consumed.Add(1)
+			return nil
+		},
+	}
+	if err := run.run(); err != nil {
+		t.Fatal(err)
+	}
+	if early.Load() > 0 {
+		t.Errorf("%d strips started more than %d ahead of the writer", early.Load(), window)
+	}
+	for i, s := range order {
+		if s != i {
+			t.Fatalf("consumed %v", order)
+		}
+	}
+	if len(order) != n {
+		t.Errorf("%d strips consumed, want %d", len(order), n)
+	}
+}

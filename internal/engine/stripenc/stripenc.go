@@ -7,6 +7,17 @@
 // The caller's fill computes one strip of rows. Several fills run at once,
 // on disjoint strips, and the encoding of each strip runs on the goroutine
 // that filled it; the writer is called on the caller's goroutine only.
+// What a fill may count on, to bound what it keeps (source rows, say):
+//   - strips are handed to the workers in order of their rows (two fills
+//     handed out together may still begin in either order);
+//   - strip i starts only once strip i - 2 x workers has been encoded and
+//     written (JPEG, PNG) or filled (WebP);
+//   - every strip is StripHeight rows tall (narrow images: taller, see
+//     stripRows), the last one possibly shorter.
+//
+// To cancel, make fill return an error (ctx.Err(), say): no strip starts
+// after it, and the encoder returns it once the strips under way are done.
+// workers below 1 count as 1.
 package stripenc
 
 import (
