@@ -26,7 +26,8 @@ func JPEG(w io.Writer, width, height, quality, workers int, fill FillRGBA) error
 	}
 	rows := stripRows(width)
 	// One restart interval is one strip: its MCUs must fit DRI's 16 bits.
-	// (At most 4096 MCUs a row times 4 MCU rows a strip: always true.)
+	// (They do: 64 rows of the widest JPEG are 16384 MCUs, and the taller
+	// strips of narrow images hold about 256.)
 	interval := (width + 15) / 16 * (rows / 16)
 	if interval > 0xffff {
 		return fmt.Errorf("stripenc: a restart interval of %d MCUs is over JPEG's limit", interval)
