@@ -15,8 +15,8 @@ import (
 // narrow images whose strips are tall, and rows of many MCUs.
 func TestJPEGDecodesAsTheWholeImageEncoding(t *testing.T) {
 	for _, tc := range []struct{ width, height, quality, workers int }{
-		{1, 1, 90, 1},
-		{17, 33, 90, 2},
+		{1, 1, 90, 0},   // workers below 1 count as 1
+		{17, 33, 90, 8}, // more workers than strips
 		{16, 64, 75, 2},
 		{40, 5000, 90, 3},   // strips of 1648 rows, the last one partial
 		{1031, 300, 90, 2},  // 65 MCUs a row, a last strip of 44 rows

@@ -21,8 +21,8 @@ func TestPNGDecodesToThePixelsFilled(t *testing.T) {
 		width, height, workers int
 		alpha                  string
 	}{
-		{1, 1, 1, "opaque"},
-		{17, 33, 2, "gradient"},
+		{1, 1, 0, "opaque"}, // workers below 1 count as 1
+		{17, 33, 8, "gradient"},
 		{40, 5000, 3, "gradient"},    // strips of 1648 rows, the last one partial
 		{1031, 300, 2, "opaque"},     // a last strip of 44 rows
 		{1031, 300, 3, "gradient"},   // more workers than... a window that wraps
