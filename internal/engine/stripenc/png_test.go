@@ -25,7 +25,7 @@ func TestPNGDecodesToThePixelsFilled(t *testing.T) {
 		{17, 33, 8, "gradient"},
 		{40, 5000, 3, "gradient"},    // strips of 1648 rows, the last one partial
 		{1031, 300, 2, "opaque"},     // a last strip of 44 rows
-		{1031, 300, 3, "gradient"},   // more workers than... a window that wraps
+		{200, 3000, 2, "gradient"},   // 9 strips: the ring of last rows (5 slots) wraps
 		{300, 700, 1, "transparent"}, // colour kept under zero alpha
 	} {
 		t.Run(fmt.Sprintf("%dx%d_%s_w%d", tc.width, tc.height, tc.alpha, tc.workers), func(t *testing.T) {
