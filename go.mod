@@ -18,6 +18,7 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
 	github.com/golang-jwt/jwt/v5 v5.3.1
+	github.com/klauspost/compress v1.20.3
 	github.com/xeipuuv/gojsonschema v1.2.0
 	golang.org/x/image v0.47.0
 	gopkg.in/yaml.v3 v3.0.1

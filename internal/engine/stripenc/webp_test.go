@@ -1,0 +1,47 @@
+package stripenc
+
+import (
+	"bytes"
+	"image"
+	"testing"
+
+	"golang.org/x/image/webp"
+)
+
+// The lossless WebP decodes to exactly the pixels filled, in several strips.
+func TestWebPDecodesToThePixelsFilled(t *testing.T) {
+	const width, height = 300, 700 // strips of 224 rows, the last of 28
+	fill := photoNRGBA(width, height, func(x, y int) uint8 { return uint8(x + 2*y) })
+	var got bytes.Buffer
+	if err := WebP(&got, width, height, 3, fill); err != nil {
+		t.Fatal(err)
+	}
+	m, err := webp.Decode(bytes.NewReader(got.Bytes()))
+	if err != nil {
+		t.Fatalf("golang.org/x/image/webp cannot decode it: %v", err)
+	}
+	nrgba, ok := m.(*image.NRGBA)
+	if !ok {
+		t.Fatalf("decoded as %T, want *image.NRGBA", m)
+	}
+	want := wholeNRGBA(width, height, fill)
+	if nrgba.Rect != want.Rect || !bytes.Equal(nrgba.Pix, want.Pix) {
+		t.Errorf("decoded %v, not the %v pixels filled", nrgba.Rect, want.Rect)
+	}
+}
+
+func TestSizesOutOfRangeAreRefused(t *testing.T) {
+	fill := func(*image.NRGBA) error { t.Error("filled"); return nil }
+	fillRGBA := func(*image.RGBA) error { t.Error("filled"); return nil }
+	for name, err := range map[string]error{
+		"jpeg 0 wide":     JPEG(&bytes.Buffer{}, 0, 10, 90, 1, fillRGBA),
+		"jpeg 65536 tall": JPEG(&bytes.Buffer{}, 10, 65536, 90, 1, fillRGBA),
+		"png 0 tall":      PNG(&bytes.Buffer{}, 10, 0, 1, fill),
+		"webp 16384 wide": WebP(&bytes.Buffer{}, 16384, 1, 1, fill),
+		"webp -1 tall":    WebP(&bytes.Buffer{}, 1, -1, 1, fill),
+	} {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
