@@ -156,10 +156,22 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 	log.Info("job claimed")
 	a := &attempt{w: w, j: j, lease: lease, log: log}
 	if err := a.run(ctx); err != nil {
-		a.release(context.WithoutCancel(ctx))
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		a.release(cctx)
 		return err
 	}
 	return nil
+}
+
+// CleanupTimeout bounds the writes an attempt still makes once its context
+// may have ended (giving up the lease, deleting a cancelled job's outputs):
+// they fit in the time the handler keeps before the invocation's deadline
+// (app.EventMargin), so they never hold a batch past it.
+const CleanupTimeout = 2 * time.Second
+
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 }
 
 // release gives up the lease after an attempt that failed for a reason of
@@ -237,8 +249,10 @@ func (a *attempt) run(ctx context.Context) error {
 	if errors.Is(err, job.ErrConflict) {
 		// Cancelled while the outputs were being stored: nothing of this
 		// attempt may remain.
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
 		for _, k := range keys {
-			if derr := w.Blobs.DeleteResult(context.WithoutCancel(ctx), k); derr != nil {
+			if derr := w.Blobs.DeleteResult(cctx, k); derr != nil {
 				a.log.Warn("could not delete the output of a cancelled job", "key", k, "error", derr.Error())
 			}
 		}
