@@ -176,9 +176,8 @@ func (d Deps) For(p awsclient.Profile) Deps {
 	if d.SQS != nil {
 		d.SQS = awsclient.SQS(d.SQS, p.SQS)
 	}
-	if d.S3 != nil {
-		d.S3 = awsclient.S3(d.S3, p.S3)
-	}
+	// S3 follows p in Blobs: deriving it here would link the S3 client
+	// into every function.
 	return d
 }
 
@@ -199,7 +198,9 @@ func (d Deps) Store() *store.Store { return store.New(d.DynamoDB, d.Table) }
 // path-style addresses.
 func (d Deps) Blobs() *blob.Store {
 	client := d.S3
-	if client == nil {
+	if client != nil {
+		client = awsclient.S3(client, d.Retries.S3)
+	} else {
 		client = s3.NewFromConfig(*d.AWS, func(o *s3.Options) {
 			o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != ""
 		}, awsclient.S3Options(d.Retries.S3))
