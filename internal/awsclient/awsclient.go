@@ -1,6 +1,6 @@
 // Package awsclient sets how the service's AWS clients meet faults: how many
-// times and how long each retries, how long one attempt may wait on a silent
-// connection, and which errors mean the dependency is unavailable (marked as
+// times and how long each retries, how long one attempt may wait for an
+// answer, and which errors mean the dependency is unavailable (marked as
 // fault.Unavailable, so that the HTTP handlers answer 503 and the event
 // handlers leave the message to be retried). Package app applies a Profile
 // to the clients of each function; nothing here does network I/O.
@@ -44,11 +44,15 @@ type Policy struct {
 	// ConnectTimeout bounds a TCP connect: an endpoint that drops packets
 	// fails this attempt instead of using the whole deadline.
 	ConnectTimeout time.Duration
-	// ReadTimeout fails an attempt whose connection has sent nothing for
-	// this long (a frozen server accepts the connection and never answers);
-	// the attempt is then retried. Zero leaves reads to the deadline alone:
-	// S3 uploads send for long stretches with nothing to read.
-	ReadTimeout time.Duration
+	// ResponseHeaderTimeout fails an attempt whose answer has not begun
+	// this long after the request was sent (a frozen server accepts the
+	// connection and never answers); the attempt is then retried. It is
+	// net/http's, counted per request from its last byte, so an upload's
+	// own time does not count. (The SDK's WithReadTimeout is not used: its
+	// window starts with the connection's idle read, so a request on a
+	// connection idle for most of it gets only the rest.) Zero leaves the
+	// attempt to the deadline alone. No call of ours long-polls.
+	ResponseHeaderTimeout time.Duration
 }
 
 // Profile is the policies of a function's clients.
@@ -58,26 +62,26 @@ type Profile struct {
 
 // Requests is the profile of the HTTP functions (Timeout 10 s, deadline 9 s
 // after fault.Reserve's margin): a dependency call, all attempts, takes at
-// most 3 x 2 s of silence + 2 x 1 s of backoff = 8 s, so the client gets its
-// 503 before API Gateway gives up. DynamoDB, SQS and KMS answer in
-// milliseconds when well, so 2 s of silence is an outage, not a slow answer.
+// most 3 x 2 s without an answer + 2 x 1 s of backoff = 8 s, so the client
+// gets its 503 before API Gateway gives up. DynamoDB, SQS, KMS and S3 begin
+// to answer in milliseconds when well (S3 once it has an upload's last
+// byte), so 2 s without an answer is an outage, not a slow answer.
 var Requests = Profile{
-	DynamoDB: Policy{MaxAttempts: 3, MaxBackoff: time.Second, ConnectTimeout: time.Second, ReadTimeout: 2 * time.Second},
-	SQS:      Policy{MaxAttempts: 3, MaxBackoff: time.Second, ConnectTimeout: time.Second, ReadTimeout: 2 * time.Second},
-	S3:       Policy{MaxAttempts: 3, MaxBackoff: time.Second, ConnectTimeout: time.Second},
-	KMS:      Policy{MaxAttempts: 3, MaxBackoff: time.Second, ConnectTimeout: time.Second, ReadTimeout: 2 * time.Second},
+	DynamoDB: requests, SQS: requests, S3: requests, KMS: requests,
 }
+
+var requests = Policy{MaxAttempts: 3, MaxBackoff: time.Second, ConnectTimeout: time.Second, ResponseHeaderTimeout: 2 * time.Second}
 
 // Events is the profile of the event functions (worker 120 s, sweeper 60 s,
 // notifier and deliverer 30 s; deadlines 3 s earlier): a failed attempt costs
-// a redelivery minutes later, so a call retries longer, at most 5 x 3 s of
-// silence + 4 x 2 s of backoff = 23 s, inside the shortest deadline (27 s).
+// a redelivery minutes later, so a call retries longer, at most 5 x 3 s
+// without an answer + 4 x 2 s of backoff = 23 s, inside the shortest
+// deadline (27 s).
 var Events = Profile{
-	DynamoDB: Policy{MaxAttempts: 5, MaxBackoff: 2 * time.Second, ConnectTimeout: time.Second, ReadTimeout: 3 * time.Second},
-	SQS:      Policy{MaxAttempts: 5, MaxBackoff: 2 * time.Second, ConnectTimeout: time.Second, ReadTimeout: 3 * time.Second},
-	S3:       Policy{MaxAttempts: 5, MaxBackoff: 2 * time.Second, ConnectTimeout: time.Second},
-	KMS:      Policy{MaxAttempts: 5, MaxBackoff: 2 * time.Second, ConnectTimeout: time.Second, ReadTimeout: 3 * time.Second},
+	DynamoDB: background, SQS: background, S3: background, KMS: background,
 }
+
+var background = Policy{MaxAttempts: 5, MaxBackoff: 2 * time.Second, ConnectTimeout: time.Second, ResponseHeaderTimeout: 3 * time.Second}
 
 // DynamoDB derives a client of c that follows p.
 func DynamoDB(c *dynamodb.Client, p Policy) *dynamodb.Client {
@@ -162,8 +166,8 @@ func (p Policy) HTTPClient(c HTTPDoer) HTTPDoer {
 	if !ok {
 		return c
 	}
-	if p.ReadTimeout > 0 {
-		b = b.WithReadTimeout(p.ReadTimeout)
+	if p.ResponseHeaderTimeout > 0 {
+		b = b.WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = p.ResponseHeaderTimeout })
 	}
 	if p.ConnectTimeout > 0 {
 		b = b.WithDialerOptions(func(d *net.Dialer) { d.Timeout = p.ConnectTimeout })
@@ -192,6 +196,12 @@ func (marking) HandleInitialize(ctx context.Context, in middleware.InitializeInp
 ) {
 	out, md, err := next.HandleInitialize(ctx, in)
 	if code, ok := Classify(err); ok {
+		if ctx.Err() != nil { // the caller's deadline, not an attempt's timeout
+			code = "DeadlineExceeded"
+			if errors.Is(ctx.Err(), context.Canceled) {
+				code = "Canceled"
+			}
+		}
 		err = &fault.Unavailable{Code: code, Err: err}
 	}
 	return out, md, err
@@ -254,19 +264,27 @@ func Classify(err error) (code string, unavailable bool) {
 	if api != nil {
 		return "", false // the service answered, and refused
 	}
+	var cancelled interface{ CanceledError() bool }
 	var quota ratelimit.QuotaExceededError
 	var timeout interface{ Timeout() bool }
 	var netErr net.Error
 	var send *smithyhttp.RequestSendError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return "DeadlineExceeded", true
-	case errors.Is(err, context.Canceled):
+	case errors.As(err, &cancelled) && cancelled.CanceledError(): // the SDK saw the context end
+		if errors.Is(err, context.DeadlineExceeded) {
+			return "DeadlineExceeded", true
+		}
 		return "Canceled", true
 	case errors.As(err, &quota):
 		return "RetryQuotaExceeded", true
 	case errors.As(err, &timeout) && timeout.Timeout():
+		// A connect or response timeout (net/http's says it Is
+		// context.DeadlineExceeded too, hence before the context's cases).
 		return "Timeout", true
+	case errors.Is(err, context.DeadlineExceeded):
+		return "DeadlineExceeded", true
+	case errors.Is(err, context.Canceled):
+		return "Canceled", true
 	case errors.As(err, &netErr), errors.As(err, &send), errors.Is(err, io.ErrUnexpectedEOF):
 		return "NetworkError", true
 	}

@@ -67,6 +67,7 @@ func TestClassify(t *testing.T) {
 		{"connection closed", &smithyhttp.RequestSendError{Err: io.EOF}, "NetworkError"},
 		{"silent connection", &smithyhttp.RequestSendError{Err: &awshttp.ResponseTimeoutError{TimeoutDur: time.Second}}, "Timeout"},
 		{"our deadline", &smithy.CanceledError{Err: context.DeadlineExceeded}, "DeadlineExceeded"},
+		{"our deadline in a backoff", &aws.RequestCanceledError{Err: context.DeadlineExceeded}, "DeadlineExceeded"},
 		{"conditional check", httpError(400, apiError("ConditionalCheckFailedException")), ""},
 		{"missing table", httpError(400, apiError("ResourceNotFoundException")), ""},
 		{"bad request", httpError(400, apiError("ValidationException")), ""},
@@ -89,8 +90,10 @@ func client(endpoint string, p awsclient.Policy, cfg aws.Config) *dynamodb.Clien
 	return awsclient.DynamoDB(c, p)
 }
 
-func getItem(c *dynamodb.Client) error {
-	_, err := c.GetItem(context.Background(), &dynamodb.GetItemInput{
+func getItem(c *dynamodb.Client) error { return getItemWithin(context.Background(), c) }
+
+func getItemWithin(ctx context.Context, c *dynamodb.Client) error {
+	_, err := c.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String("t"),
 		Key:       map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "x"}},
 	})
@@ -114,7 +117,7 @@ func answering(t *testing.T, code string, n int32) (url string, calls *atomic.In
 	return srv.URL, calls
 }
 
-var quick = awsclient.Policy{MaxAttempts: 4, MaxBackoff: time.Millisecond, ConnectTimeout: time.Second, ReadTimeout: 100 * time.Millisecond}
+var quick = awsclient.Policy{MaxAttempts: 4, MaxBackoff: time.Millisecond, ConnectTimeout: time.Second, ResponseHeaderTimeout: 100 * time.Millisecond}
 
 func TestThrottlingIsRetriedThenReportedUnavailable(t *testing.T) {
 	url, calls := answering(t, "ThrottlingException", 1000)
@@ -162,7 +165,7 @@ func TestARefusalIsNotAnOutageAndIsNotRetried(t *testing.T) {
 }
 
 // A frozen server accepts connections and never answers: each attempt
-// gives up after the policy's read timeout, and the call after its
+// gives up after the policy's ResponseHeaderTimeout, and the call after its
 // attempts, instead of hanging.
 func TestAFrozenServerFailsEachAttemptAndThenTheCall(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -196,6 +199,15 @@ func TestAFrozenServerFailsEachAttemptAndThenTheCall(t *testing.T) {
 	if accepted.Load() != 3 {
 		t.Errorf("%d connections; want one per attempt, 3", accepted.Load())
 	}
+
+	// The caller's deadline first: the code says so.
+	p.ResponseHeaderTimeout = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = getItemWithin(ctx, client("http://"+ln.Addr().String(), p, aws.Config{}))
+	if !errors.Is(err, fault.ErrUnavailable) || fault.Code(err) != "DeadlineExceeded" {
+		t.Errorf("%v (code %q); want an outage with code DeadlineExceeded", err, fault.Code(err))
+	}
 }
 
 func TestAClosedPortIsAnOutage(t *testing.T) {
@@ -208,5 +220,31 @@ func TestAClosedPortIsAnOutage(t *testing.T) {
 	err = getItem(client("http://"+addr, quick, aws.Config{}))
 	if !errors.Is(err, fault.ErrUnavailable) || fault.Code(err) != "NetworkError" {
 		t.Errorf("%v (code %q); want an outage with code NetworkError", err, fault.Code(err))
+	}
+}
+
+// The attempt's timeout counts from its request: a connection that sat
+// idle in the pool for most of it leaves the next request all of it. (The
+// SDK's read timeout would cut this answer: its window starts with the
+// idle connection's read.)
+func TestAnAnswerOnAConnectionLeftIdleIsNotCut(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 2 {
+			time.Sleep(300 * time.Millisecond) // slow, but well within the timeout
+		}
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		fmt.Fprint(w, `{}`)
+	}))
+	t.Cleanup(srv.Close)
+	p := quick
+	p.MaxAttempts, p.ResponseHeaderTimeout = 1, time.Second
+	c := client(srv.URL, p, aws.Config{})
+	if err := getItem(c); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(900 * time.Millisecond) // the connection waits in the pool
+	if err := getItem(c); err != nil {
+		t.Errorf("an answer 0.3 s after its request, on a connection idle 0.9 s, with a 1 s timeout: %v", err)
 	}
 }
