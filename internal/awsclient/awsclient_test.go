@@ -2,12 +2,15 @@ package awsclient_test
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -246,5 +250,30 @@ func TestAnAnswerOnAConnectionLeftIdleIsNotCut(t *testing.T) {
 	time.Sleep(900 * time.Millisecond) // the connection waits in the pool
 	if err := getItem(c); err != nil {
 		t.Errorf("an answer 0.3 s after its request, on a connection idle 0.9 s, with a 1 s timeout: %v", err)
+	}
+}
+
+// AWS_CA_BUNDLE's roots reach the SDK's HTTP client through
+// config.LoadDefaultConfig; the policy's timeouts must keep them.
+func TestThePolicyKeepsTheCABundle(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		fmt.Fprint(w, `{}`)
+	}))
+	t.Cleanup(srv.Close)
+	bundle := filepath.Join(t.TempDir(), "ca.pem")
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(bundle, cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_CA_BUNDLE", bundle)
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	if err := getItem(awsclient.DynamoDB(c, awsclient.Requests.DynamoDB)); err != nil {
+		t.Errorf("a server the CA bundle trusts: %v", err)
 	}
 }
