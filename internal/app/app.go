@@ -22,10 +22,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/internal/auth"
+	"genjobs/internal/awsclient"
 	"genjobs/internal/billing/prices"
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
+	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/openapi"
@@ -93,6 +95,10 @@ type Deps struct {
 
 	Clock clock.Clock
 	Log   *slog.Logger
+
+	// Retries is how the clients retry (awsclient.Requests or Events): set
+	// with For by each builder, which knows what kind of function it makes.
+	Retries awsclient.Profile
 }
 
 // Config reads the configuration from getenv, without building clients.
@@ -158,6 +164,23 @@ func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *sqs.Client) {
 	return db, sqs.NewFromConfig(cfg)
 }
 
+// For returns d with its clients following profile p: every builder calls
+// it first, so that the clients the local runner passes in follow the
+// profile as Lambda's do. The clients are derived, not rebuilt: endpoints,
+// credentials and the HTTP client's TLS roots stay.
+func (d Deps) For(p awsclient.Profile) Deps {
+	d.Retries = p
+	if d.DynamoDB != nil {
+		d.DynamoDB = awsclient.DynamoDB(d.DynamoDB, p.DynamoDB)
+	}
+	if d.SQS != nil {
+		d.SQS = awsclient.SQS(d.SQS, p.SQS)
+	}
+	// S3 follows p in Blobs: deriving it here would link the S3 client
+	// into every function.
+	return d
+}
+
 // Need names the first missing variable of name-value pairs.
 func Need(vars ...[2]string) error {
 	for _, v := range vars {
@@ -175,10 +198,12 @@ func (d Deps) Store() *store.Store { return store.New(d.DynamoDB, d.Table) }
 // path-style addresses.
 func (d Deps) Blobs() *blob.Store {
 	client := d.S3
-	if client == nil {
+	if client != nil {
+		client = awsclient.S3(client, d.Retries.S3)
+	} else {
 		client = s3.NewFromConfig(*d.AWS, func(o *s3.Options) {
 			o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != ""
-		})
+		}, awsclient.S3Options(d.Retries.S3))
 	}
 	return blob.New(client, d.ResultsBucket, d.AssetsBucket)
 }
@@ -198,6 +223,7 @@ func Generate(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	d = d.For(awsclient.Requests)
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err
@@ -228,6 +254,7 @@ func Jobs(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	d = d.For(awsclient.Requests)
 	st := d.Store()
 	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: st, Results: d.Blobs(), Cancel: d.Lifecycle(), Deliveries: st}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
@@ -238,6 +265,7 @@ func Usage(d Deps) (http.Handler, error) {
 	if err := Need([2]string{"TABLE_NAME", d.Table}); err != nil {
 		return nil, err
 	}
+	d = d.For(awsclient.Requests)
 	h := &httpapi.Usage{Auth: d.Authenticator(), Ledger: d.Store(), Clock: d.Clock}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
@@ -247,6 +275,7 @@ func Assets(d Deps) (http.Handler, error) {
 	if err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"ASSETS_BUCKET", d.AssetsBucket}); err != nil {
 		return nil, err
 	}
+	d = d.For(awsclient.Requests)
 	h := &httpapi.Assets{Auth: d.Authenticator(), Assets: d.Store(), Blobs: d.Blobs(), Clock: d.Clock, BaseURL: d.BaseURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
@@ -278,11 +307,12 @@ func Notifier(d Deps) (StreamHandler, error) {
 	if err != nil {
 		return nil, err
 	}
+	d = d.For(awsclient.Events)
 	n := &webhook.Notifier{
 		Store: d.Store(), Queue: queue.NewDeliveries(d.SQS, d.DeliveriesQueueURL, d.DeliveriesDLQURL),
 		Clock: d.Clock, Log: d.Log,
 	}
-	return n.HandleStream, nil
+	return WithMargin(n.HandleStream), nil
 }
 
 // Sweeper builds the sweeper function's handler of its schedule.
@@ -292,6 +322,7 @@ func Sweeper(d Deps) (ScheduleHandler, error) {
 	if err != nil {
 		return nil, err
 	}
+	d = d.For(awsclient.Events)
 	q := queue.NewJobs(d.SQS, d.JobsQueueURL)
 	s := &sweeper.Sweeper{
 		Store:        d.Store(),
@@ -303,5 +334,25 @@ func Sweeper(d Deps) (ScheduleHandler, error) {
 		Deadline:     sweeper.DefaultDeadline,
 		RequeueAfter: sweeper.DefaultRequeueAfter,
 	}
-	return s.Handle, nil
+	return func(ctx context.Context, e events.EventBridgeEvent) error {
+		ctx, cancel := fault.Reserve(ctx, EventMargin)
+		defer cancel()
+		return s.Handle(ctx, e)
+	}, nil
+}
+
+// EventMargin is what an event handler keeps of its time, before the
+// invocation's deadline, to report what it could not do (the worker's last
+// writes take at most worker.CleanupTimeout of it): a message whose work
+// ran out of time is reported failed, never abandoned with the batch.
+const EventMargin = 3 * time.Second
+
+// WithMargin runs an SQS or stream handler under a context that ends
+// EventMargin before the invocation's deadline (fault.Reserve).
+func WithMargin[E, R any](h func(context.Context, E) (R, error)) func(context.Context, E) (R, error) {
+	return func(ctx context.Context, e E) (R, error) {
+		ctx, cancel := fault.Reserve(ctx, EventMargin)
+		defer cancel()
+		return h(ctx, e)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 )
 
@@ -19,6 +20,7 @@ func Styles(d Deps) (http.Handler, error) {
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("APP_URL must be an absolute http(s) URL without query or fragment, not %q", d.AppURL)
 	}
+	d = d.For(awsclient.Requests)
 	h := &httpapi.Styles{Auth: d.Authenticator(), Styles: d.Store(), Clock: d.Clock, AppURL: d.AppURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }

@@ -3,32 +3,37 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"sync"
 )
 
 // JWKS serves GET /.well-known/jwks.json, public: the keys that verify
 // webhook signatures. build makes the document (a KMS GetPublicKey per key)
 // at the first request, not at init; it is kept for the instance's life,
-// since a key rotation is a deployment. Receivers may cache it 5 minutes.
+// since a key rotation is a deployment; a failed build is tried again by the
+// next request. Receivers may cache it 5 minutes.
 func JWKS(build func(ctx context.Context) ([]byte, error)) *http.ServeMux {
-	var (
-		mu  sync.Mutex
-		doc []byte
-	)
+	var doc []byte
+	// One build at a time; a request waiting for another's ends with its
+	// own deadline, as a 503, rather than queueing behind a slow KMS.
+	turn := make(chan struct{}, 1)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/jwks.json", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
+		select {
+		case turn <- struct{}{}:
+		case <-r.Context().Done():
+			internalError(w, r, "wait for the JWKS", r.Context().Err())
+			return
+		}
 		if doc == nil {
 			b, err := build(r.Context())
 			if err != nil {
-				mu.Unlock()
+				<-turn
 				internalError(w, r, "build the JWKS", err)
 				return
 			}
 			doc = b
 		}
 		body := doc
-		mu.Unlock()
+		<-turn
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		w.WriteHeader(http.StatusOK)

@@ -12,9 +12,12 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+
+	"genjobs/internal/fault"
 )
 
 // Fixed client-facing texts (API-DECISIONS 2-4).
@@ -24,6 +27,7 @@ const (
 	msgUnauthenticated  = "You are not authenticated."
 	msgAPIDisabled      = "API access is not enabled for this workspace."
 	msgInternal         = "Internal server error."
+	msgUnavailable      = "The service is temporarily unavailable; retry shortly."
 	msgTooManyJobs      = "You have reached the maximum number of concurrent jobs."
 	invalidBodyPrefix   = "The request body is invalid: "
 	invalidQueryPrefix  = "The query is invalid: "
@@ -61,9 +65,24 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, errorBody{Error: msg})
 }
 
+// RetryAfter is the Retry-After of a 503, in seconds. The request has
+// already retried for up to its whole deadline; throttling eases and a
+// restarted dependency answers within seconds, and a client retrying at
+// once would only add load, so a short pause that is not zero.
+const RetryAfter = 2
+
 // internalError logs err with the request's id and answers a fixed text: no
-// AWS or Go error string ever reaches the client.
+// AWS or Go error string ever reaches the client. A dependency outage
+// (fault.IsUnavailable: throttled, timed out, unreachable, 5xx, or this
+// request's deadline) is a 503 with Retry-After, logged with the
+// dependency's error code; anything else is our bug, a 500.
 func internalError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if fault.IsUnavailable(err) {
+		logger(r.Context()).Warn(what+": dependency unavailable", "code", fault.Code(err), "error", err.Error())
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+		writeError(w, http.StatusServiceUnavailable, msgUnavailable)
+		return
+	}
 	logger(r.Context()).Error(what, "error", err.Error())
 	writeError(w, http.StatusInternalServerError, msgInternal)
 }

@@ -13,6 +13,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -245,6 +246,7 @@ func generateOperation(e *catalog.Endpoint) object {
 			{"409", ref("#/components/responses/KeyInFlight")},
 			{"422", ref("#/components/responses/KeyReused")},
 			{"429", ref("#/components/responses/TooManyJobs")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -293,6 +295,7 @@ func getUsage() object {
 			}}}}}},
 			{"400", ref("#/components/responses/BadRequest")},
 			{"401", ref("#/components/responses/Unauthorized")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -334,6 +337,7 @@ func getJob() object {
 			{"200", object{{"description", "The job."}, {"content", jsonContent(ref(refPrefix + "Job"))}}},
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"404", ref("#/components/responses/NotFound")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -349,6 +353,7 @@ func listDeliveries() object {
 			{"200", object{{"description", "The attempts."}, {"content", jsonContent(ref(refPrefix + "DeliveryList"))}}},
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"404", ref("#/components/responses/NotFound")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -365,6 +370,7 @@ func cancelJob() object {
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"404", ref("#/components/responses/NotFound")},
 			{"409", ref("#/components/responses/AlreadyEnded")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -406,6 +412,7 @@ func listJobs() object {
 			{"200", object{{"description", "One page of jobs."}, {"content", jsonContent(ref(refPrefix + "JobList"))}}},
 			{"400", ref("#/components/responses/BadRequest")},
 			{"401", ref("#/components/responses/Unauthorized")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -461,6 +468,7 @@ func uploadAsset(baseURL string) object {
 			{"400", ref("#/components/responses/NotAnImage")},
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"413", ref("#/components/responses/PayloadTooLarge")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -501,6 +509,7 @@ func startAssetUpload(baseURL string) object {
 			}},
 			{"400", ref("#/components/responses/BadRequest")},
 			{"401", ref("#/components/responses/Unauthorized")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -538,6 +547,7 @@ func getAsset() object {
 			}},
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"404", ref("#/components/responses/AssetNotFound")},
+			{"503", ref("#/components/responses/Unavailable")},
 			// Lint (operation-2xx-response) wants a 2XX or default response
 			// in every operation; this one answers 302, and default states
 			// the service's true answer to a failure.
@@ -559,6 +569,7 @@ func getJWKS() object {
 				{"headers", object{{"Cache-Control", object{{"schema", object{{"type", "string"}, {"example", "public, max-age=300"}}}}}}},
 				{"content", jsonContent(ref(refPrefix + "JWKS"))},
 			}},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -625,6 +636,7 @@ func responses() object {
 			"The image is larger than 4 MiB; use POST /assets/uploads.")},
 		{"InternalError", errorResponse("A fault of the service (500). The message never says more; retry later.",
 			"Internal server error.")},
+		{"Unavailable", unavailable(errorResponse)},
 		{"KeyInFlight", errorResponse("The first request with this Idempotency-Key is still being processed; retry shortly.",
 			"A request with this Idempotency-Key is in progress; retry shortly.")},
 		{"KeyReused", errorResponse("This Idempotency-Key was first used with another endpoint, body or X-Webhook-URL. Nothing was created.",
@@ -632,6 +644,20 @@ func responses() object {
 		{"AlreadyEnded", errorResponse("The job has already ended (completed, failed or cancelled).",
 			"The job has already ended; its status is completed.")},
 	}
+}
+
+// unavailable is the 503 of every operation that reads or writes a
+// dependency: it was throttled, timed out, unreachable or failing, and the
+// service's own retries did not get through before the request's deadline.
+func unavailable(errorResponse func(description, example string) object) object {
+	r := errorResponse("A dependency of the service (its database, queue, storage or key service) is throttled, slow or down, "+
+		"and the service's own retries did not get through in time. Retry after the Retry-After delay; "+
+		"a creation is safe to retry with an Idempotency-Key.",
+		"The service is temporarily unavailable; retry shortly.")
+	return slices.Insert(r, 1, member{"headers", object{{"Retry-After", object{
+		{"description", "Seconds to wait before retrying."},
+		{"schema", object{{"type", "integer"}, {"minimum", 1}, {"example", 2}}},
+	}}}})
 }
 
 // object is a JSON object that keeps its members in order, so the document

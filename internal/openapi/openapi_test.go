@@ -133,7 +133,7 @@ func TestGenerationPaths(t *testing.T) {
 		}
 		at(t, op, "/responses/200/headers/Idempotent-Replayed")
 		for status, schema := range map[string]string{
-			"200": "Job", "400": "Error", "401": "Error", "402": "OutOfCredits", "409": "Error", "422": "Error", "429": "Error",
+			"200": "Job", "400": "Error", "401": "Error", "402": "OutOfCredits", "409": "Error", "422": "Error", "429": "Error", "503": "Error",
 		} {
 			resp := deref(t, doc, at(t, op, "/responses/"+status))
 			got := at(t, resp, "/content/application~1json/schema/$ref")
@@ -172,7 +172,7 @@ func TestJobPaths(t *testing.T) {
 	if get["operationId"] != "getJob" || at(t, get, "/parameters/0/name") != "id" || at(t, get, "/parameters/0/in") != "path" {
 		t.Errorf("GET /jobs/{id}: %v", get)
 	}
-	wantResponses(t, doc, get, map[string]string{"200": "Job", "401": "Error", "404": "Error"})
+	wantResponses(t, doc, get, map[string]string{"200": "Job", "401": "Error", "404": "Error", "503": "Error"})
 
 	list := at(t, doc, path("/jobs")+"/get").(map[string]any)
 	if list["operationId"] != "listJobs" {
@@ -199,7 +199,7 @@ func TestJobPaths(t *testing.T) {
 	if !reflect.DeepEqual(params["status"]["enum"], statuses) {
 		t.Errorf("status: %v", params["status"])
 	}
-	wantResponses(t, doc, list, map[string]string{"200": "JobList", "400": "Error", "401": "Error"})
+	wantResponses(t, doc, list, map[string]string{"200": "JobList", "400": "Error", "401": "Error", "503": "Error"})
 
 	self := at(t, doc, path("/openapi.json")+"/get").(map[string]any)
 	if !reflect.DeepEqual(self["security"], []any{}) {
@@ -442,7 +442,7 @@ func TestAssetPaths(t *testing.T) {
 	if want := slices.Sorted(slices.Values(asset.ContentTypes)); !reflect.DeepEqual(slices.Sorted(slices.Values(types)), want) {
 		t.Errorf("POST /assets takes %v, want %v", types, want)
 	}
-	wantResponses(t, doc, upload, map[string]string{"201": "Asset", "400": "Error", "401": "Error", "413": "Error"})
+	wantResponses(t, doc, upload, map[string]string{"201": "Asset", "400": "Error", "401": "Error", "413": "Error", "503": "Error"})
 	at(t, upload, "/responses/201/headers/Location/schema")
 	if got := errorExample(t, doc, upload, "400"); got != "The request body is not a PNG, JPEG or WebP image." {
 		t.Errorf("POST /assets 400 example %q", got)
@@ -457,7 +457,7 @@ func TestAssetPaths(t *testing.T) {
 		at(t, start, "/requestBody/content/application~1json/schema/$ref") != "#/components/schemas/AssetUploadRequest" {
 		t.Errorf("POST /assets/uploads: requestBody %v", start["requestBody"])
 	}
-	wantResponses(t, doc, start, map[string]string{"201": "AssetUpload", "400": "Error", "401": "Error"})
+	wantResponses(t, doc, start, map[string]string{"201": "AssetUpload", "400": "Error", "401": "Error", "503": "Error"})
 	at(t, start, "/responses/201/headers/Location/schema")
 	if got := errorExample(t, doc, start, "400"); !strings.HasPrefix(got, "The request body is invalid: ") {
 		t.Errorf("POST /assets/uploads 400 example %q", got)
@@ -473,7 +473,7 @@ func TestAssetPaths(t *testing.T) {
 	for status := range responses {
 		statuses = append(statuses, status)
 	}
-	if slices.Sort(statuses); !reflect.DeepEqual(statuses, []string{"302", "401", "404", "default"}) {
+	if slices.Sort(statuses); !reflect.DeepEqual(statuses, []string{"302", "401", "404", "503", "default"}) {
 		t.Errorf("GET /assets/{id} answers %v", statuses)
 	}
 	redirect := at(t, get, "/responses/302").(map[string]any)
@@ -650,5 +650,33 @@ func TestExamplesMatchTheirSchemas(t *testing.T) {
 	walk("/components/responses", responses)
 	if checked != len(responses) {
 		t.Errorf("%d examples among the %d response components", checked, len(responses))
+	}
+}
+
+// Every operation that reads or writes a dependency documents its 503 and
+// the Retry-After that comes with it; the document itself needs none.
+func TestOperationsWithADependencyDocument503(t *testing.T) {
+	_, _, doc := build(t)
+	for path, item := range at(t, doc, "/paths").(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			op := op.(map[string]any)
+			responses := op["responses"].(map[string]any)
+			r, ok := responses["503"]
+			if path == "/openapi.json" {
+				if ok {
+					t.Errorf("%s %s: a 503, but it reads no dependency", method, path)
+				}
+				continue
+			}
+			if !ok {
+				t.Errorf("%s %s: no 503", method, path)
+				continue
+			}
+			resp := deref(t, doc, r)
+			at(t, resp, "/headers/Retry-After/schema")
+			if ex := at(t, resp, "/content/application~1json/example/error"); ex != "The service is temporarily unavailable; retry shortly." {
+				t.Errorf("%s %s: example %v", method, path, ex)
+			}
+		}
 	}
 }

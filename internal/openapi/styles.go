@@ -64,6 +64,7 @@ func listStyles() object {
 			{"200", ref("#/components/responses/StyleList")},
 			{"400", ref("#/components/responses/BadRequest")},
 			{"401", ref("#/components/responses/Unauthorized")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }
@@ -88,6 +89,7 @@ func getStyleShareLink() object {
 			{"201", ref("#/components/responses/ShareLinkCreated")},
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"404", ref("#/components/responses/StyleNotFound")},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }

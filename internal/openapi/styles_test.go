@@ -53,13 +53,13 @@ func TestStylePaths(t *testing.T) {
 	if m := params["model"]; !reflect.DeepEqual(m["enum"], models) {
 		t.Errorf("model: %v; want %v", m, models)
 	}
-	wantResponses(t, doc, list, map[string]string{"200": "StyleList", "400": "Error", "401": "Error"})
+	wantResponses(t, doc, list, map[string]string{"200": "StyleList", "400": "Error", "401": "Error", "503": "Error"})
 
 	share := at(t, doc, path("/styles/{id}/share/link")+"/get").(map[string]any)
 	if share["operationId"] != "getStyleShareLink" || at(t, share, "/parameters/0/name") != "id" || at(t, share, "/parameters/0/in") != "path" {
 		t.Errorf("GET /styles/{id}/share/link: %v", share)
 	}
-	wantResponses(t, doc, share, map[string]string{"200": "ShareLink", "201": "ShareLink", "401": "Error", "404": "Error"})
+	wantResponses(t, doc, share, map[string]string{"200": "ShareLink", "201": "ShareLink", "401": "Error", "404": "Error", "503": "Error"})
 	if msg := errorExample(t, doc, share, "404"); msg != "Style not found or you are not the owner." {
 		t.Errorf("404 example %q", msg)
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"genjobs/internal/fault"
 	"genjobs/internal/job"
 	"genjobs/internal/style"
 )
@@ -604,7 +605,9 @@ func (s *Store) batchGetChunk(ctx context.Context, keys []map[string]types.Attri
 	for attempt := 0; len(req[s.table].Keys) > 0; attempt++ {
 		if attempt > 0 {
 			if attempt > 8 {
-				return nil, fmt.Errorf("read styles: keys still unprocessed after %d attempts", attempt)
+				// DynamoDB leaves keys unprocessed when it is throttling.
+				return nil, &fault.Unavailable{Code: "UnprocessedKeys",
+					Err: fmt.Errorf("read styles: keys still unprocessed after %d attempts", attempt)}
 			}
 			select {
 			case <-time.After(time.Duration(attempt*attempt) * 10 * time.Millisecond):

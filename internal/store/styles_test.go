@@ -2,16 +2,23 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"genjobs/internal/fault"
 	"genjobs/internal/store"
 	"genjobs/internal/style"
+	"genjobs/internal/testenv"
 )
 
 // Users of the style tests: the API's user of two workspaces, an
@@ -487,5 +494,40 @@ func TestShareLinkFirstRequestsAtOnce(t *testing.T) {
 	}
 	if _, err := f.s.SharedStyle(ctx, "nope"); !errors.Is(err, style.ErrNotFound) {
 		t.Errorf("an unknown token: %v; want ErrNotFound", err)
+	}
+}
+
+// unprocessed answers every BatchGetItem as DynamoDB may when it throttles
+// one: nothing read, every key back as unprocessed.
+type unprocessed struct {
+	next interface {
+		Do(*http.Request) (*http.Response, error)
+	}
+}
+
+func (u unprocessed) Do(r *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".BatchGetItem") {
+		return u.next.Do(r)
+	}
+	var in struct{ RequestItems json.RawMessage }
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		return nil, err
+	}
+	return &http.Response{
+		StatusCode: 200, Request: r,
+		Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+		Body:   io.NopCloser(strings.NewReader(`{"Responses":{},"UnprocessedKeys":` + string(in.RequestItems) + `}`)),
+	}, nil
+}
+
+// Keys DynamoDB keeps leaving unprocessed are an outage (a 503), not a bug.
+func TestStylesKeptUnprocessedAreAnOutage(t *testing.T) {
+	f := newStyleFixture(t)
+	f.add(styleSpec{name: "mine", owner: ptr(apiA)})
+	db := testenv.DynamoDB(t)
+	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { o.HTTPClient = unprocessed{next: o.HTTPClient} })
+	_, err := store.New(db, f.s.Table()).ListStyles(context.Background(), apiA, style.Query{Filter: style.All, Limit: 10})
+	if !errors.Is(err, fault.ErrUnavailable) || fault.Code(err) != "UnprocessedKeys" {
+		t.Errorf("%v; want an outage with code UnprocessedKeys", err)
 	}
 }

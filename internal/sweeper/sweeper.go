@@ -95,13 +95,26 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 	return r, nil
 }
 
+// sweep goes on past a job, a status or a workspace it could not handle:
+// one that fails (a throttled item, a DLQ that does not answer) must not
+// hold back the others. It stops when its context ends, and reports the
+// first failure and how many there were.
 func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
+	var failed []error
+	// keep records a failure and says whether the sweep must stop.
+	keep := func(err error) (stop bool) {
+		if err != nil {
+			failed = append(failed, err)
+		}
+		return ctx.Err() != nil
+	}
 	if s.Dead != nil {
+		// A message whose job could not be failed stays on the DLQ.
 		_, err := s.Dead.Drain(ctx, maxDeadPerSweep, func(id string) error {
 			return s.failDead(ctx, id, r)
 		})
-		if err != nil {
-			return err
+		if keep(err) {
+			return outcome(failed, ctx.Err())
 		}
 	}
 	for _, st := range job.Statuses {
@@ -110,10 +123,13 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 		}
 		err := s.Store.EachUnfinished(ctx, st, func(ref *job.Job) error {
 			r.Scanned++
-			return s.check(ctx, ref, r)
+			if keep(s.check(ctx, ref, r)) {
+				return ctx.Err()
+			}
+			return nil
 		})
-		if err != nil {
-			return err
+		if keep(err) {
+			return outcome(failed, ctx.Err())
 		}
 	}
 	waiting := map[string]bool{}
@@ -122,17 +138,32 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 		waiting[ref.WorkspaceID] = true
 		return nil
 	})
-	if err != nil {
-		return err
+	if keep(err) {
+		return outcome(failed, ctx.Err())
 	}
 	for ws := range waiting {
 		n, err := s.Lifecycle.Promote(ctx, ws)
-		if err != nil {
-			return fmt.Errorf("promote the backlog of %s: %w", ws, err)
-		}
 		r.Promoted += n
+		if err != nil {
+			err = fmt.Errorf("promote the backlog of %s: %w", ws, err)
+		}
+		if keep(err) {
+			return outcome(failed, ctx.Err())
+		}
 	}
-	return nil
+	return outcome(failed, nil)
+}
+
+// outcome is a sweep's result: nil when it went through, else its first
+// failure and their count; stopped is why it stopped early, if it did.
+func outcome(failed []error, stopped error) error {
+	if len(failed) == 0 {
+		return stopped
+	}
+	if len(failed) == 1 {
+		return failed[0]
+	}
+	return fmt.Errorf("%d failures, the first: %w", len(failed), failed[0])
 }
 
 // check looks at one running job from the status index (which holds only

@@ -159,10 +159,22 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 	log.Info("job claimed")
 	a := &attempt{w: w, j: j, lease: lease, log: log}
 	if err := a.run(ctx); err != nil {
-		a.release(context.WithoutCancel(ctx))
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		a.release(cctx)
 		return err
 	}
 	return nil
+}
+
+// CleanupTimeout bounds the writes an attempt still makes once its context
+// may have ended (giving up the lease, deleting a cancelled job's outputs):
+// they fit in the time the handler keeps before the invocation's deadline
+// (app.EventMargin), so they never hold a batch past it.
+const CleanupTimeout = 2 * time.Second
+
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 }
 
 // release gives up the lease after an attempt that failed for a reason of
@@ -268,13 +280,10 @@ func (a *attempt) run(ctx context.Context) error {
 	return nil
 }
 
-// discardTimeout bounds the clean-up of an attempt that stops.
-const discardTimeout = 10 * time.Second
-
 // abortOpen aborts the uploads of the files the engine did not close, on a
 // context of its own: the attempt's may be the reason they are open.
 func (a *attempt) abortOpen(ctx context.Context, out *outputs) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	for _, f := range out.open() {
 		if err := f.up.Abort(ctx); err != nil {
@@ -286,7 +295,7 @@ func (a *attempt) abortOpen(ctx context.Context, out *outputs) {
 
 // discard deletes the outputs the attempt stored, on a context of its own.
 func (a *attempt) discard(ctx context.Context, out *outputs) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	for _, k := range append(out.complete(), out.stored...) {
 		if err := a.w.Blobs.DeleteResult(ctx, k); err != nil {

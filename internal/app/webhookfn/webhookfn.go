@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"genjobs/internal/app"
+	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
 	"genjobs/internal/netguard"
@@ -33,7 +34,13 @@ func signer(d app.Deps, id string) (signing.Signer, error) {
 	if d.AWS == nil {
 		return nil, fmt.Errorf("signing key %s: no AWS configuration for KMS", id)
 	}
-	return signing.NewKMS(kms.NewFromConfig(*d.AWS), id), nil
+	p := d.Retries.KMS
+	client := kms.NewFromConfig(*d.AWS, func(o *kms.Options) {
+		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
+		o.HTTPClient = p.HTTPClient(o.HTTPClient)
+		o.APIOptions = p.APIOptions(o.APIOptions)
+	})
+	return signing.NewKMS(client, id), nil
 }
 
 // JWKS builds the handler of GET /.well-known/jwks.json: the current key,
@@ -42,6 +49,7 @@ func JWKS(d app.Deps) (http.Handler, error) {
 	if err := app.Need([2]string{"SIGNING_KEY_ID", d.SigningKeyID}); err != nil {
 		return nil, err
 	}
+	d = d.For(awsclient.Requests)
 	var keys []signing.Signer
 	for _, id := range []string{d.SigningKeyID, d.PreviousSigningKeyID} {
 		if id == "" {
@@ -75,6 +83,7 @@ func Deliverer(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
+	d = d.For(awsclient.Events)
 	s, err := signer(d, d.SigningKeyID)
 	if err != nil {
 		return nil, err
@@ -93,7 +102,7 @@ func Deliverer(d app.Deps) (app.SQSHandler, error) {
 		Clock:    d.Clock,
 		Log:      d.Log,
 	}
-	return del.HandleSQS, nil
+	return app.WithMargin(del.HandleSQS), nil
 }
 
 // tokens signs attempts with a signing key.

@@ -5,6 +5,7 @@ package workerfn
 
 import (
 	"genjobs/internal/app"
+	"genjobs/internal/awsclient"
 	"genjobs/internal/catalog"
 	"genjobs/internal/engine"
 	"genjobs/internal/fetch"
@@ -19,6 +20,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
+	d = d.For(awsclient.Events)
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err
@@ -36,5 +38,5 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		LeaseFor:  worker.DefaultLeaseFor,
 		Heartbeat: worker.DefaultHeartbeat,
 	}
-	return w.HandleSQS, nil
+	return app.WithMargin(w.HandleSQS), nil
 }
