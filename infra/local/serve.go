@@ -123,7 +123,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(handlers), log)
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, handlers), log)
 	if err != nil {
 		return err
 	}
