@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -94,11 +93,6 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := stack.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "local:", err)
-		}
-	}()
 
 	level := slog.LevelWarn
 	if *verbose {
@@ -109,12 +103,26 @@ func serve(args []string) error {
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
 	local.SigningKeyFile = filepath.Join(root, devstack.SigningKeyFile)
+	stopEmulators := stack.Stop
+	defer func() {
+		if err := stopEmulators(); err != nil {
+			fmt.Fprintln(os.Stderr, "local:", err)
+		}
+	}()
 	if err := local.Provision(ctx); err != nil {
 		return err
 	}
 	if err := local.ProvisionQueues(ctx, tpl); err != nil {
 		return err
 	}
+	// From here an emulator that exits is started again on its port:
+	// DynamoDB Local with its data under .local/, fauxqs empty, its queues
+	// and buckets made again here; the triggers' pollers reconnect by
+	// themselves, and the sweeper sends the lost messages of unfinished
+	// jobs again.
+	stopEmulators = stack.Supervise(emulator.SuperviseOptions{Log: log, Restarted: func(ctx context.Context) error {
+		return local.Reprovision(ctx, tpl)
+	}}).Stop
 	token, err := devstack.SeedDemo(ctx, store.New(local.DynamoDB, local.Table), filepath.Join(root, ".local", "demo-token"))
 	if err != nil {
 		return fmt.Errorf("seed the demo workspace: %w", err)
@@ -172,10 +180,6 @@ Ctrl-C stops everything.
 	case <-ctx.Done():
 		fmt.Println("\nStopping...")
 	case err = <-served:
-	case <-stack.DynamoDB.Done():
-		err = errors.New("DynamoDB Local stopped; see .local/logs/dynamodb.log")
-	case <-stack.Fauxqs.Done():
-		err = errors.New("fauxqs stopped; see .local/logs/fauxqs.log")
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
