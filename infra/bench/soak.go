@@ -17,6 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/emulator"
 	"genjobs/internal/store"
@@ -71,6 +74,8 @@ type soakReport struct {
 	dropped             int
 	mem                 []memSample
 	created, completed  int
+	storedFiles         int   // in the results bucket at the end
+	storedBytes         int64 // their size, which fauxqs keeps in memory
 	loadBefore, loadEnd string
 	err                 error // the soak could not run
 }
@@ -144,19 +149,37 @@ func measureSoak(ctx context.Context, root, tmp string, d time.Duration, rate in
 	var jobs []string
 	var wg sync.WaitGroup
 	inFlight := make(chan struct{}, soakMaxInFlight)
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	defer tick.Stop()
-	sampleTick := time.NewTicker(soakSampleEvery)
-	defer sampleTick.Stop()
+	// Memory is sampled beside the load, on a goroutine of its own.
 	start := time.Now()
-	for i := 0; time.Since(start) < d && ctx.Err() == nil; {
-		select {
-		case <-ctx.Done():
-			continue
-		case <-sampleTick.C:
-			sample(time.Since(start))
-			continue
-		case <-tick.C:
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(soakSampleEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+				sample(time.Since(start))
+			}
+		}
+	}()
+	// Request i is sent at start + i/rate: a late wake-up sends at once
+	// rather than skipping, so the rate holds on a busy machine.
+	interval := time.Second / time.Duration(rate)
+	for i := 0; ctx.Err() == nil; {
+		at := start.Add(time.Duration(i) * interval)
+		if at.Sub(start) >= d {
+			break
+		}
+		if wait := time.Until(at); wait > 0 {
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(wait):
+			}
 		}
 		kind := soakMix[i%len(soakMix)]
 		n := i
@@ -204,14 +227,29 @@ func measureSoak(ctx context.Context, root, tmp string, d time.Duration, rate in
 			}
 		})
 	}
+	sendEnd := time.Since(start)
 	wg.Wait()
-	rep.elapsed = time.Since(start)
-	sample(rep.elapsed)
+	close(stopSampling)
+	<-sampled
+	rep.elapsed = sendEnd
+	sample(time.Since(start))
 	rep.loadEnd = loadAverage()
 	rep.created = len(jobs)
 	for _, id := range jobs {
 		if j, err := s.Job(ctx, id); err == nil && j.Status.Terminal() {
 			rep.completed++
+		}
+	}
+	pages := s3.NewListObjectsV2Paginator(emulator.S3Client("http://127.0.0.1:"+strconv.Itoa(ports[2])),
+		&s3.ListObjectsV2Input{Bucket: aws.String(devstack.ResultsBucket)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			break // the note then shows what was counted
+		}
+		for _, o := range page.Contents {
+			rep.storedFiles++
+			rep.storedBytes += aws.ToInt64(o.Size)
 		}
 	}
 	return rep
@@ -347,6 +385,8 @@ func fileTail(path string, n int64) string {
 	return strings.TrimSpace(string(b))
 }
 
+const fauxqsRow = "fauxqs (node)"
+
 // soak reports measureSoak: the latency of each kind of request, the
 // answers by status, and the memory of the runner and its emulators.
 func (r *report) soak(s *soakReport) {
@@ -411,7 +451,7 @@ func (r *report) soak(s *soakReport) {
 	}{
 		{"runner (infra/local serve)", func(m memSample) int64 { return m.runner }},
 		{"DynamoDB Local (java)", func(m memSample) int64 { return m.dynamodb }},
-		{"fauxqs (node)", func(m memSample) int64 { return m.fauxqs }},
+		{fauxqsRow, func(m memSample) int64 { return m.fauxqs }},
 	} {
 		most := int64(0)
 		for _, m := range s.mem {
@@ -420,6 +460,9 @@ func (r *report) soak(s *soakReport) {
 		note := fmt.Sprintf("before the load %s, at +%.0fs %s, most %s; end vs +%.0fs: %+.1f%%",
 			mebibytes(p.of(first)), base.at.Seconds(), mebibytes(p.of(base)), mebibytes(most), base.at.Seconds(),
 			100*(float64(p.of(last))-float64(p.of(base)))/float64(max(p.of(base), 1)))
+		if p.name == fauxqsRow {
+			note += fmt.Sprintf("; it holds %d result files, %s", s.storedFiles, mebibytes(s.storedBytes))
+		}
 		if p.of(last) == 0 {
 			note = r.fail("no RSS read for this process")
 		}
