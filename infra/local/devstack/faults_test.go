@@ -115,7 +115,7 @@ func startFaultStack(t *testing.T) *faultStack {
 		_ = stack.Stop()
 		t.Fatal(err)
 	}
-	if err := local.Provision(ctx); err == nil {
+	if err = local.Provision(ctx); err == nil {
 		err = local.ProvisionQueues(ctx, tpl)
 	}
 	if err != nil {
