@@ -56,8 +56,10 @@ openapi-lint:
 	$(GO) run ./infra/local openapi > $(LOCAL)/openapi.json
 	cd infra/lint && npm ci --no-audit --no-fund --silent && npx --no-install redocly lint --extends recommended $(LOCAL)/openapi.json
 
+# BENCH_FLAGS: -soak 2m (the soak's length; 0 for none), -soak-rate 80, -soak-only.
+BENCH_FLAGS ?=
 bench:
-	$(GO) run ./infra/bench
+	$(GO) run ./infra/bench $(BENCH_FLAGS)
 
 # `make invoke FN=generate EVENT=events/generate-valid.json` runs one function's
 # handler on one event against the local stack (`make run` must be up).

@@ -227,7 +227,7 @@ func serveAPI(tpl *sam.Template, local *devstack.Stack) (*servedAPI, error) {
 		ln.Close()
 		return nil, err
 	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(handlers), log)
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, handlers), log)
 	if err != nil {
 		ln.Close()
 		return nil, err

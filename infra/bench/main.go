@@ -25,7 +25,14 @@
 //     as a 2048x2048 JPEG;
 //   - GET /styles?filter=all through the local API over 10,000 styles
 //     (styles.go), on emulators of its own, after a full walk of its pages
-//     is checked to show each visible style once.
+//     is checked to show each visible style once;
+//   - a soak (soak.go): make run's runner, built and started on free
+//     loopback ports with its data in a directory of its own, takes a fixed
+//     rate of mixed creations and reads (-soak-rate, 50 a second) for a
+//     bounded time (-soak, 60 s; 0 skips it), open loop; p50 and p99 per kind
+//     of request, the answers by status, and the resident memory of the
+//     runner and of its two emulators before, during and after the load.
+//     -soak-only runs it alone.
 //
 // The load and the job runs each use a workspace of their own whose limits
 // keep the numbers free of 429s and backlog waits.
@@ -40,6 +47,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -66,13 +74,34 @@ const (
 	coldRuns = 20
 )
 
+// soakOptions are the flags of the soak.
+type soakOptions struct {
+	d    time.Duration
+	rate int
+	only bool
+}
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == engineChildCmd {
 		os.Exit(engineChild(os.Args[2:]))
 	}
+	var so soakOptions
+	flag.DurationVar(&so.d, "soak", defaultSoakFor, "how long the soak sends its fixed rate of requests to make run's runner (0: no soak)")
+	flag.IntVar(&so.rate, "soak-rate", defaultSoakRate, "the soak's requests per second")
+	flag.BoolVar(&so.only, "soak-only", false, "run the soak alone")
+	flag.Parse()
+	if so.d < 0 || so.rate < 1 || so.rate > 1000 || (so.only && so.d == 0) {
+		fmt.Fprintln(os.Stderr, "bench: -soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
+		os.Exit(2)
+	}
 	begin := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, begin)
+	var err error
+	if so.only {
+		err = runSoakOnly(ctx, begin, so)
+	} else {
+		err = run(ctx, begin, so)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -80,7 +109,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, begin time.Time) error {
+func run(ctx context.Context, begin time.Time, so soakOptions) error {
 	root, err := emulator.RepoRoot()
 	if err != nil {
 		return err
@@ -143,6 +172,11 @@ func run(ctx context.Context, begin time.Time) error {
 	if err != nil {
 		return err
 	}
+	var soak *soakReport
+	if so.d > 0 {
+		fmt.Fprintf(os.Stderr, "bench: soak of make run's runner, %d req/s for %s...\n", so.rate, so.d)
+		soak = measureSoak(ctx, root, tmp, so.d, so.rate) // soak.go
+	}
 
 	r := &report{t: newReportTable(), host: host}
 	r.sizes(ts, size)
@@ -159,7 +193,14 @@ func run(ctx context.Context, begin time.Time) error {
 	r.t.sep()
 	r.webhooks(hooks)
 	r.signing(signs)
+	if soak != nil {
+		r.t.sep()
+		r.soak(soak)
+	}
 	r.footnotes(len(src), loadBefore, loadAtEngine, loadAtLoad, runs.loadAvg)
+	if soak != nil {
+		r.soakFootnotes(soak)
+	}
 	r.t.note("make bench took %.1f s.", time.Since(begin).Seconds())
 	r.t.print(os.Stdout)
 	if r.failed {
@@ -195,4 +236,28 @@ func loadAverage() string {
 		return "n/a"
 	}
 	return f[0]
+}
+
+// runSoakOnly is -soak-only: the soak and its table.
+func runSoakOnly(ctx context.Context, begin time.Time, so soakOptions) error {
+	root, err := emulator.RepoRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "genjobs-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(os.Stderr, "bench: soak of make run's runner, %d req/s for %s...\n", so.rate, so.d)
+	soak := measureSoak(ctx, root, tmp, so.d, so.rate)
+	r := &report{t: newReportTable(), host: runtime.GOOS + "/" + runtime.GOARCH}
+	r.soak(soak)
+	r.soakFootnotes(soak)
+	r.t.note("make bench -soak-only took %.1f s.", time.Since(begin).Seconds())
+	r.t.print(os.Stdout)
+	if r.failed {
+		return errors.New("some checks failed (see the table)")
+	}
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
+	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
@@ -102,6 +103,14 @@ func invoke(args []string) error {
 	h, err := local.Function(tpl, id, log)
 	if err != nil {
 		return err
+	}
+	// The handler sees the deadline of the function's Timeout, as in Lambda.
+	for _, f := range tpl.Functions() {
+		if f.LogicalID == id {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, triggers.FunctionTimeout(f))
+			defer cancel()
+		}
 	}
 	var resp any
 	switch {

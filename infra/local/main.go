@@ -2,7 +2,9 @@
 // fauxqs as child processes, and the API served the way `sam local start-api`
 // serves it, routed by template.yaml.
 //
-//	go run ./infra/local            serve the API (make run)
+//	go run ./infra/local [-v] [-state DIR]  serve the API (make run); -v logs
+//	                                  every request, -state keeps the data in
+//	                                  DIR rather than .local/
 //	go run ./infra/local exec -- CMD  start throwaway emulators, run CMD with
 //	                                  their endpoints in the environment, stop them
 //	go run ./infra/local invoke FN EVENT  run one function's handler on one event
@@ -13,12 +15,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 func main() {
 	args := os.Args[1:]
 	cmd := "serve"
-	if len(args) > 0 {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") { // flags alone are serve's: go run ./infra/local -v
 		cmd, args = args[0], args[1:]
 	}
 	var err error

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -58,6 +57,7 @@ func envPort(name string, def int) (int, error) {
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	verbose := fs.Bool("v", false, "log every request the functions serve")
+	stateDir := fs.String("state", "", "the `directory` of the stack's data: DynamoDB's tables, the demo token, the stream positions, the webhook key and the logs (default <repo>/.local)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,6 +74,12 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	state := filepath.Join(root, ".local")
+	if *stateDir != "" {
+		if state, err = filepath.Abs(*stateDir); err != nil {
+			return err
+		}
+	}
 	// Take the API's port first: failing after a minute of install is worse.
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(apiPort)))
 	if err != nil {
@@ -89,16 +95,12 @@ func serve(args []string) error {
 		RepoRoot:     root,
 		DynamoDBPort: p.dynamodb,
 		FauxqsPort:   p.fauxqs,
-		DynamoDBPath: filepath.Join(root, ".local", "dynamodb"),
+		DynamoDBPath: filepath.Join(state, "dynamodb"),
+		LogDir:       filepath.Join(state, "logs"),
 	})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := stack.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "local:", err)
-		}
-	}()
 
 	level := slog.LevelWarn
 	if *verbose {
@@ -108,14 +110,28 @@ func serve(args []string) error {
 	baseURL := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
-	local.SigningKeyFile = filepath.Join(root, devstack.SigningKeyFile)
+	local.SigningKeyFile = filepath.Join(state, filepath.Base(devstack.SigningKeyFile))
+	stopEmulators := stack.Stop
+	defer func() {
+		if err := stopEmulators(); err != nil {
+			fmt.Fprintln(os.Stderr, "local:", err)
+		}
+	}()
 	if err := local.Provision(ctx); err != nil {
 		return err
 	}
 	if err := local.ProvisionQueues(ctx, tpl); err != nil {
 		return err
 	}
-	token, err := devstack.SeedDemo(ctx, store.New(local.DynamoDB, local.Table), filepath.Join(root, ".local", "demo-token"))
+	// From here an emulator that exits is started again on its port:
+	// DynamoDB Local with its data under .local/, fauxqs empty, its queues
+	// and buckets made again here; the triggers' pollers reconnect by
+	// themselves, and the sweeper sends the lost messages of unfinished
+	// jobs again.
+	stopEmulators = stack.Supervise(emulator.SuperviseOptions{Log: log, Restarted: func(ctx context.Context) error {
+		return local.Reprovision(ctx, tpl)
+	}}).Stop
+	token, err := devstack.SeedDemo(ctx, store.New(local.DynamoDB, local.Table), filepath.Join(state, "demo-token"))
 	if err != nil {
 		return fmt.Errorf("seed the demo workspace: %w", err)
 	}
@@ -123,7 +139,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(handlers), log)
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, handlers), log)
 	if err != nil {
 		return err
 	}
@@ -141,7 +157,7 @@ func serve(args []string) error {
 	defer stopTriggers()
 	o := local.TriggerOptions()
 	o.ScheduleEvery, o.Log = every, log
-	o.CheckpointDir = filepath.Join(root, ".local", "streams")
+	o.CheckpointDir = filepath.Join(state, "streams")
 	runner, err := triggers.Start(triggerCtx, tpl, handlers, o)
 	if err != nil {
 		return err
@@ -152,7 +168,7 @@ func serve(args []string) error {
 
 	fmt.Printf(`
 Generation job API on %[1]s (ready in %.1fs)
-  DynamoDB Local  %[3]s   (data in .local/dynamodb; make reset wipes it)
+  DynamoDB Local  %[3]s   (data in %[9]s; make reset wipes .local/)
   fauxqs (SQS/S3) %[4]s   (queue %[5]s; files in memory only)
   triggers        %[8]s
 
@@ -166,16 +182,12 @@ Try:
 
 Ctrl-C stops everything.
 `, baseURL, time.Since(begin).Seconds(), stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), local.JobsQueueURL, devstack.DemoWorkspace, token,
-		strings.Join(runner.Triggers(), "\n                  "))
+		strings.Join(runner.Triggers(), "\n                  "), relative(root, filepath.Join(state, "dynamodb")))
 
 	select {
 	case <-ctx.Done():
 		fmt.Println("\nStopping...")
 	case err = <-served:
-	case <-stack.DynamoDB.Done():
-		err = errors.New("DynamoDB Local stopped; see .local/logs/dynamodb.log")
-	case <-stack.Fauxqs.Done():
-		err = errors.New("fauxqs stopped; see .local/logs/fauxqs.log")
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -183,4 +195,12 @@ Ctrl-C stops everything.
 	stopTriggers()
 	runner.Wait() // invocations in flight finish, or end at their timeout
 	return err
+}
+
+// relative names path from the repository when it is inside it.
+func relative(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
 }

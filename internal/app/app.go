@@ -92,6 +92,13 @@ type Deps struct {
 	// PricesJSON (PRICES_JSON) overrides entries of the default price list
 	// (prices.Load); empty keeps the defaults.
 	PricesJSON string
+	// RequeueAfter (SWEEPER_REQUEUE_AFTER) is how long the sweeper lets an
+	// untaken job wait before it sends its message again, and LeaseFor
+	// (WORKER_LEASE) how long a worker's claim keeps others out without a
+	// heartbeat; shorter values are for tests of a local stack whose queue
+	// loses its messages. 0: the defaults (2 minutes, 150 s).
+	RequeueAfter time.Duration
+	LeaseFor     time.Duration
 
 	Clock clock.Clock
 	Log   *slog.Logger
@@ -127,6 +134,18 @@ func Config(getenv func(string) string) (Deps, error) {
 			return d, fmt.Errorf("ALLOW_PRIVATE_DESTINATIONS must be true or false, not %q", v)
 		}
 		d.AllowPrivateDestinations = b
+	}
+	for _, v := range []struct {
+		name string
+		to   *time.Duration
+	}{{"SWEEPER_REQUEUE_AFTER", &d.RequeueAfter}, {"WORKER_LEASE", &d.LeaseFor}} {
+		if raw := getenv(v.name); raw != "" {
+			dur, err := time.ParseDuration(raw)
+			if err != nil || dur <= 0 {
+				return d, fmt.Errorf("%s must be a positive duration such as 30s, not %q", v.name, raw)
+			}
+			*v.to = dur
+		}
 	}
 	if v := getenv("WEBHOOK_SCHEDULE"); v != "" {
 		sched, err := webhook.ParseSchedule(v)
@@ -333,6 +352,9 @@ func Sweeper(d Deps) (ScheduleHandler, error) {
 		Log:          d.Log,
 		Deadline:     sweeper.DefaultDeadline,
 		RequeueAfter: sweeper.DefaultRequeueAfter,
+	}
+	if d.RequeueAfter > 0 {
+		s.RequeueAfter = d.RequeueAfter
 	}
 	return func(ctx context.Context, e events.EventBridgeEvent) error {
 		ctx, cancel := fault.Reserve(ctx, EventMargin)

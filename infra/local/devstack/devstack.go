@@ -96,6 +96,10 @@ type Stack struct {
 	// mapping's on-failure destination, ...) by logical id, set by
 	// ProvisionQueues.
 	Queues map[string]string
+	// Env is added to every function's environment over the template's,
+	// as `sam local --env-vars` does: tests shorten the sweeper's and the
+	// worker's timings with it (SWEEPER_REQUEUE_AFTER, WORKER_LEASE).
+	Env map[string]string
 }
 
 // New returns the stack of the usual local names on the given clients; the
@@ -177,6 +181,34 @@ func (s *Stack) ProvisionQueues(ctx context.Context, tpl *sam.Template) error {
 	for _, id := range tpl.Queues() {
 		if _, err := create(id); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// Reprovision creates again whatever of the table, queues and buckets is
+// missing, as after an emulator's restart (fauxqs keeps nothing), without
+// writing s's fields, which running handlers and triggers read. Queue URLs
+// are made of the endpoint and the name, so they come back the same; if one
+// did not, the running stack would send to a queue that is gone, and that
+// is an error.
+func (s *Stack) Reprovision(ctx context.Context, tpl *sam.Template) error {
+	again := *s
+	again.Queues = nil
+	if err := again.Provision(ctx); err != nil {
+		return err
+	}
+	if err := again.ProvisionQueues(ctx, tpl); err != nil {
+		return err
+	}
+	was := map[string]string{"JobsQueue": s.JobsQueueURL, "JobsDLQ": s.JobsDLQURL,
+		"DeliveriesQueue": s.DeliveriesQueueURL, "DeliveriesDLQ": s.DeliveriesDLQURL}
+	for id, url := range s.Queues {
+		was[id] = url
+	}
+	for id, url := range was {
+		if now, _ := again.QueueURL(id); now != url {
+			return fmt.Errorf("queue %s came back as %s, not %s: restart the stack", id, now, url)
 		}
 	}
 	return nil
@@ -291,6 +323,9 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 	env, err := tpl.Env(id, s.Resolve())
 	if err != nil {
 		return triggers.Handlers{}, err
+	}
+	for k, v := range s.Env {
+		env[k] = v
 	}
 	d, err := app.Config(func(k string) string { return env[k] })
 	if err != nil {

@@ -77,7 +77,7 @@ func servedStack(t *testing.T, withTriggers bool) (*devstack.Stack, *httptest.Se
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(hs), log)
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestEveryFunctionOfTheTemplateIsBuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs, _, _ := stack(t)
-	if _, err := gateway.New(tpl.Routes(), triggers.HTTP(hs), slog.Default()); err != nil {
+	if _, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), slog.Default()); err != nil {
 		t.Error(err)
 	}
 	for _, f := range tpl.Functions() {

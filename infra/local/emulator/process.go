@@ -36,6 +36,8 @@ type Process struct {
 	pid      int
 	logPath  string
 	logStart int64
+	spec     spec      // how it was started, for a restart
+	started  time.Time // when it answered its first request
 
 	done    chan struct{} // closed once the child is reaped
 	waitErr error         // set before done is closed
@@ -206,6 +208,7 @@ func startOnce(ctx context.Context, s spec, port int) (*Process, error) {
 		Pdeathsig: syscall.SIGKILL,
 	}
 	p := &Process{
+		spec:     s,
 		name:     s.name,
 		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
 		port:     port,
@@ -241,6 +244,7 @@ func startOnce(ctx context.Context, s spec, port int) (*Process, error) {
 		}
 		return nil, fmt.Errorf("%s: %w%s", s.name, err, tailText)
 	}
+	p.started = time.Now()
 	return p, nil
 }
 

@@ -2,7 +2,11 @@
 // machine, the way `sam local start-api` does: each request is matched to a
 // route of template.yaml, turned into an APIGatewayV2HTTPRequest and handed
 // to that route's function handler; the handler's response becomes the
-// HTTP response. Lambda's 6 MB payload limit is enforced both ways.
+// HTTP response. Lambda's 6 MB payload limit is enforced both ways. As HTTP
+// API does, it answers a function error (a timed-out invocation included)
+// with 500 {"message":"Internal Server Error"}, and a function that has not
+// answered within the route's integration timeout (TimeoutInMillis, 30 s by
+// default) with 503 {"message":"Service Unavailable"}.
 package gateway
 
 import (
@@ -11,6 +15,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -141,8 +146,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	resp, err := g.invoke(r.Context(), route.Function, ev)
-	if err != nil {
+	resp, err := g.invoke(r.Context(), route, ev)
+	switch {
+	case errors.Is(err, errIntegrationTimeout):
+		g.log.Error("integration timed out", "function", route.Function, "request_id", id, "timeout", route.Timeout)
+		gatewayError(w, http.StatusServiceUnavailable, "Service Unavailable")
+		return
+	case err != nil && r.Context().Err() != nil:
+		g.log.Info("the client hung up before the function answered", "function", route.Function, "request_id", id)
+		return
+	case err != nil:
+		// A function error, its timeout included: HTTP API's 500.
 		g.log.Error("function failed", "function", route.Function, "request_id", id, "error", err.Error())
 		gatewayError(w, http.StatusInternalServerError, "Internal Server Error")
 		return
@@ -156,15 +170,44 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, resp)
 }
 
-// invoke calls a handler the way the Lambda runtime does: a panic is an
-// invocation error, not a crash of the whole stack.
-func (g *Gateway) invoke(ctx context.Context, fn string, ev events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
+// errIntegrationTimeout: the route's function did not answer within the
+// route's integration timeout.
+var errIntegrationTimeout = errors.New("integration timeout")
+
+// invoke calls the route's handler and waits for it at most the route's
+// integration timeout (errIntegrationTimeout), or until the client hangs up
+// (ctx's error). A panic is an invocation error, not a crash of the whole
+// stack. The function's own timeout is the handler's business (triggers.HTTP
+// plays Lambda's); a handler left behind runs on until it returns.
+func (g *Gateway) invoke(ctx context.Context, route sam.Route, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	type result struct {
+		resp events.APIGatewayV2HTTPResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		resp, err := g.handlers[route.Function](ctx, ev)
+		done <- result{resp, err}
 	}()
-	return g.handlers[fn](ctx, ev)
+	timeout := route.Timeout
+	if timeout <= 0 {
+		timeout = sam.IntegrationTimeout
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-t.C:
+		return events.APIGatewayV2HTTPResponse{}, errIntegrationTimeout
+	case <-ctx.Done():
+		return events.APIGatewayV2HTTPResponse{}, ctx.Err()
+	}
 }
 
 // Event builds the payload 2.0 event API Gateway would send for r.

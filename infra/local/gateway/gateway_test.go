@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -149,5 +151,34 @@ func TestLambdaLimitsAndFailures(t *testing.T) {
 func TestNewRefusesARouteWithoutHandler(t *testing.T) {
 	if _, err := New(routes, map[string]Handler{}, slog.Default()); err == nil {
 		t.Error("New accepted routes whose functions have no handler")
+	}
+}
+
+// A function that has not answered by the route's integration timeout gets
+// HTTP API's 503 while it still runs; one that fails, its own timeout
+// included, HTTP API's 500.
+func TestIntegrationTimeoutAndFunctionErrors(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	stuck := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		<-release
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+	}
+	timedOut := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{}, errors.New("invocation abandoned at the function's timeout")
+	}
+	g, err := New([]sam.Route{
+		{Method: "GET", Path: "/slow", Function: "Slow", Timeout: 50 * time.Millisecond},
+		{Method: "GET", Path: "/late", Function: "Late"},
+	}, map[string]Handler{"Slow": stuck, "Late": timedOut}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, h, body := serve(g, httptest.NewRequest("GET", "/slow", nil))
+	if code != 503 || body != `{"message":"Service Unavailable"}` || h.Get("Content-Type") != "application/json" || h.Get("Apigw-Requestid") == "" {
+		t.Errorf("past the integration timeout: %d %s %v", code, body, h)
+	}
+	if code, _, body := serve(g, httptest.NewRequest("GET", "/late", nil)); code != 500 || body != `{"message":"Internal Server Error"}` {
+		t.Errorf("a timed-out function: %d %s", code, body)
 	}
 }

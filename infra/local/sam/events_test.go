@@ -106,6 +106,36 @@ func TestFunctionTimeoutAndMemoryTakeGlobals(t *testing.T) {
 	}
 }
 
+// A route waits for its function up to the event's TimeoutInMillis, else
+// HTTP API's 30 s.
+func TestRouteIntegrationTimeout(t *testing.T) {
+	tpl := mustParse(t, `
+Resources:
+  ApiFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        Quick:
+          Type: HttpApi
+          Properties:
+            Method: GET
+            Path: /quick
+            TimeoutInMillis: 2500
+        Plain:
+          Type: HttpApi
+          Properties:
+            Method: GET
+            Path: /plain
+`)
+	got := map[string]time.Duration{}
+	for _, r := range tpl.Routes() {
+		got[r.Path] = r.Timeout
+	}
+	if got["/quick"] != 2500*time.Millisecond || got["/plain"] != 30*time.Second {
+		t.Errorf("integration timeouts %v; want /quick 2.5s, /plain 30s", got)
+	}
+}
+
 func TestSQSEvents(t *testing.T) {
 	tpl := mustParse(t, triggersTemplate)
 	worker, err := function(t, tpl, "WorkerFunction").SQSEvent("Jobs")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -68,7 +69,14 @@ type Route struct {
 	Method   string
 	Path     string
 	Function string
+	// Timeout is the integration timeout: the event's TimeoutInMillis, else
+	// IntegrationTimeout, HTTP API's default and maximum.
+	Timeout time.Duration
 }
+
+// IntegrationTimeout is how long an HTTP API waits for a Lambda
+// integration unless the route says less (TimeoutInMillis, 50..30000).
+const IntegrationTimeout = 30 * time.Second
 
 // Key is the route key as API Gateway writes it: "GET /jobs/{id}" or "$default".
 func (r Route) Key() string {
@@ -208,7 +216,11 @@ func (t *Template) Routes() []Route {
 			if path == "/$default" || path == "$default" {
 				path = "$default"
 			}
-			out = append(out, Route{Method: strings.ToUpper(method), Path: path, Function: f.LogicalID})
+			timeout := IntegrationTimeout
+			if ms, ok := ev.Properties["TimeoutInMillis"].(int); ok && ms >= 50 && ms <= 30000 {
+				timeout = time.Duration(ms) * time.Millisecond
+			}
+			out = append(out, Route{Method: strings.ToUpper(method), Path: path, Function: f.LogicalID, Timeout: timeout})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })

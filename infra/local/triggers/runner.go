@@ -10,10 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 )
@@ -27,12 +29,33 @@ type Handlers struct {
 	Stream   StreamHandler   // DynamoDB events, played by a StreamPoller
 }
 
-// HTTP returns the HTTP handlers by logical id, for gateway.New.
-func HTTP(handlers map[string]Handlers) map[string]gateway.Handler {
+// HTTP returns the HTTP handlers by logical id, for gateway.New, each
+// invoked as Lambda invokes a function: under a context that carries the
+// Lambda context and the deadline of the function's Timeout in tpl (a
+// handler sees it in ctx.Deadline()), a panic turned into an invocation
+// error, and past the deadline the invocation abandoned with ErrAbandoned,
+// which the gateway answers as HTTP API answers a function error. The
+// client hanging up does not cancel the invocation, as in Lambda.
+func HTTP(tpl *sam.Template, handlers map[string]Handlers) map[string]gateway.Handler {
+	timeouts := map[string]time.Duration{}
+	for _, f := range tpl.Functions() {
+		timeouts[f.LogicalID] = FunctionTimeout(f)
+	}
 	out := map[string]gateway.Handler{}
 	for id, h := range handlers {
-		if h.HTTP != nil {
-			out[id] = h.HTTP
+		if h.HTTP == nil {
+			continue
+		}
+		timeout, ok := timeouts[id]
+		if !ok {
+			timeout = DefaultTimeout
+		}
+		handler := h.HTTP
+		out[id] = func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			resp, _, err := invoke(ctx, id, emulator.Region, timeout, func(ctx context.Context) (events.APIGatewayV2HTTPResponse, error) {
+				return handler(ctx, ev)
+			})
+			return resp, err
 		}
 	}
 	return out

@@ -114,8 +114,43 @@ func TestStartPlaysEveryTriggerOfTheTemplate(t *testing.T) {
 	if s := logs.String(); s != "" {
 		t.Errorf("logged: %s", s)
 	}
-	if got := HTTP(handlers); len(got) != 1 || got["ApiFunction"] == nil {
+	if got := HTTP(tpl, handlers); len(got) != 1 || got["ApiFunction"] == nil {
 		t.Errorf("HTTP(handlers) = %v", got)
+	}
+}
+
+// An HTTP invocation carries the function's deadline, as Lambda's context
+// does, and is abandoned when it passes: the caller gets ErrAbandoned while
+// the handler is still stuck.
+func TestHTTPInvocationsEndAtTheFunctionTimeout(t *testing.T) {
+	tpl := parse(t, stackTemplate) // Timeout: 2
+	release := make(chan struct{})
+	returned := make(chan struct{})
+	var deadline time.Time
+	var hasDeadline bool
+	stuck := func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		defer close(returned)
+		deadline, hasDeadline = ctx.Deadline()
+		<-release
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+	}
+	h := HTTP(tpl, map[string]Handlers{"ApiFunction": {HTTP: stuck}})["ApiFunction"]
+	before := time.Now()
+	_, err := h(context.Background(), events.APIGatewayV2HTTPRequest{})
+	after := time.Now()
+	select {
+	case <-returned:
+		t.Fatal("the invocation waited for the handler")
+	default:
+	}
+	close(release)
+	<-returned
+	if !errors.Is(err, ErrAbandoned) {
+		t.Errorf("a handler stuck past the timeout: %v; want ErrAbandoned", err)
+	}
+	if !hasDeadline || deadline.Before(before.Add(2*time.Second)) || deadline.After(after) {
+		t.Errorf("the handler's deadline %v (set %v); want the invocation's start plus 2s, in [%v, %v]",
+			deadline, hasDeadline, before.Add(2*time.Second), after)
 	}
 }
 

@@ -130,16 +130,34 @@ func (p *SQSPoller) log() *slog.Logger {
 	return p.Log
 }
 
-// poll is one poller: receive a batch, invoke, delete; until ctx ends.
+// maxReceiveBackoff caps the wait between failed receives: short, so that
+// a poller is back within seconds of a restarted fauxqs.
+const maxReceiveBackoff = 5 * time.Second
+
+// poll is one poller: receive a batch, invoke, delete; until ctx ends. While
+// receives fail (fauxqs down or restarting) it retries with backoff, logging
+// the first failure and the recovery.
 func (p *SQSPoller) poll(ctx context.Context) {
 	backoff := time.Second
+	var failingSince time.Time
 	for ctx.Err() == nil {
 		msgs, err := p.receiveBatch(ctx)
-		if err != nil && ctx.Err() == nil {
-			p.log().Warn("receive failed; retrying", "function", p.Function, "event", p.Event.Name, "queue", p.QueueURL, "error", err.Error(), "retry_in", backoff)
+		log := p.log().With("function", p.Function, "event", p.Event.Name, "queue", p.QueueURL)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+				log.Warn("receive failed; retrying with backoff", "error", err.Error(), "retry_in", backoff)
+			} else {
+				log.Debug("receive failed again", "error", err.Error(), "retry_in", backoff)
+			}
 			sleep(ctx, backoff)
-			backoff = min(2*backoff, 30*time.Second)
-		} else if err == nil {
+			backoff = min(2*backoff, maxReceiveBackoff)
+		case err == nil:
+			if !failingSince.IsZero() {
+				log.Warn("receiving again", "failed_for", time.Since(failingSince).Round(time.Millisecond))
+				failingSince = time.Time{}
+			}
 			backoff = time.Second
 		}
 		if len(msgs) > 0 {

@@ -38,5 +38,8 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		LeaseFor:  worker.DefaultLeaseFor,
 		Heartbeat: worker.DefaultHeartbeat,
 	}
+	if d.LeaseFor > 0 {
+		w.LeaseFor = d.LeaseFor
+	}
 	return app.WithMargin(w.HandleSQS), nil
 }
