@@ -50,7 +50,7 @@ func served(t *testing.T) (api, token string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(hs), log)
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
 	if err != nil {
 		t.Fatal(err)
 	}
