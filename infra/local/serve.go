@@ -125,11 +125,24 @@ func serve(args []string) error {
 	}
 	// From here an emulator that exits is started again on its port:
 	// DynamoDB Local with its data under .local/, fauxqs empty, its queues
-	// and buckets made again here; the triggers' pollers reconnect by
-	// themselves, and the sweeper sends the lost messages of unfinished
-	// jobs again.
+	// and buckets made again here, with the messages of the webhook
+	// deliveries still due; the triggers' pollers reconnect by themselves,
+	// and the sweeper sends the lost messages of unfinished jobs again.
+	resend := func(ctx context.Context) error {
+		n, err := local.ResendDeliveries(ctx, time.Now())
+		if n > 0 {
+			log.Info("webhook deliveries with an attempt due sent to the deliveries queue again", "count", n)
+		}
+		return err
+	}
+	if err := resend(ctx); err != nil {
+		return err
+	}
 	stopEmulators = stack.Supervise(emulator.SuperviseOptions{Log: log, Restarted: func(ctx context.Context) error {
-		return local.Reprovision(ctx, tpl)
+		if err := local.Reprovision(ctx, tpl); err != nil {
+			return err
+		}
+		return resend(ctx)
 	}}).Stop
 	token, err := devstack.SeedDemo(ctx, store.New(local.DynamoDB, local.Table), filepath.Join(state, "demo-token"))
 	if err != nil {

@@ -158,3 +158,33 @@ func (s *Store) RecordAttempt(ctx context.Context, jobID string, a webhook.Attem
 	}
 	return nil
 }
+
+// PendingDeliveries lists every delivery that still has an attempt due. It
+// scans the table: for the local stack, whose queue emulator forgets its
+// messages when it restarts, and for operators; never on a request path.
+func (s *Store) PendingDeliveries(ctx context.Context) ([]*webhook.Delivery, error) {
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(s.table),
+		FilterExpression:          aws.String("SK = :sk AND #state = :pending"),
+		ExpressionAttributeNames:  map[string]string{"#state": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":sk": str(deliverySK), ":pending": str(string(webhook.Pending))},
+	}
+	var pending []*webhook.Delivery
+	for {
+		out, err := s.db.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list pending deliveries: %w", err)
+		}
+		for _, item := range out.Items {
+			var it deliveryItem
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return nil, fmt.Errorf("read a delivery: %w", err)
+			}
+			pending = append(pending, it.delivery())
+		}
+		if out.LastEvaluatedKey == nil {
+			return pending, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}

@@ -214,6 +214,26 @@ func (s *Stack) Reprovision(ctx context.Context, tpl *sam.Template) error {
 	return nil
 }
 
+// ResendDeliveries sends again the message of every webhook delivery with an
+// attempt due, visible when that attempt is: fauxqs keeps its messages in
+// memory only, so a restart of it (or of the stack) would otherwise leave
+// those webhooks unsent. A message that was not lost becomes a duplicate,
+// which the deliverer drops (its attempt number is no longer due, or its
+// claim is taken).
+func (s *Stack) ResendDeliveries(ctx context.Context, now time.Time) (int, error) {
+	pending, err := store.New(s.DynamoDB, s.Table).PendingDeliveries(ctx)
+	if err != nil {
+		return 0, err
+	}
+	q := queue.NewDeliveries(s.SQS, s.DeliveriesQueueURL, s.DeliveriesDLQURL)
+	for i, d := range pending {
+		if err := q.Schedule(ctx, d.JobID, d.Due(), d.NextAt.Sub(now)); err != nil {
+			return i, err
+		}
+	}
+	return len(pending), nil
+}
+
 // kebab turns a logical id into a queue name's part: NotifierDLQ ->
 // notifier-dlq.
 func kebab(id string) string {
