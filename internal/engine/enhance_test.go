@@ -68,7 +68,7 @@ func TestEnhanceDecodesEveryInputFormat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			format, _, err := sniff(tt.input)
+			format, _, err := sniff(tt.input, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,7 +296,7 @@ func TestEnhanceFilters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.filter, func(t *testing.T) {
-			format, _, err := sniff(tt.input)
+			format, _, err := sniff(tt.input, "")
 			if err != nil {
 				t.Fatal(err)
 			}
