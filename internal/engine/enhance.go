@@ -106,7 +106,6 @@ func parseEnhanceRequest(raw json.RawMessage) (enhanceRequest, error) {
 	return req, nil
 }
 
-
 // Run implements Engine. It calls report from the encoder's goroutines, one
 // call at a time.
 func (Enhance) Run(ctx context.Context, j Job, report Report) (files []File, err error) {

@@ -42,9 +42,9 @@ const jpegQuality = 90
 // package registers (GIF, BMP) is not accepted by accident.
 type sourceFormat struct {
 	name, contentType string
-	magic  func([]byte) bool
-	config func(io.Reader) (image.Config, error)
-	decode func(io.Reader) (image.Image, error)
+	magic             func([]byte) bool
+	config            func(io.Reader) (image.Config, error)
+	decode            func(io.Reader) (image.Image, error)
 }
 
 var sourceFormats = []sourceFormat{

@@ -100,7 +100,7 @@ func (k *kernel) combine(dst []float32, y int, row func(j int) []float32) {
 	copy(dst, row(k.start[y]))
 	scale(dst, w[0])
 	for t := 1; t < len(w); t++ {
-		addScaled(dst, row(k.start[y]+t)[:len(dst)], w[t])
+		addScaled(dst, row(k.start[y] + t)[:len(dst)], w[t])
 	}
 }
 
