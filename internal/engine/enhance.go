@@ -114,6 +114,19 @@ func (Enhance) Run(ctx context.Context, j Job, report Report) (files []File, err
 			files, err = nil, fmt.Errorf("enhance: panic: %v", v)
 		}
 	}()
+	e, err := newEnhanceJob(ctx, j, report)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.decode(); err != nil {
+		return nil, err
+	}
+	return e.write(j.Outputs)
+}
+
+// newEnhanceJob checks the request and the input's header and plans the
+// work; nothing is decoded yet.
+func newEnhanceJob(ctx context.Context, j Job, report Report) (*enhanceJob, error) {
 	req, err := parseEnhanceRequest(j.Request)
 	if err != nil {
 		return nil, err
@@ -141,12 +154,12 @@ func (Enhance) Run(ctx context.Context, j Job, report Report) (files []File, err
 	if err != nil {
 		return nil, err
 	}
-	e := &enhanceJob{req: req, out: outputFormats[req.OutputFormat]}
+	e := &enhanceJob{req: req, out: outputFormats[req.OutputFormat], format: format, data: input.Data}
 	e.plan = newEnhancePlan(req, cfg.Width, cfg.Height)
 	e.run = newRunner(ctx, newProgress(report, 0))
 	e.decodeUnits, e.rowUnits, e.tailUnits = e.units()
 	e.run.prog.total = e.decodeUnits + e.rowUnits*float64(height) + e.tailUnits
-	return e.do(format, input.Data, j.Outputs)
+	return e, nil
 }
 
 // enhancePlan is the work a job will do, known before any of it is done.
@@ -191,43 +204,51 @@ func (p enhancePlan) finalScale() float64 {
 
 // enhanceJob is one Run's state.
 type enhanceJob struct {
-	req  enhanceRequest
-	plan enhancePlan
-	out  outputFormat
-	run  *runner
-	pipe *pipeline
+	req    enhanceRequest
+	plan   enhancePlan
+	out    outputFormat
+	format *sourceFormat
+	data   []byte // the input
+	run    *runner
+	pipe   *pipeline // once decoded
 	// Progress: the decoder's share, each output row's, and the share of
 	// the encoder's work after the last row (WebP's, all of it).
 	decodeUnits, rowUnits, tailUnits float64
 	rowsDone                         atomic.Int64 // output rows filled
 }
 
-func (e *enhanceJob) do(format *sourceFormat, data []byte, sink Sink) ([]File, error) {
-	run := e.run
+// decode decodes the input and builds the pipeline over it.
+func (e *enhanceJob) decode() error {
 	var decoded image.Image
-	err := run.unmetered(e.decodeUnits, time.Duration(e.decodeUnits), func(abort <-chan struct{}) error {
-		m, err := format.read(data, abort)
+	err := e.run.unmetered(e.decodeUnits, time.Duration(e.decodeUnits), func(abort <-chan struct{}) error {
+		m, err := e.format.read(e.data, abort)
 		decoded = m
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.pipe = e.newPipeline(newSource(decoded))
+	return nil
+}
 
+// write encodes the output into a file of sink, or into the file it
+// returns when sink is nil.
+func (e *enhanceJob) write(sink Sink) ([]File, error) {
 	var buf bytes.Buffer
 	var dst io.Writer = &buf
 	var file io.WriteCloser
 	if sink != nil {
+		var err error
 		if file, err = sink.Create(e.out.contentType, e.out.ext); err != nil {
 			return nil, fmt.Errorf("enhance: output: %w", err)
 		}
 		dst = file
 	}
-	if err := e.encode(&stopWriter{w: dst, run: run}); err != nil {
+	if err := e.encode(&stopWriter{w: dst, run: e.run}); err != nil {
 		return nil, err // an unclosed file is discarded by the sink's owner
 	}
-	if err := run.check(); err != nil {
+	if err := e.run.check(); err != nil {
 		return nil, err // stopped during the last report: the job is no longer ours
 	}
 	if file != nil {

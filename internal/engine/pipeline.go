@@ -58,7 +58,6 @@ func (s *rowStage) row(y int) []float32 {
 // (its rows start at its first needed column) onto outW x outH pixels.
 type resampling struct {
 	kx, ky *kernel
-	inW    int // pixels in a row of the stage below
 	// vFirst resamples vertically first, at the width of the stage below
 	// (cheapest when enlarging: that width is the smaller one); else
 	// horizontally first, into a ring of rows at the output's width (when
@@ -67,6 +66,8 @@ type resampling struct {
 	clamp  bool // clamp every pixel (before a second pass)
 }
 
+// newResampling maps the windows of an inW x inH image onto outW x outH; the
+// stage below's rows start at column inX0.
 func newResampling(inW, inH, outW, outH int, winX, winY window, inX0 int, clamp bool) *resampling {
 	ky := newKernel(inH, outH, winY)
 	return &resampling{
@@ -142,14 +143,12 @@ func (s *sharpening) stage(in *rowStage, keep int) *rowStage {
 // sourceSide is the source's part of the pipeline: the columns [x0, x1) the
 // first resample reads, filtered and in premultiplied linear light.
 type sourceSide struct {
-	src            *source
-	x0, x1         int
-	deblock        float32 // fix_compression; 0 skips it
-	denoise        float32 // 0 skips it
-	invRange       float32 // of denoise
-	dx0, dx1       int     // the columns the filters read: [x0, x1) and their halo
-	denoiseX0      int     // the first column the denoise reads
-	denoiseColumns int
+	src      *source
+	x0, x1   int
+	deblock  float32 // fix_compression; 0 skips it
+	denoise  float32 // 0 skips it
+	invRange float32 // of denoise
+	dx0, dx1 int     // the columns the filters read: [x0, x1) and their halo
 }
 
 func newSourceSide(src *source, x0, x1 int, deblock, denoise float64) *sourceSide {
@@ -158,7 +157,6 @@ func newSourceSide(src *source, x0, x1 int, deblock, denoise float64) *sourceSid
 	if denoise > 0 {
 		s.invRange = denoiseInvRange(denoise)
 		s.dx0, s.dx1 = max(x0-denoiseRadius, 0), min(x1+denoiseRadius, src.w)
-		s.denoiseX0 = s.dx0
 	}
 	if deblock > 0 { // whole boundary groups
 		s.dx0 = max(deblockGroup(s.dx0)-jpegBlock/2, 0)
