@@ -269,25 +269,49 @@ func sharpenSigma(scale float64) float64 {
 func luminance(p []float32) float32 { return 0.2126*p[0] + 0.7152*p[1] + 0.0722*p[2] }
 
 // blurRow blurs the luminance of one row of pixels horizontally into dst
-// (one value a pixel); luma is a scratch buffer of the same length.
+// (one value a pixel); luma is a scratch buffer of the same length. The
+// weights are symmetric, so each pair of neighbours is added before it is
+// weighed.
 func blurRow(dst, row, luma []float32, g []float32) {
 	w := len(dst)
 	for x := range w {
 		luma[x] = luminance(row[4*x : 4*x+3 : 4*x+3])
 	}
 	r := len(g) / 2
+	side := g[r:] // side[k] weighs the neighbours k away
 	for x := range w {
-		var sum float32
 		if x >= r && x+r < w { // the interior needs no edge clamping
-			for t, v := range luma[x-r : x+r+1] {
-				sum += g[t] * v
+			around := luma[x-r : x+r+1 : x+r+1]
+			sum := side[0] * around[r]
+			for k := 1; k < len(side); k++ {
+				sum += side[k] * (around[r-k] + around[r+k])
 			}
-		} else {
-			for t, wt := range g {
-				sum += wt * luma[min(max(x+t-r, 0), w-1)]
-			}
+			dst[x] = sum
+			continue
+		}
+		var sum float32
+		for t, wt := range g {
+			sum += wt * luma[min(max(x+t-r, 0), w-1)]
 		}
 		dst[x] = sum
+	}
+}
+
+// blurColumns sets dst to the vertical blur of rows, the 2r+1 rows around
+// one (edge rows repeated), with the symmetric weights g.
+func blurColumns(dst []float32, rows [][]float32, g []float32) {
+	r := len(g) / 2
+	scaleInto(dst, rows[r], g[r])
+	for k := 1; k <= r; k++ {
+		addPairScaled(dst, rows[r-k], rows[r+k], g[r+k])
+	}
+}
+
+// addPairScaled adds w*(a+b) to dst.
+func addPairScaled(dst, a, b []float32, w float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] += w * (a[i] + b[i])
 	}
 }
 

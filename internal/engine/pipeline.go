@@ -128,13 +128,14 @@ func (s *sharpening) stage(in *rowStage, keep int) *rowStage {
 	luma := make([]float32, s.w)
 	blurred := newRowStage(s.w, 2*r+1, func(j int, dst []float32) { blurRow(dst, in.row(j), luma, s.mask) })
 	acc := make([]float32, s.w)
+	around := make([][]float32, len(s.mask))
 	return newRowStage(4*s.w, keep, func(y int, dst []float32) {
 		// The blur's vertical half, over the rows' horizontal blurs; past
 		// the image's ends its edge rows repeat.
-		clear(acc)
-		for t, wt := range s.mask {
-			addScaled(acc, blurred.row(min(max(y+t-r, 0), s.h-1)), wt)
+		for t := range around {
+			around[t] = blurred.row(min(max(y+t-r, 0), s.h-1))
 		}
+		blurColumns(acc, around, s.mask)
 		copy(dst, in.row(y))
 		sharpenApply(dst, acc, s.gain)
 	})

@@ -265,19 +265,67 @@ func anyRow(dst []float32, m image.Image, x, y int) {
 // compositing in sRGB as browsers do.
 func to8(p []float32, overWhite bool) (r, g, b, a uint8) {
 	al := min(max(p[3], 0), 1)
+	if al >= opaque { // a photo's pixels, nearly all
+		return encode8(p[0]), encode8(p[1]), encode8(p[2]), 255
+	}
 	if al < 0.5/255 {
 		if overWhite {
 			return 255, 255, 255, 255
 		}
 		return 0, 0, 0, 0
 	}
+	if !overWhite {
+		return encode8(p[0] / al), encode8(p[1] / al), encode8(p[2] / al), quantize(al)
+	}
 	cr := lookup(toSRGBLUT, p[0]/al)
 	cg := lookup(toSRGBLUT, p[1]/al)
 	cb := lookup(toSRGBLUT, p[2]/al)
-	if overWhite {
-		cr, cg, cb, al = cr*al+1-al, cg*al+1-al, cb*al+1-al, 1
-	}
-	return quantize(cr), quantize(cg), quantize(cb), quantize(al)
+	return quantize(cr*al + 1 - al), quantize(cg*al + 1 - al), quantize(cb*al + 1 - al), 255
 }
 
+// opaque is the alpha taken for 1: resampling an opaque image sums float32
+// weights that miss 1 by an ulp or two.
+const opaque = 1 - 1.0/(1<<16)
+
 func quantize(v float32) uint8 { return uint8(min(max(v, 0), 1)*255 + 0.5) }
+
+// encode8 is the 8-bit sRGB encoding of a linear value, rounded to nearest:
+// a table gives the code at the start of v's 1/4096 interval, and one
+// comparison with the next code's threshold settles it (the thresholds are
+// further apart than an interval, the narrowest being 1/255/12.92).
+func encode8(v float32) uint8 {
+	if !(v > 0) { // NaN too
+		return 0
+	}
+	if v >= 1 {
+		return 255
+	}
+	k := encodeTable[int(v*encodeCells)] // exact: a power of two
+	if v >= encodeThreshold[k] {
+		k++
+	}
+	return k
+}
+
+const encodeCells = 4096
+
+var (
+	// encodeThreshold[k] is the linear value from which code k+1 is nearest.
+	encodeThreshold = func() (t [256]float32) {
+		for k := range 255 {
+			t[k] = float32(srgbToLinear((float64(k) + 0.5) / 255))
+		}
+		t[255] = float32(math.Inf(1))
+		return t
+	}()
+	encodeTable = func() (t [encodeCells]uint8) {
+		k := 0
+		for i := range t {
+			for float32(i)/encodeCells >= encodeThreshold[k] {
+				k++
+			}
+			t[i] = uint8(k)
+		}
+		return t
+	}()
+)

@@ -97,16 +97,17 @@ func (k *kernel) resampleRow(dst, src []float32) {
 // row j of the source, in increasing j.
 func (k *kernel) combine(dst []float32, y int, row func(j int) []float32) {
 	w := k.weights[y*k.taps : y*k.taps+k.count[y]]
-	copy(dst, row(k.start[y]))
-	scale(dst, w[0])
+	scaleInto(dst, row(k.start[y]), w[0])
 	for t := 1; t < len(w); t++ {
 		addScaled(dst, row(k.start[y] + t)[:len(dst)], w[t])
 	}
 }
 
-func scale(dst []float32, w float32) {
-	for i := range dst {
-		dst[i] *= w
+// scaleInto sets dst to w*src.
+func scaleInto(dst, src []float32, w float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = w * v
 	}
 }
 

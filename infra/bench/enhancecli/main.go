@@ -2,7 +2,7 @@
 // the worker would, and writes its output to a file: the subject `make bench`
 // times against libvips, one whole process per run.
 //
-//	enhancecli [-filters default|off] [-crop] [-upscale FACTOR] IN OUT WIDTH HEIGHT
+//	enhancecli [-filters default|off] [-crop] [-upscale FACTOR] [-cpuprofile FILE] IN OUT WIDTH HEIGHT
 //
 // OUT's extension (.jpg, .png, .webp) is the output_format. The request is
 // validated by the catalog, so its defaults are the API's; -filters off sets
@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,7 @@ func run() error {
 	filters := flag.String("filters", "default", "default (the schema's 0.5 each) or off (all three at 0)")
 	crop := flag.Bool("crop", false, "crop_to_fill")
 	upscale := flag.Float64("upscale", 0, "upscaling_activated with this image_scaling_factor (0: off)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the run to this file")
 	flag.Parse()
 	if flag.NArg() != 4 {
 		return errors.New("usage: enhancecli [-filters default|off] [-crop] [-upscale FACTOR] IN OUT WIDTH HEIGHT")
@@ -91,6 +93,17 @@ func run() error {
 	}
 	if strings.HasPrefix(string(src), "RIFF") {
 		j.Inputs[0].ContentType = "image/webp"
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	files, err := engine.Enhance{}.Run(context.Background(), j, func(engine.Update) error { return nil })
 	if err != nil {

@@ -23,9 +23,9 @@ type FillRGBA func(dst *image.RGBA) error
 // FillNRGBA is FillRGBA for non-premultiplied pixels.
 type FillNRGBA func(dst *image.NRGBA) error
 
-// stripRows is the height of the strips the stand-in asks for: a JPEG MCU
-// row, the smallest a strip encoder is likely to use.
-const stripRows = 16
+// stripRows is the height of the strips the stand-in asks for, as the
+// streaming encoders do.
+const stripRows = 64
 
 // JPEG writes a width x height baseline JPEG at quality.
 func JPEG(w io.Writer, width, height, quality, workers int, fill FillRGBA) error {
