@@ -278,7 +278,7 @@ func (e *enhanceJob) newPipeline(src *source) *pipeline {
 	pipe.first = newResampling(src.w, src.h, firstW, firstH, g.winX, g.winY, x0, p.upW > 0)
 	if p.upW > 0 {
 		if gain := e.req.Strength * maxSharpenGain; gain > 0 {
-			pipe.upDetail = &sharpening{w: p.upW, h: p.upH, mask: gaussian(sharpenSigma(p.upscale())), gain: float32(gain)}
+			pipe.upDetail = &sharpening{w: p.upW, h: p.upH, mask: gaussian(sharpenSigma(p.upscale())), gain: float32(gain), clamp: true}
 		}
 		whole := func(n int) window { return window{0, float64(n)} }
 		pipe.second = newResampling(p.upW, p.upH, g.placeW, g.placeH, whole(p.upW), whole(p.upH), 0, false)

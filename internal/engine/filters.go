@@ -198,28 +198,53 @@ func encodedLuma(dst, row []float32) {
 // around it (edge rows repeated past the image's ends) and their
 // luminances; cols[j][x] is the index, in those rows, of the neighbour
 // j-2 pixels from output pixel x (edge pixels repeated).
-func denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, cols *[denoiseSide][]int32, centreCol []int32, invRange float32) {
-	space := &denoiseSpaceWeights
+func denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, cols *[denoiseSide][]int32, invRange float32) {
 	for x := range len(dst) / 4 {
-		centre := lumas[denoiseRadius][centreCol[x]]
+		first := int(cols[0][x])
 		var r, g, b, a, sum float32
-		for i := range denoiseSide {
-			srow, lrow := rows[i], lumas[i]
-			sp := space[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
-			for j := range denoiseSide {
-				nx := cols[j][x]
-				d := lrow[nx] - centre
-				t := d * d * invRange
-				if !(t < rangeLimit) {
-					continue
+		if int(cols[denoiseSide-1][x]) == first+denoiseSide-1 {
+			// Five neighbours side by side, as everywhere but at the image's
+			// left and right ends.
+			centre := lumas[denoiseRadius][first+denoiseRadius]
+			for i := range denoiseSide {
+				l := lumas[i][first : first+denoiseSide : first+denoiseSide]
+				px := rows[i][4*first : 4*(first+denoiseSide) : 4*(first+denoiseSide)]
+				sp := denoiseSpaceWeights[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
+				for j, v := range l {
+					d := v - centre
+					t := d * d * invRange
+					if !(t < rangeLimit) {
+						continue
+					}
+					wt := sp[j] * rangeTable[int(t*rangeSteps)]
+					p := px[4*j : 4*j+4 : 4*j+4]
+					r += wt * p[0]
+					g += wt * p[1]
+					b += wt * p[2]
+					a += wt * p[3]
+					sum += wt
 				}
-				wt := sp[j] * rangeTable[int(t*rangeSteps)]
-				p := srow[4*nx : 4*nx+4 : 4*nx+4]
-				r += wt * p[0]
-				g += wt * p[1]
-				b += wt * p[2]
-				a += wt * p[3]
-				sum += wt
+			}
+		} else {
+			centre := lumas[denoiseRadius][cols[denoiseRadius][x]]
+			for i := range denoiseSide {
+				srow, lrow := rows[i], lumas[i]
+				sp := denoiseSpaceWeights[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
+				for j := range denoiseSide {
+					nx := cols[j][x]
+					d := lrow[nx] - centre
+					t := d * d * invRange
+					if !(t < rangeLimit) {
+						continue
+					}
+					wt := sp[j] * rangeTable[int(t*rangeSteps)]
+					p := srow[4*nx : 4*nx+4 : 4*nx+4]
+					r += wt * p[0]
+					g += wt * p[1]
+					b += wt * p[2]
+					a += wt * p[3]
+					sum += wt
+				}
 			}
 		}
 		// The centre always counts (weight 1), so sum > 0.
@@ -316,14 +341,18 @@ func addPairScaled(dst, a, b []float32, w float32) {
 }
 
 // sharpenApply adds gain times the difference between each pixel's
-// luminance and its blurred luminance to the pixel's colour.
-func sharpenApply(row, blurred []float32, gain float32) {
+// luminance and its blurred luminance to the pixel's colour. With clamp,
+// the pixels are made valid again; without, whoever reads them next must
+// clamp (the 8-bit conversion does, to the same effect).
+func sharpenApply(row, blurred []float32, gain float32, clamp bool) {
 	for x, blur := range blurred {
 		p := row[4*x : 4*x+4 : 4*x+4]
 		d := gain * (luminance(p) - blur)
 		p[0] += d
 		p[1] += d
 		p[2] += d
-		clampPixel(p)
+		if clamp {
+			clampPixel(p)
+		}
 	}
 }

@@ -116,6 +116,9 @@ type sharpening struct {
 	w, h int
 	mask []float32 // the blur's weights
 	gain float32
+	// clamp makes the sharpened pixels valid (before a resample); the
+	// output's need not be, the 8-bit conversion clamps them alike.
+	clamp bool
 }
 
 func (s *sharpening) radius() int { return len(s.mask) / 2 }
@@ -137,7 +140,7 @@ func (s *sharpening) stage(in *rowStage, keep int) *rowStage {
 		}
 		blurColumns(acc, around, s.mask)
 		copy(dst, in.row(y))
-		sharpenApply(dst, acc, s.gain)
+		sharpenApply(dst, acc, s.gain, s.clamp)
 	})
 }
 
@@ -243,7 +246,7 @@ func (s *sourceSide) denoiseStage(in *rowStage, keep int) *rowStage {
 			lumas[i] = luma.row(ny)
 			rows[i] = in.row(ny)
 		}
-		denoiseRow(dst, &rows, &lumas, &cols, cols[denoiseRadius], s.invRange)
+		denoiseRow(dst, &rows, &lumas, &cols, s.invRange)
 		for i := 0; i+4 <= len(dst); i += 4 {
 			toLinearPixel(dst[i : i+4 : i+4])
 		}

@@ -208,7 +208,7 @@ func wholeImage(t *testing.T, req json.RawMessage, input []byte) *image.NRGBA {
 				ny := min(max(y+i-denoiseRadius, 0), h-1)
 				rows[i], lumas[i] = row(img, w, ny), luma[ny*w:(ny+1)*w]
 			}
-			denoiseRow(row(out, w, y), &rows, &lumas, &cols, cols[denoiseRadius], denoiseInvRange(r.Denoise))
+			denoiseRow(row(out, w, y), &rows, &lumas, &cols, denoiseInvRange(r.Denoise))
 		}
 		img = out
 	}
@@ -232,7 +232,7 @@ func wholeImage(t *testing.T, req json.RawMessage, input []byte) *image.NRGBA {
 		}
 		return out
 	}
-	sharpen := func(pix []float32, w, h int, sigma, gain float64) {
+	sharpen := func(pix []float32, w, h int, sigma, gain float64) { // clamped: the old way
 		mask, blurred, luma := gaussian(sigma), make([]float32, w*h), make([]float32, w)
 		for y := range h {
 			blurRow(blurred[y*w:(y+1)*w], row(pix, w, y), luma, mask)
@@ -244,7 +244,7 @@ func wholeImage(t *testing.T, req json.RawMessage, input []byte) *image.NRGBA {
 				j := min(max(y+t-rad, 0), h-1)
 				addScaled(acc, blurred[j*w:(j+1)*w], wt)
 			}
-			sharpenApply(row(pix, w, y), acc, float32(gain))
+			sharpenApply(row(pix, w, y), acc, float32(gain), true)
 		}
 	}
 	winX, winY := g.winX, g.winY
@@ -369,15 +369,15 @@ func TestEnhanceRowsDoNotDependOnStrips(t *testing.T) {
 	}
 }
 
-// Streaming holds a few rows a worker, not images: filling a 3000 x 3000
-// output (36 MB at 8 bits; the engine used to hold that and a float copy of
+// Streaming holds a few rows a worker, not images: filling a 2400 x 2400
+// output (23 MB at 8 bits; the engine used to hold that and a float copy of
 // the source) allocates a small fraction of it, with every filter and the
 // upscaling pass on. Allocation, counted exactly, bounds the peak heap.
 func TestEnhanceStreamsInBoundedMemory(t *testing.T) {
-	const side, workers, strip = 3000, 2, 16
+	const side, workers, strip = 2400, 2, 64
 	e := decodedJob(t, context.Background(), request(side, side, map[string]any{
 		"sharpen": 0.5, "denoise": 0.5, "fix_compression": 0.5, "upscaling_activated": true, "image_scaling_factor": 2,
-	}), jpegBytes(photo(300, 300), 85), func(Update) error { return nil })
+	}), jpegBytes(photo(240, 240), 85), func(Update) error { return nil })
 	whole := uint64(side * side * 4)
 	bufs := make([]*image.NRGBA, workers) // the encoder's strips, reused
 	for i := range bufs {
