@@ -47,6 +47,14 @@ func TestEnhanceDecodesEveryInputFormat(t *testing.T) {
 			deep.SetNRGBA64(x, y, color.NRGBA64{uint16(x * 1985), uint16(y * 3855), 0x8000, 0xffff})
 		}
 	}
+	deepOpaque := image.NewRGBA64(image.Rect(0, 0, 29, 13))
+	deepGray := image.NewGray16(image.Rect(0, 0, 23, 19))
+	for y := range 19 {
+		for x := range 29 {
+			deepOpaque.SetRGBA64(x, y, color.RGBA64{uint16(x * 2200), uint16(y * 4900), 0x4000, 0xffff})
+			deepGray.SetGray16(x, y, color.Gray16{uint16(x*2000 + y*900)})
+		}
+	}
 	paletted := image.NewPaletted(image.Rect(0, 0, 20, 20), color.Palette{color.NRGBA{255, 0, 0, 255}, color.NRGBA{0, 0, 255, 128}})
 	for i := range paletted.Pix {
 		paletted.Pix[i] = uint8(i % 3 % 2)
@@ -59,6 +67,8 @@ func TestEnhanceDecodesEveryInputFormat(t *testing.T) {
 		{"png with alpha", pngBytes(withAlpha)},
 		{"png grey", pngBytes(gray)},
 		{"png 16-bit", pngBytes(deep)},
+		{"png 16-bit opaque", pngBytes(deepOpaque)},
+		{"png 16-bit grey", pngBytes(deepGray)},
 		{"png paletted", pngBytes(paletted)},
 		{"jpeg 4:2:0", jpegBytes(photo(64, 40), 85)},
 		{"jpeg grey", jpegBytes(gray, 85)},

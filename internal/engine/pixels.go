@@ -122,11 +122,20 @@ func newSource(m image.Image) *source {
 	case *image.Gray: // PNG, greyscale JPEG
 		s.encoded = func(dst []float32, x0, y int) { grayRow(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], false) }
 		s.linear = func(dst []float32, x0, y int) { grayRow(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], true) }
+	case *image.RGBA64: // 16-bit PNG without alpha; premultiplied
+		s.encoded = func(dst []float32, x0, y int) { rgba64Row(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], true, false) }
+		s.linear = func(dst []float32, x0, y int) { rgba64Row(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], true, true) }
+	case *image.NRGBA64: // 16-bit PNG
+		s.encoded = func(dst []float32, x0, y int) { rgba64Row(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], false, false) }
+		s.linear = func(dst []float32, x0, y int) { rgba64Row(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], false, true) }
+	case *image.Gray16: // 16-bit PNG
+		s.encoded = func(dst []float32, x0, y int) { gray16Row(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], false) }
+		s.linear = func(dst []float32, x0, y int) { gray16Row(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], true) }
 	case *image.Paletted: // PNG
 		enc, lin := paletteTables(m.Palette)
 		s.encoded = func(dst []float32, x0, y int) { palettedRow(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], enc) }
 		s.linear = func(dst []float32, x0, y int) { palettedRow(dst, m.Pix[m.PixOffset(ox+x0, oy+y):], lin) }
-	default: // 16-bit PNG, CMYK JPEG: slower, just as exact
+	default: // CMYK JPEG: slower, just as exact
 		s.encoded = func(dst []float32, x0, y int) { anyRow(dst, m, ox+x0, oy+y) }
 		s.linear = func(dst []float32, x0, y int) {
 			anyRow(dst, m, ox+x0, oy+y)
@@ -216,6 +225,36 @@ func grayRow(dst []float32, pix []uint8, linear bool) {
 		c := float32(v) * by255
 		if linear {
 			c = linear8[v]
+		}
+		setPixel(dst[4*i:4*i+4:4*i+4], c, c, c, 1)
+	}
+}
+
+const by65535 = 1.0 / 0xffff
+
+// rgba64Row converts 16-bit big-endian RGBA pixels, premultiplied or not.
+func rgba64Row(dst []float32, pix []uint8, premultiplied, linear bool) {
+	for i := range len(dst) / 4 {
+		s := pix[8*i : 8*i+8 : 8*i+8]
+		p := dst[4*i : 4*i+4 : 4*i+4]
+		a := float32(uint16(s[6])<<8|uint16(s[7])) * by65535
+		k := float32(by65535)
+		if !premultiplied {
+			k *= a
+		}
+		setPixel(p, float32(uint16(s[0])<<8|uint16(s[1]))*k, float32(uint16(s[2])<<8|uint16(s[3]))*k,
+			float32(uint16(s[4])<<8|uint16(s[5]))*k, a)
+		if linear {
+			toLinearPixel(p)
+		}
+	}
+}
+
+func gray16Row(dst []float32, pix []uint8, linear bool) {
+	for i := range len(dst) / 4 {
+		c := float32(uint16(pix[2*i])<<8|uint16(pix[2*i+1])) * by65535
+		if linear {
+			c = lookup(toLinearLUT, c)
 		}
 		setPixel(dst[4*i:4*i+4:4*i+4], c, c, c, 1)
 	}
