@@ -39,9 +39,10 @@ func (s *rowStage) slot(y int) []float32 {
 	return s.buf[i : i+s.stride : i+s.stride]
 }
 
-// row returns row y. It stays valid until a row keep or more further on is
-// asked for; rows are asked for in nearly increasing order, so a stage
-// computes each row once and holds the last few.
+// row returns row y. It stays valid until the stage is asked for a row keep
+// or more further on, or for one before those it holds (it then starts
+// afresh). The stage above asks for rows in nearly increasing order, so
+// within a strip each row is computed once.
 func (s *rowStage) row(y int) []float32 {
 	if y < s.lo || y >= s.hi+s.keep {
 		s.lo, s.hi = y, y // a jump: start afresh at y
