@@ -6,10 +6,10 @@
 //   - each function's cold start: exec to its first GET .../invocation/next
 //     under a fake Lambda Runtime API, and its first invocation's round trip,
 //     next to a bare binary that only builds the SDK clients;
-//   - the enhance engine's peak memory: engine.Enhance on a 1024x1024 PNG
-//     to 4096x4096, jpg and png, each in a child process (the bench re-run
-//     with the hidden subcommand engine-child), whose peak RSS getrusage
-//     gives, with its wall time and its Go heap's peak;
+//   - the enhance engine against libvips (enhance.go): whole processes on
+//     the same photos, 1024² -> 4096² and 4000² -> 16000² and 22000² JPEG,
+//     4096² PNG and WebP, wall time and peak RSS side by side, in a table
+//     of its own (`go run ./infra/bench enhance` prints just that one);
 //   - job creation through the local API (DynamoDB Local, fauxqs, the
 //     gateway and the handlers of `make run`), next to raw PutItem calls of
 //     the same item: the write ceiling of DynamoDB Local on this machine;
@@ -82,24 +82,27 @@ type soakOptions struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == engineChildCmd {
-		os.Exit(engineChild(os.Args[2:]))
-	}
+	enhanceOnly := len(os.Args) > 1 && os.Args[1] == "enhance"
 	var so soakOptions
-	flag.DurationVar(&so.d, "soak", defaultSoakFor, "how long the soak sends its fixed rate of requests to make run's runner (0: no soak)")
-	flag.IntVar(&so.rate, "soak-rate", defaultSoakRate, "the soak's requests per second")
-	flag.BoolVar(&so.only, "soak-only", false, "run the soak alone")
-	flag.Parse()
-	if so.d < 0 || so.rate < 1 || so.rate > 1000 || (so.only && so.d == 0) {
-		fmt.Fprintln(os.Stderr, "bench: -soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
-		os.Exit(2)
+	if !enhanceOnly {
+		flag.DurationVar(&so.d, "soak", defaultSoakFor, "how long the soak sends its fixed rate of requests to make run's runner (0: no soak)")
+		flag.IntVar(&so.rate, "soak-rate", defaultSoakRate, "the soak's requests per second")
+		flag.BoolVar(&so.only, "soak-only", false, "run the soak alone")
+		flag.Parse()
+		if so.d < 0 || so.rate < 1 || so.rate > 1000 || (so.only && so.d == 0) {
+			fmt.Fprintln(os.Stderr, "bench: -soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
+			os.Exit(2)
+		}
 	}
 	begin := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var err error
-	if so.only {
+	switch {
+	case enhanceOnly:
+		err = runEnhance()
+	case so.only:
 		err = runSoakOnly(ctx, begin, so)
-	} else {
+	default:
 		err = run(ctx, begin, so)
 	}
 	stop()
@@ -152,13 +155,10 @@ func run(ctx context.Context, begin time.Time, so soakOptions) error {
 	if err != nil {
 		return err
 	}
-	srcPath := filepath.Join(tmp, "photo.png")
-	if err := os.WriteFile(srcPath, src, 0o600); err != nil {
+	enhance, enhanceFailed, err := enhanceSection(root, tmp)
+	if err != nil {
 		return err
 	}
-	loadAtEngine := loadAverage()
-	fmt.Fprintf(os.Stderr, "bench: the enhance engine at %dx%d in child processes...\n", engineSide, engineSide)
-	floor, engines := measureEngine(srcPath)
 
 	signs := measureSigning(ctx)
 
@@ -183,8 +183,6 @@ func run(ctx context.Context, begin time.Time, so soakOptions) error {
 	r.t.sep()
 	r.coldStarts(ts, cold)
 	r.t.sep()
-	r.engine(floor, engines, workerMemoryMB(tpl))
-	r.t.sep()
 	r.load(load)
 	r.t.sep()
 	r.runs(runs)
@@ -197,13 +195,15 @@ func run(ctx context.Context, begin time.Time, so soakOptions) error {
 		r.t.sep()
 		r.soak(soak)
 	}
-	r.footnotes(len(src), loadBefore, loadAtEngine, loadAtLoad, runs.loadAvg)
+	r.footnotes(len(src), loadBefore, loadAtLoad, runs.loadAvg)
 	if soak != nil {
 		r.soakFootnotes(soak)
 	}
 	r.t.note("make bench took %.1f s.", time.Since(begin).Seconds())
 	r.t.print(os.Stdout)
-	if r.failed {
+	fmt.Println()
+	enhance.print(os.Stdout)
+	if r.failed || enhanceFailed {
 		return errors.New("some checks failed (see the table)")
 	}
 	return nil
@@ -236,6 +236,44 @@ func loadAverage() string {
 		return "n/a"
 	}
 	return f[0]
+}
+
+// runEnhance is `go run ./infra/bench enhance`: the engine against libvips
+// alone.
+func runEnhance() error {
+	root, err := emulator.RepoRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "genjobs-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	t, failed, err := enhanceSection(root, tmp)
+	if err != nil {
+		return err
+	}
+	t.print(os.Stdout)
+	if failed {
+		return errors.New("some enhance runs failed (see the table)")
+	}
+	return nil
+}
+
+// enhanceSection measures the engine against libvips and makes its table.
+func enhanceSection(root, tmp string) (*table, bool, error) {
+	before := loadAverage()
+	results, vipsErr, err := measureEnhance(root, tmp)
+	if err != nil {
+		return nil, false, err
+	}
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return nil, false, err
+	}
+	t, failed := enhanceTable(results, vipsErr, before, loadAverage(), workerMemoryMB(tpl))
+	return t, failed, nil
 }
 
 // runSoakOnly is -soak-only: the soak and its table.

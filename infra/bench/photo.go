@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/jpeg"
 	"image/png"
 	"math"
 	"math/rand/v2"
@@ -22,6 +23,26 @@ const photoSide = 1024
 // of a real photo's (1 to 2 MB) rather than of a flat drawing, and gives the
 // engine's denoise and sharpen real work. It must fit a POST /assets body.
 func photoPNG(side int) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, photo(side)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > asset.MaxDirectBytes {
+		return nil, fmt.Errorf("the synthetic %dx%d photo is %d B as PNG, over the %d B of a POST /assets body",
+			side, side, buf.Len(), asset.MaxDirectBytes)
+	}
+	return buf.Bytes(), nil
+}
+
+// photoJPEG is the same photo as a quality-90 JPEG (4:2:0), as a camera or
+// a phone would save it.
+func photoJPEG(side int) ([]byte, error) {
+	var buf bytes.Buffer
+	err := jpeg.Encode(&buf, photo(side), &jpeg.Options{Quality: 90})
+	return buf.Bytes(), err
+}
+
+func photo(side int) *image.NRGBA {
 	rng := rand.New(rand.NewPCG(uint64(side), 1337))
 	m := image.NewNRGBA(image.Rect(0, 0, side, side))
 	for y := range side {
@@ -37,15 +58,7 @@ func photoPNG(side int) ([]byte, error) {
 			m.SetNRGBA(x, y, color.NRGBA{clamp8(r + n), clamp8(g + n*0.9), clamp8(b + n*1.1), 255})
 		}
 	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, m); err != nil {
-		return nil, err
-	}
-	if buf.Len() > asset.MaxDirectBytes {
-		return nil, fmt.Errorf("the synthetic %dx%d photo is %d B as PNG, over the %d B of a POST /assets body",
-			side, side, buf.Len(), asset.MaxDirectBytes)
-	}
-	return buf.Bytes(), nil
+	return m
 }
 
 func clamp8(v float64) uint8 { return uint8(math.Round(min(max(v, 0), 255))) }

@@ -150,30 +150,6 @@ func (r *report) signing(s loadStats) {
 		fmt.Sprintf("%.0f tokens/s", s.rate()), ms(percentile(s.lat, 50)), ms(percentile(s.lat, 99)), note)
 }
 
-// engine reports the child processes of measureEngine; workerMB is the
-// worker's MemorySize in template.yaml (Lambda's MB are MiB).
-func (r *report) engine(floor engineRun, runs []engineRun, workerMB int) {
-	for _, run := range runs {
-		subject := fmt.Sprintf("enhance %d² PNG → %d² %s", photoSide, run.side, run.format)
-		if run.err != nil {
-			r.t.add("engine peak RSS, "+r.host, subject, "0", "", "", "", r.fail("%s", firstLine(run.err.Error())))
-			continue
-		}
-		note := fmt.Sprintf("engine %.2f s wall (process %.2f s); Go heap peak %s; output %s B",
-			time.Duration(run.res.WallNS).Seconds(), run.elapsed.Seconds(), mebibytes(int64(run.res.HeapPeak)),
-			commas(int64(run.res.OutBytes)))
-		if workerMB > 0 {
-			note += fmt.Sprintf("; %.0f%% of the worker's %d MB", 100*float64(run.maxRSS)/float64(int64(workerMB)<<20), workerMB)
-		}
-		r.t.add("engine peak RSS, "+r.host, subject, "1", mebibytes(run.maxRSS), "", "", note)
-	}
-	note := "the child's floor: reads the source, builds the request, runs nothing"
-	if floor.err != nil {
-		note = r.fail("%s", firstLine(floor.err.Error()))
-	}
-	r.t.add("engine peak RSS, "+r.host, "no engine run", "1", mebibytes(floor.maxRSS), "", "", note)
-}
-
 // runs reports the job runs of measureRuns.
 func (r *report) runs(rr *runReport) {
 	queueNote := func(what string) string {
@@ -209,13 +185,11 @@ func (r *report) runs(rr *runReport) {
 }
 
 // footnotes say what each measure is, and how busy the machine was.
-func (r *report) footnotes(srcBytes int, loadBefore, loadAtEngine, loadAtLoad, loadAtRuns string) {
+func (r *report) footnotes(srcBytes int, loadBefore, loadAtLoad, loadAtRuns string) {
 	r.t.note("size: the deployed build (CGO_ENABLED=0, -tags lambda.norpc -trimpath -ldflags='-s -w'); limit 12 MB = 12,000,000 B (the worker, with the image codecs: 16 MB).")
 	r.t.note("bare: config.LoadDefaultConfig + DynamoDB and SQS clients + lambda.Start with a trivial handler, none of our code.")
 	r.t.note("cold start: exec to the first GET /2018-06-01/runtime/invocation/next under a fake Runtime API, built for %s.", r.host)
 	r.t.note("first invoke: the process's first event handed over to its response posted back (no network: events without a token).")
-	r.t.note("engine: engine.Enhance{}.Run on the synthetic photo (below), the request as the API stores it (schema defaults: sharpen, denoise,")
-	r.t.note("  fix_compression 0.5); one child process per row, GOGC and GOMEMLIMIT unset; peak RSS = getrusage ru_maxrss, MiB; heap sampled every 2 ms.")
 	r.t.note("create job: workspace %s with max_concurrent = max_running = %s (no 429s, no backlog); %d-request warm-up first;",
 		loadWorkspace, commas(loadLimit), warmupRequests)
 	r.t.note("  each request = 2 GetItem + 1 TransactWriteItems (the job's conditional Put, the workspace's slot counters and reservation, the ledger entry) + 1 SQS SendMessage.")
@@ -235,8 +209,8 @@ func (r *report) footnotes(srcBytes int, loadBefore, loadAtEngine, loadAtLoad, l
 		runJobs, runInFlight)
 	r.t.note("  answered -> GET /jobs/{id} answered completed; rate = jobs / (first creation sent -> last completion seen).")
 	r.t.note("p99 is nearest-rank: of %d starts, %d or %d jobs it is the slowest one.", coldRuns, queueJobs, runJobs)
-	r.t.note("machine: %d CPUs; 1-minute load average %s at the start, %s before the engine runs, %s before the load runs, %s before the job runs.",
-		runtime.NumCPU(), loadBefore, loadAtEngine, loadAtLoad, loadAtRuns)
+	r.t.note("machine: %d CPUs; 1-minute load average %s at the start, %s before the load runs, %s before the job runs.",
+		runtime.NumCPU(), loadBefore, loadAtLoad, loadAtRuns)
 }
 
 func ratio(a, b time.Duration) float64 {

@@ -10,9 +10,11 @@ import (
 // The rules across fields that a JSON Schema cannot say. Each runs after the
 // schema has passed and numbers are canonical, and returns a reason or "".
 
-// maxOutputPixels is 4.1's "output up to 22K": at most 22000 x 22000 pixels
-// (API-DECISIONS 5), whatever the shape.
-const maxOutputPixels = 22000 * 22000
+// MaxOutputPixels is 4.1's "output up to 22K": at most 22000 x 22000 pixels
+// (API-DECISIONS 5), whatever the shape. The enhance engine streams, so the
+// worker's memory does not bound it; engine.MaxOutputPixels is the same
+// (a test keeps the two in step).
+const MaxOutputPixels = 22000 * 22000
 
 // WebP's own format caps a side at 16383 pixels, and the pure-Go encoder
 // holds about 50 bytes per pixel while it works: WebP output is capped at
@@ -25,9 +27,9 @@ const (
 
 func checkOutputPixels(p map[string]any, name namer) string {
 	w, h := integer(p["width"]), integer(p["height"])
-	if w*h > maxOutputPixels {
+	if w*h > MaxOutputPixels {
 		return fmt.Sprintf("%s x %s is %d pixels; at most %d (22000 x 22000) are allowed",
-			name.name("width"), name.name("height"), w*h, maxOutputPixels)
+			name.name("width"), name.name("height"), w*h, MaxOutputPixels)
 	}
 	if p["output_format"] == "webp" && (w > MaxWebPSide || h > MaxWebPSide || w*h > MaxWebPPixels) {
 		return fmt.Sprintf("output_format webp allows at most %d pixels a side and %d (8192 x 8192) in all; use png or jpg for %d x %d",

@@ -7,19 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"io"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Enhance is the reference engine of standard-enhance (spec 4.1): a
 // faithful, deterministic upscaler of one photo.
 //
-// The pipeline, and the space each step works in:
+// The steps, and the space each works in:
 //
 //  1. Decode the image_url input (PNG, JPEG or WebP, at most
-//     MaxSourcePixels) to premultiplied sRGB-encoded floats.
-//  2. fix_compression: smooth JPEG's 8x8 block edges (deblock).
-//  3. denoise: edge-preserving bilateral smoothing.
+//     MaxSourcePixels), keeping it as decoded (8-bit).
+//  2. fix_compression: smooth JPEG's 8x8 block edges (deblock), on
+//     premultiplied sRGB-encoded values.
+//  3. denoise: edge-preserving bilateral smoothing, likewise.
 //  4. Convert to premultiplied linear light.
 //  5. upscaling_activated: enlarge the shown part of the source by
 //     image_scaling_factor with Lanczos-3, at most to the size it will
@@ -31,6 +35,12 @@ import (
 //  7. sharpen: unsharp mask at the output's scale.
 //  8. Encode as output_format: PNG, JPEG at quality 90, or lossless WebP.
 //
+// Steps 2 to 8 stream (pipeline.go): the encoder asks for strips of output
+// rows on every core, and each strip pulls the rows it needs through the
+// steps, so neither the output nor any float copy of an image is ever whole
+// in memory; only the decoded source is. With Job.Outputs set, the file goes
+// to it as the encoder writes it.
+//
 // The two source filters act on the source's own pixel grid (where JPEG's
 // blocks are, and where noise is one pixel wide), before enlargement makes
 // both bigger. A filter at 0 is skipped, so it changes nothing.
@@ -41,13 +51,10 @@ import (
 // always give the same bytes.
 type Enhance struct{}
 
-// maxUpscalePixels bounds the upscaling pass's intermediate image: 16 bytes
-// a pixel, and 4 more while its detail is restored.
+// maxUpscalePixels bounds the upscaling pass's output. It streams like the
+// rest, so this bounds time, not memory: past it, the pass costs more than
+// the detail it adds to a final resample that enlarges anyway.
 const maxUpscalePixels = 32_000_000
-
-// stripRows is the height of the unit of parallel work and of progress. A
-// strip's result does not depend on which goroutine computes it.
-const stripRows = 32
 
 // enhanceRequest is what Enhance reads of the request. Pixel sizes are
 // float64 because the validated request keeps numbers as the client wrote
@@ -99,7 +106,7 @@ func parseEnhanceRequest(raw json.RawMessage) (enhanceRequest, error) {
 	return req, nil
 }
 
-// Run implements Engine. It calls report from its worker goroutines, one
+// Run implements Engine. It calls report from the encoder's goroutines, one
 // call at a time.
 func (Enhance) Run(ctx context.Context, j Job, report Report) (files []File, err error) {
 	defer func() {
@@ -107,6 +114,19 @@ func (Enhance) Run(ctx context.Context, j Job, report Report) (files []File, err
 			files, err = nil, fmt.Errorf("enhance: panic: %v", v)
 		}
 	}()
+	e, err := newEnhanceJob(ctx, j, report)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.decode(); err != nil {
+		return nil, err
+	}
+	return e.write(j.Outputs)
+}
+
+// newEnhanceJob checks the request and the input's header and plans the
+// work; nothing is decoded yet.
+func newEnhanceJob(ctx context.Context, j Job, report Report) (*enhanceJob, error) {
 	req, err := parseEnhanceRequest(j.Request)
 	if err != nil {
 		return nil, err
@@ -122,20 +142,24 @@ func (Enhance) Run(ctx context.Context, j Job, report Report) (files []File, err
 		return nil, errors.New("enhance: the job has no image_url input")
 	}
 	width, height := int(req.Width), int(req.Height)
-	out := outputFormats[req.OutputFormat]
+	if width*height > MaxOutputPixels {
+		return nil, InvalidInput("the output may hold at most %d pixels (22000 x 22000); %d x %d is %d",
+			MaxOutputPixels, width, height, width*height)
+	}
 	if req.OutputFormat == "webp" && (width > MaxWebPSide || height > MaxWebPSide || width*height > MaxWebPPixels) {
 		return nil, InvalidInput("a webp output may be at most %d pixels wide or high and %d megapixels in all; ask for png or jpg",
 			MaxWebPSide, MaxWebPPixels/1_000_000)
 	}
-	format, cfg, err := sniff(input.Data)
+	format, cfg, err := sniff(input.Data, input.ContentType)
 	if err != nil {
 		return nil, err
 	}
-	p := newEnhancePlan(req, cfg.Width, cfg.Height)
-	e := &enhanceJob{req: req, plan: p, out: out}
+	e := &enhanceJob{req: req, out: outputFormats[req.OutputFormat], format: format, data: input.Data}
+	e.plan = newEnhancePlan(req, cfg.Width, cfg.Height)
 	e.run = newRunner(ctx, newProgress(report, 0))
-	e.run.prog.total = e.units()
-	return e.do(format, input.Data)
+	e.decodeUnits, e.rowUnits, e.tailUnits = e.units()
+	e.run.prog.total = e.decodeUnits + e.rowUnits*float64(height) + e.tailUnits
+	return e, nil
 }
 
 // enhancePlan is the work a job will do, known before any of it is done.
@@ -154,7 +178,7 @@ func newEnhancePlan(req enhanceRequest, srcW, srcH int) enhancePlan {
 	}
 	// The pass enlarges the shown part of the source by the factor, but
 	// never past the size that part has in the output (the final resample
-	// would only shrink it again) nor past the memory bound.
+	// would only shrink it again) nor past maxUpscalePixels.
 	winW, winH := p.geo.winX.length, p.geo.winY.length
 	f := min(req.ImageScalingFactor,
 		float64(p.geo.placeW)/winW, float64(p.geo.placeH)/winH,
@@ -167,57 +191,161 @@ func newEnhancePlan(req enhanceRequest, srcW, srcH int) enhancePlan {
 	return p
 }
 
+// upscale is the upscaling pass's enlargement.
+func (p enhancePlan) upscale() float64 { return float64(p.upW) / p.geo.winX.length }
+
+// finalScale is the final resample's enlargement.
+func (p enhancePlan) finalScale() float64 {
+	if p.upW > 0 {
+		return float64(p.geo.placeW) / float64(p.upW)
+	}
+	return float64(p.geo.placeW) / p.geo.winX.length
+}
+
+// enhanceJob is one Run's state.
+type enhanceJob struct {
+	req    enhanceRequest
+	plan   enhancePlan
+	out    outputFormat
+	format *sourceFormat
+	data   []byte // the input
+	run    *runner
+	pipe   *pipeline // once decoded
+	// Progress: the decoder's share, each output row's, and the share of
+	// the encoder's work after the last row (WebP's, all of it).
+	decodeUnits, rowUnits, tailUnits float64
+	rowsDone                         atomic.Int64 // output rows filled
+}
+
+// decode decodes the input and builds the pipeline over it.
+func (e *enhanceJob) decode() error {
+	var decoded image.Image
+	err := e.run.unmetered(e.decodeUnits, time.Duration(e.decodeUnits), func(abort <-chan struct{}) error {
+		m, err := e.format.read(e.data, abort)
+		decoded = m
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	e.pipe = e.newPipeline(newSource(decoded))
+	return nil
+}
+
+// write encodes the output into a file of sink, or into the file it
+// returns when sink is nil.
+func (e *enhanceJob) write(sink Sink) ([]File, error) {
+	var buf bytes.Buffer
+	var dst io.Writer = &buf
+	var file io.WriteCloser
+	if sink != nil {
+		var err error
+		if file, err = sink.Create(e.out.contentType, e.out.ext); err != nil {
+			return nil, fmt.Errorf("enhance: output: %w", err)
+		}
+		dst = file
+	}
+	if err := e.encode(&stopWriter{w: dst, run: e.run}); err != nil {
+		return nil, err // an unclosed file is discarded by the sink's owner
+	}
+	if err := e.run.check(); err != nil {
+		return nil, err // stopped during the last report: the job is no longer ours
+	}
+	if file != nil {
+		if err := file.Close(); err != nil {
+			return nil, fmt.Errorf("enhance: output: %w", err)
+		}
+		return nil, nil
+	}
+	return []File{{ContentType: e.out.contentType, Ext: e.out.ext, Data: buf.Bytes()}}, nil
+}
+
+// newPipeline builds the stages the plan asks for over src.
+func (e *enhanceJob) newPipeline(src *source) *pipeline {
+	p, g := e.plan, e.plan.geo
+	pipe := &pipeline{geo: g, overWhite: !e.out.hasAlpha}
+	if pipe.overWhite {
+		pipe.pad = [4]uint8{255, 255, 255, 255}
+	}
+	// The first resample reads the shown part of the source, and maps it
+	// to the upscaling pass's size or straight to the placed rectangle.
+	firstW, firstH := g.placeW, g.placeH
+	if p.upW > 0 {
+		firstW, firstH = p.upW, p.upH
+	}
+	x0, x1 := newKernel(src.w, firstW, g.winX).span()
+	pipe.source = newSourceSide(src, x0, x1, e.req.FixCompression, e.req.Denoise)
+	pipe.first = newResampling(src.w, src.h, firstW, firstH, g.winX, g.winY, x0, p.upW > 0)
+	if p.upW > 0 {
+		if gain := e.req.Strength * maxSharpenGain; gain > 0 {
+			pipe.upDetail = &sharpening{w: p.upW, h: p.upH, mask: gaussian(sharpenSigma(p.upscale())), gain: float32(gain), clamp: true}
+		}
+		whole := func(n int) window { return window{0, float64(n)} }
+		pipe.second = newResampling(p.upW, p.upH, g.placeW, g.placeH, whole(p.upW), whole(p.upH), 0, false)
+	}
+	if gain := e.req.Sharpen * maxSharpenGain; gain > 0 {
+		pipe.sharpen = &sharpening{w: g.placeW, h: g.placeH, mask: gaussian(sharpenSigma(p.finalScale())), gain: float32(gain)}
+	}
+	return pipe
+}
+
 // Work units are roughly nanoseconds of one core (measured on a 2-core
-// amd64 machine), so progress moves at an even pace; parallel phases count
+// amd64 machine), so progress moves at an even pace; the pipeline's count
 // per core.
 const (
 	nsDecode   = 12 // per source pixel
-	nsConvert  = 4  // per pixel, each conversion
-	nsDeblock  = 2
+	nsConvert  = 4  // per source pixel read
+	nsDeblock  = 3
 	nsDenoise  = 80
 	nsTap      = 1.2 // per pixel and kernel tap of a horizontal pass
-	nsTapV     = 1.5
-	nsSharpen  = 0.9 // per pixel and blur tap
+	nsTapV     = 1.2 // and of a vertical one
+	nsSharpen  = 1   // per pixel and blur tap
 	nsQuantize = 13
 )
 
-// units is the work the whole job will do.
-func (e *enhanceJob) units() float64 {
-	p, par := e.plan, 1/float64(e.run.workers)
-	src := float64(p.srcW * p.srcH)
-	total := src*nsDecode + src*nsConvert*2*par
+// units is the work the job will do: decoding, each output row, and the
+// encoder's after the last row.
+func (e *enhanceJob) units() (decode, perRow, tail float64) {
+	p, g := e.plan, e.plan.geo
+	decode = float64(p.srcW*p.srcH) * nsDecode
+	srcPx := g.winX.length * g.winY.length
+	work := srcPx * nsConvert
 	if e.req.FixCompression > 0 {
-		total += src * nsDeblock * par
+		work += srcPx * nsDeblock
 	}
 	if e.req.Denoise > 0 {
-		total += src * nsDenoise * par
+		work += srcPx * nsDenoise
 	}
-	w, h := p.srcW, p.srcH
 	if p.upW > 0 {
-		total += resampleUnits(p.upW, p.upH, p.geo.winX, p.geo.winY, 0) * par
-		total += sharpenUnits(p.upW, p.upH, p.upscale()) * par
-		w, h = p.upW, p.upH
+		work += resampleUnits(g.winX.length, g.winY.length, p.upW, p.upH)
+		work += sharpenUnits(p.upW, p.upH, p.upscale())
+		work += resampleUnits(float64(p.upW), float64(p.upH), g.placeW, g.placeH)
+	} else {
+		work += resampleUnits(g.winX.length, g.winY.length, g.placeW, g.placeH)
 	}
-	gw, gh := p.finalWindows(w, h)
-	halo := 0
 	if e.req.Sharpen > 0 {
-		total += sharpenUnits(p.geo.placeW, p.geo.placeH, p.finalScale(w)) * par
-		halo = int(math.Ceil(3 * sharpenSigma(p.finalScale(w))))
+		work += sharpenUnits(g.placeW, g.placeH, p.finalScale())
 	}
-	total += resampleUnits(p.geo.placeW, p.geo.placeH, gw, gh, halo) * par
-	outPx := float64(p.geo.outW * p.geo.outH)
-	return total + outPx*nsQuantize*par + outPx*e.out.nsPerPixel
+	outPx := float64(g.outW * g.outH)
+	work += float64(g.placeW*g.placeH) * nsQuantize
+	if e.out.streams {
+		work += outPx * e.out.nsPerPixel
+	} else {
+		tail = outPx * e.out.nsPerPixel
+	}
+	return decode, work / float64(e.run.workers) / float64(g.outH), tail
 }
 
-// resampleUnits is the work of resampling to outW x outH in strips that
-// each resample halo more rows on both sides.
-func resampleUnits(outW, outH int, winX, winY window, halo int) float64 {
-	tapsX := 2*lanczosLobes*math.Max(winX.length/float64(outW), 1) + 1
-	tapsY := 2*lanczosLobes*math.Max(winY.length/float64(outH), 1) + 1
-	strips := math.Ceil(float64(outH) / stripRows)
-	rowsV := float64(outH) + strips*float64(2*halo)
-	rowsH := rowsV*winY.length/float64(outH) + strips*tapsY
-	return rowsH*float64(outW)*tapsX*nsTap + rowsV*float64(outW)*tapsY*nsTapV
+// resampleUnits is the work of resampling inW x inH source pixels to outW x
+// outH, vertically first when enlarging.
+func resampleUnits(inW, inH float64, outW, outH int) float64 {
+	ow, oh := float64(outW), float64(outH)
+	tapsX := 2*lanczosLobes*math.Max(inW/ow, 1) + 1
+	tapsY := 2*lanczosLobes*math.Max(inH/oh, 1) + 1
+	if inH <= oh {
+		return oh*inW*tapsY*nsTapV + oh*ow*tapsX*nsTap
+	}
+	return inH*ow*tapsX*nsTap + oh*ow*tapsY*nsTapV
 }
 
 func sharpenUnits(w, h int, scale float64) float64 {
@@ -225,209 +353,130 @@ func sharpenUnits(w, h int, scale float64) float64 {
 	return float64(w*h) * taps * 2 * nsSharpen
 }
 
-// upscale is the upscaling pass's enlargement.
-func (p enhancePlan) upscale() float64 { return float64(p.upW) / p.geo.winX.length }
+// progressRows is how many output rows a strip fills between reports.
+const progressRows = 4
 
-// finalWindows are the windows of the final resample's source (srcW x srcH):
-// the source's shown part, or the whole of the upscaling pass's output,
-// which is that part already.
-func (p enhancePlan) finalWindows(srcW, srcH int) (window, window) {
-	if p.upW > 0 {
-		return window{0, float64(srcW)}, window{0, float64(srcH)}
+// fillRows fills output rows [y0, y1); row(y) is row y's pixels. The
+// encoder calls it on its goroutines, for disjoint strips.
+func (e *enhanceJob) fillRows(y0, y1 int, row func(y int) []uint8) (err error) {
+	defer func() {
+		if v := recover(); v != nil { // on the encoder's goroutine: nobody else would catch it
+			err = e.run.prog.fail(fmt.Errorf("enhance: panic in a strip: %v", v))
+		}
+	}()
+	c := e.pipe.getChain()
+	if c == nil {
+		c = e.pipe.newChain()
 	}
-	return p.geo.winX, p.geo.winY
+	pending := 0
+	for y := y0; y < y1; y++ {
+		if err := e.run.check(); err != nil {
+			return err
+		}
+		e.pipe.outputRow(c, y, row(y))
+		e.rowsDone.Add(1)
+		if pending++; pending == progressRows {
+			if err := e.run.prog.add(float64(pending) * e.rowUnits); err != nil {
+				return err
+			}
+			pending = 0
+		}
+	}
+	e.pipe.putChain(c)
+	return e.run.prog.add(float64(pending) * e.rowUnits)
 }
 
-// finalScale is the final resample's enlargement from a source srcW wide.
-func (p enhancePlan) finalScale(srcW int) float64 {
-	winX, _ := p.finalWindows(srcW, 0)
-	return float64(p.geo.placeW) / winX.length
-}
-
-// enhanceJob is one Run's state.
-type enhanceJob struct {
-	req  enhanceRequest
-	plan enhancePlan
-	out  outputFormat
-	run  *runner
-}
-
-func (e *enhanceJob) do(format *sourceFormat, data []byte) ([]File, error) {
-	p, run := e.plan, e.run
-	par := 1 / float64(run.workers)
-	srcPx := float64(p.srcW * p.srcH)
-
-	var decoded image.Image
-	err := run.unmetered(srcPx*nsDecode, time.Duration(srcPx*nsDecode), func(abort <-chan struct{}) error {
-		m, err := format.read(data, abort)
-		decoded = m
-		return err
+func (e *enhanceJob) fillRGBA(dst *image.RGBA) error {
+	w := 4 * e.plan.geo.outW
+	return e.fillRows(dst.Rect.Min.Y, dst.Rect.Max.Y, func(y int) []uint8 {
+		i := dst.PixOffset(0, y)
+		return dst.Pix[i : i+w : i+w]
 	})
-	if err != nil {
-		return nil, err
-	}
-	src, err := fromImage(run, decoded, srcPx*nsConvert*par)
-	decoded = nil // the float copy replaces it; let it go before the big buffers come
-	if err != nil {
-		return nil, err
-	}
-	if e.req.FixCompression > 0 {
-		if err := deblock(run, src, e.req.FixCompression, srcPx*nsDeblock*par); err != nil {
-			return nil, err
-		}
-	}
-	if e.req.Denoise > 0 {
-		if src, err = denoise(run, src, e.req.Denoise, srcPx*nsDenoise*par); err != nil {
-			return nil, err
-		}
-	}
-	if err := toLinear(run, src, srcPx*nsConvert*par); err != nil {
-		return nil, err
-	}
-	if p.upW > 0 {
-		if src, err = e.upscalePass(src); err != nil {
-			return nil, err
-		}
-	}
-	img, err := e.finish(src)
-	if err != nil {
-		return nil, err
-	}
-	data, err = e.encode(img)
-	if err != nil {
-		return nil, err
-	}
-	if err := run.check(); err != nil {
-		return nil, err // stopped during the last report: the job is no longer ours
-	}
-	return []File{{ContentType: e.out.contentType, Ext: e.out.ext, Data: data}}, nil
 }
 
-// upscalePass enlarges the shown part of src to upW x upH and restores the
-// detail interpolation softens.
-func (e *enhanceJob) upscalePass(src *raster) (*raster, error) {
-	p, run := e.plan, e.run
-	par := 1 / float64(run.workers)
-	rs := &resampler{src: src, kx: newKernel(src.w, p.upW, p.geo.winX), ky: newKernel(src.h, p.upH, p.geo.winY)}
-	up := newRaster(p.upW, p.upH)
-	err := run.rows(up.h, stripRows, resampleUnits(p.upW, p.upH, p.geo.winX, p.geo.winY, 0)*par, func() func(int, int) {
-		var scratch []float32
-		return func(y0, y1 int) {
-			rs.rows(y0, y1, up.row, &scratch)
-			for i := 4 * y0 * up.w; i < 4*y1*up.w; i += 4 {
-				clampPixel(up.pix[i : i+4]) // ringing must not compound over two passes
+func (e *enhanceJob) fillNRGBA(dst *image.NRGBA) error {
+	w := 4 * e.plan.geo.outW
+	return e.fillRows(dst.Rect.Min.Y, dst.Rect.Max.Y, func(y int) []uint8 {
+		i := dst.PixOffset(0, y)
+		return dst.Pix[i : i+w : i+w]
+	})
+}
+
+// encode runs the encoder, which fills the rows as it goes, into w. It
+// returns as soon as the job is stopped (report refused, ctx ended, a strip
+// failed), without waiting for the encoder's goroutine: that one stops at
+// its next strip or write; w takes no write after encode returns.
+func (e *enhanceJob) encode(w *stopWriter) error {
+	run, g := e.run, e.plan.geo
+	done := make(chan error, 1)
+	go func() {
+		_, err := guard(func() (struct{}, error) {
+			return struct{}{}, e.out.encode(w, g.outW, g.outH, run.workers, e)
+		})
+		done <- err
+	}()
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	var tailStart time.Time
+	for {
+		select {
+		case err := <-done:
+			if stop := run.check(); stop != nil {
+				return stop
+			}
+			if err != nil {
+				return fmt.Errorf("enhance: encode: %w", err)
+			}
+			return run.prog.add(e.tailUnits)
+		case <-run.ctx.Done():
+			err := run.prog.fail(run.ctx.Err())
+			w.stop()
+			return err
+		case <-ticker.C:
+			if err := run.check(); err != nil {
+				w.stop()
+				return err
+			}
+			if e.rowsDone.Load() < int64(g.outH) || e.tailUnits == 0 {
+				continue
+			}
+			// Every row is in: the encoder works on its own, unmetered.
+			if tailStart.IsZero() {
+				tailStart = time.Now()
+			}
+			expected := float64(max(time.Duration(e.tailUnits), tick))
+			share := 1 - math.Exp(-float64(time.Since(tailStart))/expected)
+			if err := run.prog.estimate(e.tailUnits * share); err != nil {
+				w.stop()
+				return err
 			}
 		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	scale := p.upscale()
-	err = sharpen(run, up, sharpenSigma(scale), e.req.Strength*maxSharpenGain, sharpenUnits(up.w, up.h, scale)*par)
-	return up, err
-}
-
-// finish resamples src into the placed rectangle, sharpens and quantises
-// it, strip by strip, into the output image. Only the 8-bit output is ever
-// whole: a float copy of a 22000 x 22000 output would not fit in memory.
-func (e *enhanceJob) finish(src *raster) (image.Image, error) {
-	p, run, g := e.plan, e.run, e.plan.geo
-	par := 1 / float64(run.workers)
-	winX, winY := p.finalWindows(src.w, src.h)
-	rs := &resampler{src: src, kx: newKernel(src.w, g.placeW, winX), ky: newKernel(src.h, g.placeH, winY)}
-
-	overWhite := !e.out.hasAlpha
-	var img image.Image
-	var pix []uint8
-	if overWhite {
-		m := image.NewRGBA(image.Rect(0, 0, g.outW, g.outH))
-		img, pix = m, m.Pix
-	} else {
-		m := image.NewNRGBA(image.Rect(0, 0, g.outW, g.outH))
-		img, pix = m, m.Pix
-	}
-	var pad [4]uint8 // transparent
-	if overWhite {
-		pad = [4]uint8{255, 255, 255, 255}
-	}
-
-	var mask []float32
-	halo := 0
-	gain := float32(e.req.Sharpen * maxSharpenGain)
-	if gain > 0 {
-		mask = gaussian(sharpenSigma(p.finalScale(src.w)))
-		halo = len(mask) / 2
-	}
-	units := resampleUnits(g.placeW, g.placeH, winX, winY, halo) + float64(g.outW*g.outH)*nsQuantize
-	if gain > 0 {
-		units += sharpenUnits(g.placeW, g.placeH, p.finalScale(src.w))
-	}
-	rowBytes := 4 * g.outW
-	err := run.rows(g.outH, stripRows, units*par, func() func(int, int) {
-		// A strip needs halo rows on each side for the mask's blur.
-		local := newRaster(g.placeW, stripRows+2*halo)
-		var hscratch, blurred, scratch []float32
-		if gain > 0 {
-			blurred = make([]float32, g.placeW*(stripRows+2*halo))
-			scratch = make([]float32, g.placeW)
-		}
-		blurredRow := func(i int) []float32 { return blurred[i*g.placeW : (i+1)*g.placeW] }
-		return func(y0, y1 int) {
-			// Rows of the strip inside the placed rectangle, in its coordinates.
-			py0 := min(max(y0-g.placeY, 0), g.placeH)
-			py1 := min(max(y1-g.placeY, 0), g.placeH)
-			a, b := max(py0-halo, 0), min(py1+halo, g.placeH)
-			if a < b {
-				rs.rows(a, b, func(y int) []float32 { return local.row(y - a) }, &hscratch)
-			}
-			if gain > 0 {
-				for y := a; y < b; y++ {
-					blurRow(blurredRow(y-a), local.row(y-a), scratch, mask)
-				}
-				for y := py0; y < py1; y++ {
-					sharpenRow(local.row(y-a), y, g.placeH, mask, gain, func(j int) []float32 { return blurredRow(j - a) }, scratch)
-				}
-			}
-			for oy := y0; oy < y1; oy++ {
-				out := pix[oy*rowBytes : (oy+1)*rowBytes]
-				py := oy - g.placeY
-				if py < 0 || py >= g.placeH {
-					fill(out, pad)
-					continue
-				}
-				fill(out[:4*g.placeX], pad)
-				fill(out[4*(g.placeX+g.placeW):], pad)
-				in := local.row(py - a)
-				for x := range g.placeW {
-					o := out[4*(g.placeX+x) : 4*(g.placeX+x)+4 : 4*(g.placeX+x)+4]
-					o[0], o[1], o[2], o[3] = to8(in[4*x:4*x+4], overWhite)
-				}
-			}
-		}
-	})
-	return img, err
-}
-
-func fill(pix []uint8, c [4]uint8) {
-	if c == [4]uint8{} {
-		return // new images are transparent already
-	}
-	for i := 0; i+4 <= len(pix); i += 4 {
-		pix[i], pix[i+1], pix[i+2], pix[i+3] = c[0], c[1], c[2], c[3]
 	}
 }
 
-// encode writes the output file. Encoders cannot report progress, so an
-// estimate stands in; PNG and JPEG stop at their next write when the job
-// is stopped (the WebP encoder writes only at its end).
-func (e *enhanceJob) encode(img image.Image) ([]byte, error) {
-	var buf bytes.Buffer
-	units := float64(img.Bounds().Dx()*img.Bounds().Dy()) * e.out.nsPerPixel
-	err := e.run.unmetered(units, time.Duration(units), func(abort <-chan struct{}) error {
-		return e.out.encode(&abortWriter{w: &buf, abort: abort}, img)
-	})
-	if err != nil {
-		return nil, err
+// stopWriter passes writes on until the job is stopped; stop waits for a
+// write in progress, so that none reaches the sink after Run returns.
+type stopWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	run     *runner
+	stopped bool
+}
+
+func (s *stopWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return 0, errAborted
 	}
-	return buf.Bytes(), nil
+	if err := s.run.check(); err != nil {
+		return 0, err
+	}
+	return s.w.Write(p)
+}
+
+func (s *stopWriter) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
 }

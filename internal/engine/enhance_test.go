@@ -47,6 +47,14 @@ func TestEnhanceDecodesEveryInputFormat(t *testing.T) {
 			deep.SetNRGBA64(x, y, color.NRGBA64{uint16(x * 1985), uint16(y * 3855), 0x8000, 0xffff})
 		}
 	}
+	deepOpaque := image.NewRGBA64(image.Rect(0, 0, 29, 13))
+	deepGray := image.NewGray16(image.Rect(0, 0, 23, 19))
+	for y := range 19 {
+		for x := range 29 {
+			deepOpaque.SetRGBA64(x, y, color.RGBA64{uint16(x * 2200), uint16(y * 4900), 0x4000, 0xffff})
+			deepGray.SetGray16(x, y, color.Gray16{uint16(x*2000 + y*900)})
+		}
+	}
 	paletted := image.NewPaletted(image.Rect(0, 0, 20, 20), color.Palette{color.NRGBA{255, 0, 0, 255}, color.NRGBA{0, 0, 255, 128}})
 	for i := range paletted.Pix {
 		paletted.Pix[i] = uint8(i % 3 % 2)
@@ -59,6 +67,8 @@ func TestEnhanceDecodesEveryInputFormat(t *testing.T) {
 		{"png with alpha", pngBytes(withAlpha)},
 		{"png grey", pngBytes(gray)},
 		{"png 16-bit", pngBytes(deep)},
+		{"png 16-bit opaque", pngBytes(deepOpaque)},
+		{"png 16-bit grey", pngBytes(deepGray)},
 		{"png paletted", pngBytes(paletted)},
 		{"jpeg 4:2:0", jpegBytes(photo(64, 40), 85)},
 		{"jpeg grey", jpegBytes(gray, 85)},
@@ -68,7 +78,7 @@ func TestEnhanceDecodesEveryInputFormat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			format, _, err := sniff(tt.input)
+			format, _, err := sniff(tt.input, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,7 +306,7 @@ func TestEnhanceFilters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.filter, func(t *testing.T) {
-			format, _, err := sniff(tt.input)
+			format, _, err := sniff(tt.input, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -405,29 +415,39 @@ func TestEnhanceRefusesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name    string
-		input   []byte
-		req     map[string]any
-		message string
+		name        string
+		input       []byte
+		contentType string // when not the input's own
+		req         map[string]any
+		message     string
 	}{
-		{"empty", nil, nil, "not a decodable PNG, JPEG or WebP"},
-		{"text", []byte("<html>not found</html>"), nil, "not a decodable PNG, JPEG or WebP"},
-		{"gif", gifData.Bytes(), nil, "not a decodable PNG, JPEG or WebP"},
-		{"png signature only", goodPNG[:8], nil, "PNG data is corrupt or truncated"},
-		{"png truncated", goodPNG[:len(goodPNG)/2], nil, "PNG data is corrupt or truncated"},
-		{"png corrupt", corrupt(goodPNG, len(goodPNG)/2), nil, "PNG data is corrupt or truncated"},
-		{"jpeg truncated", goodJPEG[:len(goodJPEG)/2], nil, "JPEG data is corrupt or truncated"},
-		{"jpeg header corrupt", corrupt(goodJPEG, 2), nil, "JPEG"},
-		{"webp truncated", goodWebP[:len(goodWebP)/2], nil, "WebP data is corrupt or truncated"},
-		{"webp corrupt", corrupt(goodWebP, 12), nil, "WebP data is corrupt or truncated"},
-		{"lossy webp truncated", lossyWebP[:len(lossyWebP)/2], nil, "WebP data is corrupt or truncated"},
-		{"over the pixel cap", hugePNGHeader(20000, 20000), nil, "20000 x 20000 pixels; at most 100 megapixels"},
-		{"webp output too wide", goodPNG, map[string]any{"output_format": "webp", "width": 16384}, "webp output may be at most 16383 pixels wide"},
-		{"webp output too large", goodPNG, map[string]any{"output_format": "webp", "width": 9000, "height": 9000}, "and 67 megapixels in all"},
+		{"empty", nil, "", nil, "not a decodable PNG, JPEG or WebP"},
+		{"text", []byte("<html>not found</html>"), "", nil, "not a decodable PNG, JPEG or WebP"},
+		{"gif", gifData.Bytes(), "", nil, "not a decodable PNG, JPEG or WebP"},
+		{"png signature only", goodPNG[:8], "", nil, "PNG data is corrupt or truncated"},
+		{"png truncated", goodPNG[:len(goodPNG)/2], "", nil, "PNG data is corrupt or truncated"},
+		{"png corrupt", corrupt(goodPNG, len(goodPNG)/2), "", nil, "PNG data is corrupt or truncated"},
+		{"jpeg truncated", goodJPEG[:len(goodJPEG)/2], "", nil, "JPEG data is corrupt or truncated"},
+		{"jpeg header corrupt", corrupt(goodJPEG, 2), "", nil, "JPEG"},
+		{"webp truncated", goodWebP[:len(goodWebP)/2], "", nil, "WebP data is corrupt or truncated"},
+		{"webp corrupt", corrupt(goodWebP, 12), "", nil, "WebP data is corrupt or truncated"},
+		{"lossy webp truncated", lossyWebP[:len(lossyWebP)/2], "", nil, "WebP data is corrupt or truncated"},
+		{"over the pixel cap", hugePNGHeader(16000, 16000), "", nil, "16000 x 16000 pixels; at most 200 megapixels"},
+		// 40 GB of pixels behind a 33-byte header: refused before decoding.
+		{"decompression bomb", hugePNGHeader(100000, 100000), "", nil, "100000 x 100000 pixels; at most 200 megapixels"},
+		{"png given as jpeg", goodPNG, "image/jpeg", nil, "image_url was given as image/jpeg but holds PNG data"},
+		{"jpeg given as webp", goodJPEG, "image/webp", nil, "image_url was given as image/webp but holds JPEG data"},
+		{"output over 22000 x 22000", goodPNG, "", map[string]any{"width": 22001, "height": 22000}, "the output may hold at most 484000000 pixels"},
+		{"webp output too wide", goodPNG, "", map[string]any{"output_format": "webp", "width": 16384}, "webp output may be at most 16383 pixels wide"},
+		{"webp output too large", goodPNG, "", map[string]any{"output_format": "webp", "width": 9000, "height": 9000}, "and 67 megapixels in all"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			files, err := Enhance{}.Run(context.Background(), job(request(32, 32, tt.req), tt.input), func(Update) error { return nil })
+			j := job(request(32, 32, tt.req), tt.input)
+			if tt.contentType != "" {
+				j.Inputs[0].ContentType = tt.contentType
+			}
+			files, err := Enhance{}.Run(context.Background(), j, func(Update) error { return nil })
 			if !errors.Is(err, ErrInvalidInput) {
 				t.Fatalf("err = %v, want an invalid input", err)
 			}

@@ -6,6 +6,11 @@ import "math"
 // values: that is where a codec made its blocks and a sensor's noise is
 // judged by eye, so their thresholds are in steps a viewer sees. Sharpening
 // works on premultiplied linear light, after resampling.
+//
+// Each filter is written for the streaming pipeline (pipeline.go): it
+// computes one row from the rows around it, and its result does not depend
+// on which rows were computed before, so any strip of the output comes out
+// the same.
 
 // Deblocking thresholds in sRGB units (1 = full scale). A step across a
 // block boundary smaller than deblockStep, between sides flatter than
@@ -17,36 +22,78 @@ const (
 	jpegBlock   = 8
 )
 
-// deblock smooths the 8x8 block edges of JPEG compression in place: at each
-// block boundary whose step qualifies, the step beyond the local slope is
-// spread as a ramp over the four pixels on each side. amount in (0, 1]
-// scales the correction; at 1 a flat-sided step becomes a straight ramp.
-func deblock(run *runner, r *raster, amount float64, units float64) error {
-	a := float32(amount)
-	// Vertical boundaries: each row on its own.
-	err := run.each(r.h, stripRows, units/2, func(y0, y1 int) {
-		for y := y0; y < y1; y++ {
-			row := r.row(y)
-			for x := jpegBlock; x+1 < r.w; x += jpegBlock {
-				deblockEdge(row, 4*x, 4, min(r.w-x, 4), a)
-			}
+// Deblocking smooths the 8x8 block edges of JPEG compression: at each block
+// boundary whose step qualifies, the step beyond the local slope is spread
+// as a ramp over the four pixels on each side. amount in (0, 1] scales the
+// correction; at 1 a flat-sided step becomes a straight ramp. Vertical
+// boundaries are filtered first, along each row; then horizontal ones, down
+// each column. A pixel belongs to the boundary group of the nearest
+// boundary: four pixels before it and four from it on.
+
+// deblockGroup is the boundary whose group holds pixel i of an axis.
+func deblockGroup(i int) int { return (i + jpegBlock/2) / jpegBlock * jpegBlock }
+
+// isDeblockBoundary reports whether b, a multiple of 8, is a boundary of an
+// axis of n pixels: one with a pixel before it and two after.
+func isDeblockBoundary(b, n int) bool { return b >= jpegBlock && b+1 < n }
+
+// deblockRow filters the vertical boundaries of one row in place. The row
+// holds pixels [x0, x0+len(row)/4) of an image w wide, and whole boundary
+// groups (or the image's own ends).
+func deblockRow(row []float32, x0, w int, amount float32) {
+	x1 := x0 + len(row)/4
+	for b := deblockGroup(x0 + jpegBlock/2); b < x1; b += jpegBlock {
+		if isDeblockBoundary(b, w) {
+			deblockEdge(row, 4*(b-x0), 4, min(w-b, 4), amount)
 		}
-	})
-	if err != nil {
-		return err
 	}
-	// Horizontal boundaries: each touches four rows above and below it, so
-	// boundaries are independent of each other.
-	edges := (r.h - 2) / jpegBlock // boundaries at rows 8, 16, ... that have a second row below
-	stride := 4 * r.w
-	return run.each(max(edges, 0), 4, units/2, func(e0, e1 int) {
-		for e := e0; e < e1; e++ {
-			y := (e + 1) * jpegBlock
-			for x := range r.w {
-				deblockEdge(r.pix, y*stride+4*x, stride, min(r.h-y, 4), a)
+}
+
+// deblockStepAt is the correction across a horizontal boundary for each
+// pixel of a row: p1, p0 the two rows before the boundary, q0, q1 the two
+// from it. A pixel whose sides do not qualify gets zero.
+func deblockStepAt(d, p1, p0, q0, q1 []float32, amount float32) {
+	for i := 0; i+4 <= len(d); i += 4 {
+		dd := d[i : i+4 : i+4]
+		dd[0], dd[1], dd[2], dd[3] = 0, 0, 0, 0
+		var v [4]float32
+		ok := true
+		for c := range 4 {
+			a, b, e, f := p1[i+c], p0[i+c], q0[i+c], q1[i+c]
+			if abs32(e-b) >= deblockStep || abs32(a-b) >= deblockFlat || abs32(f-e) >= deblockFlat {
+				ok = false
+				break
 			}
+			slope := ((b - a) + (f - e)) / 2
+			v[c] = (e - b - slope) * amount
 		}
-	})
+		if ok {
+			dd[0], dd[1], dd[2], dd[3] = v[0], v[1], v[2], v[3]
+		}
+	}
+}
+
+// deblockRamp is how much of the step moves each of the four pixels on
+// either side of a boundary: a step of d less a ramp of d over 8 pixels
+// moves the pixels at distances 0.5, 1.5, 2.5, 3.5 by 7/16, 5/16, 3/16, 1/16.
+var deblockRamp = [4]float32{7.0 / 16, 5.0 / 16, 3.0 / 16, 1.0 / 16}
+
+// deblockApply moves a row at distance index i (0..3) from a horizontal
+// boundary by sign*d*ramp[i]: sign +1 before the boundary, -1 from it.
+func deblockApply(row, d []float32, i int, sign float32) {
+	f := sign * deblockRamp[i]
+	for x := 0; x+4 <= len(row); x += 4 {
+		dd := d[x : x+4 : x+4]
+		if dd[0] == 0 && dd[1] == 0 && dd[2] == 0 && dd[3] == 0 {
+			continue
+		}
+		p := row[x : x+4 : x+4]
+		p[0] += dd[0] * f
+		p[1] += dd[1] * f
+		p[2] += dd[2] * f
+		p[3] += dd[3] * f
+		clampPixel(p)
+	}
 }
 
 // deblockEdge filters one pixel line across a block boundary: q0 is the
@@ -67,9 +114,7 @@ func deblockEdge(pix []float32, q0, stride, nq int, amount float32) {
 	if d == [4]float32{} {
 		return
 	}
-	// A step of d at the boundary less a ramp of d over 8 pixels: the
-	// pixels at distances 0.5, 1.5, 2.5, 3.5 move by 7/16, 5/16, 3/16, 1/16.
-	for i, f := range [4]float32{7.0 / 16, 5.0 / 16, 3.0 / 16, 1.0 / 16} {
+	for i, f := range deblockRamp {
 		p := q0 - (i+1)*stride
 		for c := range 4 {
 			pix[p+c] += d[c] * f
@@ -103,6 +148,7 @@ func abs32(v float32) float32 { return float32(math.Abs(float64(v))) }
 // (a large brightness difference) keeps its sides apart.
 const (
 	denoiseRadius = 2
+	denoiseSide   = 2*denoiseRadius + 1
 	denoiseSpace  = 1.5 // sigma of the spatial weight, in pixels
 	// denoiseRange is the sigma of the brightness weight at amount 1, in
 	// sRGB units: noise of a few levels is averaged, edges of 0.2 and more
@@ -113,86 +159,98 @@ const (
 	rangeSteps = 64 // table entries per unit of t
 )
 
-// denoise returns the bilateral-filtered source; amount in (0, 1] sets how
-// large a brightness difference still counts as noise.
-func denoise(run *runner, src *raster, amount float64, units float64) (*raster, error) {
-	w, h := src.w, src.h
-	luma := make([]float32, w*h)
-	err := run.each(h, stripRows, units/10, func(y0, y1 int) {
-		for y := y0; y < y1; y++ {
-			row := src.row(y)
-			for x := range w {
-				p := row[4*x : 4*x+4 : 4*x+4]
-				luma[y*w+x] = 0.2126*p[0] + 0.7152*p[1] + 0.0722*p[2]
-			}
-		}
-	})
-	if err != nil {
-		return nil, err
+// rangeTable: +1 because t just under the limit may round up.
+var rangeTable = func() *[rangeLimit*rangeSteps + 1]float32 {
+	var t [rangeLimit*rangeSteps + 1]float32
+	for i := range t {
+		t[i] = float32(math.Exp(-float64(i) / rangeSteps))
 	}
+	return &t
+}()
 
-	// A floor on sigma keeps the weights finite for a vanishing amount.
-	sigma := max(denoiseRange*amount, 1e-3)
-	invRange := float32(1 / (2 * sigma * sigma))
-	var rangeTable [rangeLimit*rangeSteps + 1]float32 // +1: t just under the limit may round up
-	for i := range rangeTable {
-		rangeTable[i] = float32(math.Exp(-float64(i) / rangeSteps))
-	}
-	const side = 2*denoiseRadius + 1
-	var space [side * side]float32
+var denoiseSpaceWeights = func() (w [denoiseSide * denoiseSide]float32) {
 	for dy := -denoiseRadius; dy <= denoiseRadius; dy++ {
 		for dx := -denoiseRadius; dx <= denoiseRadius; dx++ {
-			space[(dy+denoiseRadius)*side+dx+denoiseRadius] =
+			w[(dy+denoiseRadius)*denoiseSide+dx+denoiseRadius] =
 				float32(math.Exp(-float64(dx*dx+dy*dy) / (2 * denoiseSpace * denoiseSpace)))
 		}
 	}
-	// Neighbours past the edge are the edge pixel itself.
-	var cols [side][]int
-	for i := range cols {
-		cols[i] = make([]int, w)
-		for x := range w {
-			cols[i][x] = min(max(x+i-denoiseRadius, 0), w-1)
-		}
-	}
+	return w
+}()
 
-	dst := newRaster(w, h)
-	err = run.each(h, stripRows, units*9/10, func(y0, y1 int) {
-		var rows [side]int
-		for y := y0; y < y1; y++ {
-			for i := range rows {
-				rows[i] = min(max(y+i-denoiseRadius, 0), h-1)
-			}
-			out := dst.row(y)
-			for x := range w {
-				centre := luma[y*w+x]
-				var r, g, b, a, sum float32
-				for i, ny := range rows {
-					srow := src.pix[4*ny*w : 4*(ny+1)*w]
-					lrow := luma[ny*w : (ny+1)*w]
-					sp := space[i*side : (i+1)*side]
-					for j := range side {
-						nx := cols[j][x]
-						d := lrow[nx] - centre
-						t := d * d * invRange
-						if !(t < rangeLimit) {
-							continue
-						}
-						wt := sp[j] * rangeTable[int(t*rangeSteps)]
-						p := srow[4*nx : 4*nx+4 : 4*nx+4]
-						r += wt * p[0]
-						g += wt * p[1]
-						b += wt * p[2]
-						a += wt * p[3]
-						sum += wt
+// denoiseInvRange is 1/(2 sigma^2) of the brightness weight for amount in
+// (0, 1]; a floor on sigma keeps the weights finite for a vanishing amount.
+func denoiseInvRange(amount float64) float32 {
+	sigma := max(denoiseRange*amount, 1e-3)
+	return float32(1 / (2 * sigma * sigma))
+}
+
+// encodedLuma is the luminance of premultiplied sRGB-encoded pixels, the
+// brightness the bilateral weights compare.
+func encodedLuma(dst, row []float32) {
+	for x := range dst {
+		p := row[4*x : 4*x+3 : 4*x+3]
+		dst[x] = 0.2126*p[0] + 0.7152*p[1] + 0.0722*p[2]
+	}
+}
+
+// denoiseRow filters one row into dst: rows and lumas are the five rows
+// around it (edge rows repeated past the image's ends) and their
+// luminances; cols[j][x] is the index, in those rows, of the neighbour
+// j-2 pixels from output pixel x (edge pixels repeated).
+func denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, cols *[denoiseSide][]int32, invRange float32) {
+	for x := range len(dst) / 4 {
+		first := int(cols[0][x])
+		var r, g, b, a, sum float32
+		if int(cols[denoiseSide-1][x]) == first+denoiseSide-1 {
+			// Five neighbours side by side, as everywhere but at the image's
+			// left and right ends.
+			centre := lumas[denoiseRadius][first+denoiseRadius]
+			for i := range denoiseSide {
+				l := lumas[i][first : first+denoiseSide : first+denoiseSide]
+				px := rows[i][4*first : 4*(first+denoiseSide) : 4*(first+denoiseSide)]
+				sp := denoiseSpaceWeights[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
+				for j, v := range l {
+					d := v - centre
+					t := d * d * invRange
+					if !(t < rangeLimit) {
+						continue
 					}
+					wt := sp[j] * rangeTable[int(t*rangeSteps)]
+					p := px[4*j : 4*j+4 : 4*j+4]
+					r += wt * p[0]
+					g += wt * p[1]
+					b += wt * p[2]
+					a += wt * p[3]
+					sum += wt
 				}
-				// The centre always counts (weight 1), so sum > 0.
-				inv := 1 / sum
-				setPixel(out[4*x:4*x+4], r*inv, g*inv, b*inv, a*inv)
+			}
+		} else {
+			centre := lumas[denoiseRadius][cols[denoiseRadius][x]]
+			for i := range denoiseSide {
+				srow, lrow := rows[i], lumas[i]
+				sp := denoiseSpaceWeights[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
+				for j := range denoiseSide {
+					nx := cols[j][x]
+					d := lrow[nx] - centre
+					t := d * d * invRange
+					if !(t < rangeLimit) {
+						continue
+					}
+					wt := sp[j] * rangeTable[int(t*rangeSteps)]
+					p := srow[4*nx : 4*nx+4 : 4*nx+4]
+					r += wt * p[0]
+					g += wt * p[1]
+					b += wt * p[2]
+					a += wt * p[3]
+					sum += wt
+				}
 			}
 		}
-	})
-	return dst, err
+		// The centre always counts (weight 1), so sum > 0.
+		inv := 1 / sum
+		setPixel(dst[4*x:4*x+4], r*inv, g*inv, b*inv, a*inv)
+	}
 }
 
 // Unsharp masking: out = in + gain*(in - blur(in)), with a Gaussian blur.
@@ -236,73 +294,65 @@ func sharpenSigma(scale float64) float64 {
 func luminance(p []float32) float32 { return 0.2126*p[0] + 0.7152*p[1] + 0.0722*p[2] }
 
 // blurRow blurs the luminance of one row of pixels horizontally into dst
-// (one value a pixel); luma is a scratch buffer of the same length.
+// (one value a pixel); luma is a scratch buffer of the same length. The
+// weights are symmetric, so each pair of neighbours is added before it is
+// weighed.
 func blurRow(dst, row, luma []float32, g []float32) {
 	w := len(dst)
 	for x := range w {
-		luma[x] = luminance(row[4*x : 4*x+3])
+		luma[x] = luminance(row[4*x : 4*x+3 : 4*x+3])
 	}
 	r := len(g) / 2
+	side := g[r:] // side[k] weighs the neighbours k away
 	for x := range w {
-		var sum float32
 		if x >= r && x+r < w { // the interior needs no edge clamping
-			for t, v := range luma[x-r : x+r+1] {
-				sum += g[t] * v
+			around := luma[x-r : x+r+1 : x+r+1]
+			sum := side[0] * around[r]
+			for k := 1; k < len(side); k++ {
+				sum += side[k] * (around[r-k] + around[r+k])
 			}
-		} else {
-			for t, wt := range g {
-				sum += wt * luma[min(max(x+t-r, 0), w-1)]
-			}
+			dst[x] = sum
+			continue
+		}
+		var sum float32
+		for t, wt := range g {
+			sum += wt * luma[min(max(x+t-r, 0), w-1)]
 		}
 		dst[x] = sum
 	}
 }
 
-// sharpenRow applies the mask to row y (of h rows) in place: blurred(j)
-// returns row j's luminance blurred horizontally, scratch is a buffer of
-// one value a pixel.
-func sharpenRow(row []float32, y, h int, g []float32, gain float32, blurred func(j int) []float32, scratch []float32) {
+// blurColumns sets dst to the vertical blur of rows, the 2r+1 rows around
+// one (edge rows repeated), with the symmetric weights g.
+func blurColumns(dst []float32, rows [][]float32, g []float32) {
 	r := len(g) / 2
-	clear(scratch)
-	for t, wt := range g {
-		b := blurred(min(max(y+t-r, 0), h-1))[:len(scratch)]
-		for i, v := range b {
-			scratch[i] += wt * v
-		}
+	scaleInto(dst, rows[r], g[r])
+	for k := 1; k <= r; k++ {
+		addPairScaled(dst, rows[r-k], rows[r+k], g[r+k])
 	}
-	for x, blur := range scratch {
+}
+
+// addPairScaled adds w*(a+b) to dst.
+func addPairScaled(dst, a, b []float32, w float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] += w * (a[i] + b[i])
+	}
+}
+
+// sharpenApply adds gain times the difference between each pixel's
+// luminance and its blurred luminance to the pixel's colour. With clamp,
+// the pixels are made valid again; without, whoever reads them next must
+// clamp (the 8-bit conversion does, to the same effect).
+func sharpenApply(row, blurred []float32, gain float32, clamp bool) {
+	for x, blur := range blurred {
 		p := row[4*x : 4*x+4 : 4*x+4]
 		d := gain * (luminance(p) - blur)
 		p[0] += d
 		p[1] += d
 		p[2] += d
-		clampPixel(p)
-	}
-}
-
-// sharpen applies an unsharp mask to a whole raster (the upscaling pass).
-func sharpen(run *runner, r *raster, sigma float64, gain float64, units float64) error {
-	g := gaussian(sigma)
-	blurred := make([]float32, r.w*r.h)
-	blurredRow := func(y int) []float32 { return blurred[y*r.w : (y+1)*r.w] }
-	err := run.rows(r.h, stripRows, units/2, func() func(int, int) {
-		luma := make([]float32, r.w)
-		return func(y0, y1 int) {
-			for y := y0; y < y1; y++ {
-				blurRow(blurredRow(y), r.row(y), luma, g)
-			}
+		if clamp {
+			clampPixel(p)
 		}
-	})
-	if err != nil {
-		return err
 	}
-	return run.rows(r.h, stripRows, units/2, func() func(int, int) {
-		scratch := make([]float32, r.w)
-		return func(y0, y1 int) {
-			for y := y0; y < y1; y++ {
-				// Row y reads only blurred rows and writes only itself.
-				sharpenRow(r.row(y), y, r.h, g, float32(gain), blurredRow, scratch)
-			}
-		}
-	})
 }

@@ -40,8 +40,19 @@ func job(req json.RawMessage, input []byte) Job {
 	return Job{
 		Model:   "standard-enhance",
 		Request: req,
-		Inputs:  []Input{{Field: "image_url", ContentType: "image/png", Data: input}},
+		Inputs:  []Input{{Field: "image_url", ContentType: contentTypeOf(input), Data: input}},
 	}
+}
+
+// contentTypeOf is the type the worker gives an input: the one its bytes
+// show, or none for bytes it would have refused.
+func contentTypeOf(data []byte) string {
+	for _, f := range sourceFormats {
+		if f.magic(data) {
+			return f.contentType
+		}
+	}
+	return ""
 }
 
 // enhance runs the engine and decodes its one output, checking that the

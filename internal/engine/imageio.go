@@ -9,15 +9,25 @@ import (
 	"image/png"
 	"io"
 
-	"github.com/HugoSmits86/nativewebp"
 	"golang.org/x/image/webp"
+
+	"genjobs/internal/engine/stripenc"
 )
 
-// MaxSourcePixels bounds the source image: its size is read from the header
-// and a larger image is refused before a byte of it is decoded. 100
-// megapixels is a medium-format photo; the float working copy of one is
-// 1.6 GB.
-const MaxSourcePixels = 100_000_000
+// MaxSourcePixels bounds the source image: its size is read from the
+// header and a larger image (a 16000 x 16000 PNG, say) is refused before a
+// byte of it is decoded. The decoded source is the one image the engine
+// holds whole: the standard decoders make whole images, single-threaded.
+// Both bound it (README, "The enhance engine"): up to 16 bytes a pixel
+// while decoding (a progressive 4:4:4 JPEG; 8-bit PNG 4.5, baseline 4:2:0
+// JPEG 1.7), 3 GiB here, and up to 118 ns a pixel, 24 s here, which leaves
+// the worker's 120 s room for the rest of the job on slower cores.
+const MaxSourcePixels = 200_000_000
+
+// MaxOutputPixels is the largest output, 22000 x 22000 (API-DECISIONS 5;
+// catalog.MaxOutputPixels, which a test keeps equal, refuses more at
+// creation).
+const MaxOutputPixels = 22000 * 22000
 
 // MaxWebPSide is the largest width or height a WebP file can hold (the
 // format stores 14-bit sizes; libwebp refuses 16384).
@@ -36,16 +46,16 @@ const jpegQuality = 90
 // file's signature, never through image.Decode, so a format some other
 // package registers (GIF, BMP) is not accepted by accident.
 type sourceFormat struct {
-	name   string
-	magic  func([]byte) bool
-	config func(io.Reader) (image.Config, error)
-	decode func(io.Reader) (image.Image, error)
+	name, contentType string
+	magic             func([]byte) bool
+	config            func(io.Reader) (image.Config, error)
+	decode            func(io.Reader) (image.Image, error)
 }
 
 var sourceFormats = []sourceFormat{
-	{"PNG", func(b []byte) bool { return bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) }, png.DecodeConfig, png.Decode},
-	{"JPEG", func(b []byte) bool { return bytes.HasPrefix(b, []byte("\xff\xd8\xff")) }, jpeg.DecodeConfig, jpeg.Decode},
-	{"WebP", func(b []byte) bool {
+	{"PNG", "image/png", func(b []byte) bool { return bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) }, png.DecodeConfig, png.Decode},
+	{"JPEG", "image/jpeg", func(b []byte) bool { return bytes.HasPrefix(b, []byte("\xff\xd8\xff")) }, jpeg.DecodeConfig, jpeg.Decode},
+	{"WebP", "image/webp", func(b []byte) bool {
 		return len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP"
 	}, webp.DecodeConfig, webp.Decode},
 }
@@ -53,12 +63,16 @@ var sourceFormats = []sourceFormat{
 const undecodable = "image_url is not a decodable PNG, JPEG or WebP image"
 
 // sniff returns the format of data and its size, refusing what the engine
-// cannot or will not decode.
-func sniff(data []byte) (*sourceFormat, image.Config, error) {
+// cannot or will not decode. contentType, when given, is the type the input
+// came with; the content must be of that type.
+func sniff(data []byte, contentType string) (*sourceFormat, image.Config, error) {
 	for i := range sourceFormats {
 		f := &sourceFormats[i]
 		if !f.magic(data) {
 			continue
+		}
+		if contentType != "" && contentType != f.contentType {
+			return nil, image.Config{}, InvalidInput("image_url was given as %s but holds %s data", contentType, f.name)
 		}
 		cfg, err := guard(func() (image.Config, error) { return f.config(bytes.NewReader(data)) })
 		if err != nil || cfg.Width < 1 || cfg.Height < 1 {
@@ -124,43 +138,27 @@ func (a *abortReader) Read(p []byte) (int, error) {
 	}
 }
 
-type abortWriter struct {
-	w     io.Writer
-	abort <-chan struct{}
-}
-
-func (a *abortWriter) Write(p []byte) (int, error) {
-	select {
-	case <-a.abort:
-		return 0, errAborted
-	default:
-		return a.w.Write(p)
-	}
-}
-
 // outputFormat is one value of output_format.
 type outputFormat struct {
 	contentType, ext string
 	hasAlpha         bool
+	// streams: the encoder takes rows as they come (JPEG, PNG); else it
+	// holds the whole image and does its work after the last row (WebP).
+	streams bool
 	// nsPerPixel is roughly what encoding costs, for the progress estimate.
 	nsPerPixel float64
-	encode     func(io.Writer, image.Image) error
+	encode     func(w io.Writer, width, height, workers int, e *enhanceJob) error
 }
 
 var outputFormats = map[string]outputFormat{
-	"png": {"image/png", "png", true, 35, func(w io.Writer, m image.Image) error {
-		// The default level took seven times as long for a file a fifth
-		// smaller (a 4096 x 4096 photo-like image: 5.8 s against 0.8 s); a
-		// 22K output must fit the worker's time limit.
-		enc := png.Encoder{CompressionLevel: png.BestSpeed}
-		return enc.Encode(w, m)
+	"png": {"image/png", "png", true, true, 35, func(w io.Writer, width, height, workers int, e *enhanceJob) error {
+		return stripenc.PNG(w, width, height, workers, e.fillNRGBA)
 	}},
-	"jpg": {"image/jpeg", "jpg", false, 18, func(w io.Writer, m image.Image) error {
-		return jpeg.Encode(w, m, &jpeg.Options{Quality: jpegQuality})
+	"jpg": {"image/jpeg", "jpg", false, true, 18, func(w io.Writer, width, height, workers int, e *enhanceJob) error {
+		return stripenc.JPEG(w, width, height, jpegQuality, workers, e.fillRGBA)
 	}},
-	// nativewebp is pure Go (Lambda builds have no cgo, so no libwebp) and
-	// writes lossless VP8L only.
-	"webp": {"image/webp", "webp", true, 200, func(w io.Writer, m image.Image) error {
-		return nativewebp.Encode(w, m, nil)
+	// Lossless VP8L only: no lossy WebP encoder can be had without cgo.
+	"webp": {"image/webp", "webp", true, false, 200, func(w io.Writer, width, height, workers int, e *enhanceJob) error {
+		return stripenc.WebP(w, width, height, workers, e.fillNRGBA)
 	}},
 }

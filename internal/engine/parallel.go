@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"runtime"
 	"sync"
@@ -84,8 +83,9 @@ func (p *progress) failLocked(err error) {
 	}
 }
 
-// runner spreads row strips over the cores and stops them all at the first
-// error, cancellation or refused report.
+// runner is a job's stop signal and progress, shared by the goroutines
+// that work on it: all stop at the first error, cancellation or refused
+// report.
 type runner struct {
 	ctx     context.Context
 	prog    *progress
@@ -105,54 +105,6 @@ func (r *runner) check() error {
 		return r.prog.fail(err)
 	}
 	return nil
-}
-
-// rows calls a strip function on [y0, y1) strips of at most strip rows
-// covering [0, n), and counts units of work for the whole range. Each
-// goroutine gets its own strip function from newWorker, so scratch buffers
-// are per goroutine. Strips are fixed-size and each row's result depends only
-// on its inputs, so the output does not depend on the number of cores.
-func (r *runner) rows(n, strip int, units float64, newWorker func() func(y0, y1 int)) error {
-	if err := r.check(); err != nil {
-		return err
-	}
-	if n <= 0 {
-		return nil
-	}
-	strips := (n + strip - 1) / strip
-	workers := min(r.workers, strips)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			defer func() {
-				// A bug must fail the job, not the worker: a panic in a
-				// goroutine cannot be recovered by Run's caller.
-				if v := recover(); v != nil {
-					r.prog.fail(fmt.Errorf("engine: panic in a strip: %v", v))
-				}
-			}()
-			work := newWorker()
-			for r.check() == nil {
-				s := int(next.Add(1) - 1)
-				if s >= strips {
-					return
-				}
-				y0, y1 := s*strip, min((s+1)*strip, n)
-				work(y0, y1)
-				if r.prog.add(units*float64(y1-y0)/float64(n)) != nil {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return r.check()
-}
-
-// each is rows for strip functions that need no scratch.
-func (r *runner) each(n, strip int, units float64, work func(y0, y1 int)) error {
-	return r.rows(n, strip, units, func() func(int, int) { return work })
 }
 
 // tick is how often a phase that cannot count its work reports an estimate.

@@ -93,45 +93,55 @@ func (k *kernel) resampleRow(dst, src []float32) {
 	}
 }
 
-// resampleColumn computes output row y of a vertical resample into dst;
-// row(j) returns source row j.
-func (k *kernel) resampleColumn(dst []float32, y int, row func(j int) []float32) {
-	clear(dst)
+// combine computes row y of a vertical resample into dst; row(j) returns
+// row j of the source, in increasing j.
+func (k *kernel) combine(dst []float32, y int, row func(j int) []float32) {
 	w := k.weights[y*k.taps : y*k.taps+k.count[y]]
-	for t, wt := range w {
-		s := row(k.start[y] + t)[:len(dst)]
-		for i, v := range s {
-			dst[i] += wt * v
-		}
+	scaleInto(dst, row(k.start[y]), w[0])
+	for t := 1; t < len(w); t++ {
+		addScaled(dst, row(k.start[y] + t)[:len(dst)], w[t])
 	}
 }
 
-// resampler resamples src to len(kx.start) x len(ky.start) pixels.
-type resampler struct {
-	src    *raster
-	kx, ky *kernel
+// scaleInto sets dst to w*src.
+func scaleInto(dst, src []float32, w float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = w * v
+	}
 }
 
-// rows computes output rows [a, b) into dst(y). It resamples horizontally
-// just the source rows those need, into scratch (grown as needed, kept by
-// the caller for its next strip), then vertically: no image-sized
-// intermediate, so memory does not grow with the output. Rows next to a
-// strip's are resampled again by the next strip, a small cost against
-// gigabytes at 22K.
-func (r *resampler) rows(a, b int, dst func(y int) []float32, scratch *[]float32) {
-	first := r.ky.start[a]
-	end := r.ky.start[b-1] + r.ky.count[b-1] // both grow with y
-	rowLen := 4 * len(r.kx.start)
-	if n := (end - first) * rowLen; cap(*scratch) < n {
-		*scratch = make([]float32, n)
+// addScaled adds w*src to dst.
+func addScaled(dst, src []float32, w float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] += w * v
 	}
-	h := (*scratch)[:(end-first)*rowLen]
-	for j := first; j < end; j++ {
-		r.kx.resampleRow(h[(j-first)*rowLen:(j-first+1)*rowLen], r.src.row(j))
+}
+
+// span is the part of the source axis the kernel reads: [lo, hi).
+func (k *kernel) span() (lo, hi int) {
+	last := len(k.start) - 1
+	return k.start[0], k.start[last] + k.count[last] // both grow with the output index
+}
+
+// maxCount is the most source pixels one output pixel reads.
+func (k *kernel) maxCount() int {
+	n := 1
+	for _, c := range k.count {
+		n = max(n, c)
 	}
-	for y := a; y < b; y++ {
-		r.ky.resampleColumn(dst(y), y, func(j int) []float32 { return h[(j-first)*rowLen : (j-first+1)*rowLen] })
+	return n
+}
+
+// shifted is k reading a source whose first pixel is source pixel origin.
+func (k *kernel) shifted(origin int) *kernel {
+	s := *k
+	s.start = make([]int, len(k.start))
+	for i, v := range k.start {
+		s.start[i] = v - origin
 	}
+	return &s
 }
 
 // geometry says where the source lands in the output.
