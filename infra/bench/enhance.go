@@ -44,7 +44,7 @@ var enhanceCases = []enhanceCase{
 }
 
 // vipsOptions makes libvips write what the engine writes: JPEG at quality
-// 90, PNG at zlib level 1 (the engine's BestSpeed), lossless WebP.
+// 90, PNG at zlib level 1 (its fastest; ours deflates at klauspost level 4, stripenc.pngLevel), lossless WebP.
 var vipsOptions = map[string]string{"jpg": "[Q=90]", "png": "[compression=1]", "webp": "[lossless]"}
 
 // toolRun is one process's figures.
@@ -270,7 +270,7 @@ func enhanceTable(results []enhanceResult, vipsErr error, loadBefore, loadAfter 
 	}
 	t.note("ours: infra/bench/enhancecli, engine.Enhance with the request as the API stores it, the file written through Job.Outputs;")
 	t.note("  filters 0 = sharpen, denoise and fix_compression at 0 (the plain Lanczos-3 resample vips resize does), default filters = 0.5 each.")
-	t.note("libvips: vips resize IN OUT SCALE --kernel lanczos3, JPEG Q=90, PNG compression=1 (ours: zlib BestSpeed), WebP lossless (ours is).")
+	t.note("libvips: vips resize IN OUT SCALE --kernel lanczos3, JPEG Q=90, PNG compression=1 (ours: deflate level 4, stripenc.pngLevel), WebP lossless (ours is).")
 	t.note("inputs: synthetic photos, JPEG quality 90 4:2:0, in .local/bench/; each process timed by /usr/bin/time -v; the runs of a case interleaved.")
 	if workerMB > 0 {
 		t.note("the worker's MemorySize (template.yaml): %d MB (Lambda's MB are MiB).", workerMB)
