@@ -44,7 +44,8 @@ var enhanceCases = []enhanceCase{
 }
 
 // vipsOptions makes libvips write what the engine writes: JPEG at quality
-// 90, PNG at zlib level 1 (its fastest; ours deflates at klauspost level 4, stripenc.pngLevel), lossless WebP.
+// 90, PNG at zlib level 1 (its fastest; ours deflates at level 4 of
+// klauspost/compress, stripenc.pngLevel), lossless WebP.
 var vipsOptions = map[string]string{"jpg": "[Q=90]", "png": "[compression=1]", "webp": "[lossless]"}
 
 // toolRun is one process's figures.
