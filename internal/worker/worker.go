@@ -530,6 +530,9 @@ func (a *attempt) runEngine(ctx context.Context, eng engine.Engine, ej engine.Jo
 			latest.Preview = nil
 			mu.Unlock()
 			if err := a.beat(ctx, u); err != nil {
+				if ctx.Err() != nil {
+					return // the engine has returned or the time is up: nothing more to report
+				}
 				if !errors.Is(err, errStopped) {
 					a.log.Warn("progress write failed", "error", err.Error())
 					mu.Lock()
