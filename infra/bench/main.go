@@ -96,15 +96,15 @@ func main() {
 	}
 	begin := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	var err error
-	switch {
-	case enhanceOnly:
-		err = runEnhance()
-	case so.only:
-		err = runSoakOnly(ctx, begin, so)
-	default:
-		err = run(ctx, begin, so)
-	}
+	err := inWorkdir(func(root, tmp string) error {
+		switch {
+		case enhanceOnly:
+			return runEnhance(root, tmp)
+		case so.only:
+			return runSoakOnly(ctx, root, tmp, begin, so)
+		}
+		return run(ctx, root, tmp, begin, so)
+	})
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -112,7 +112,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, begin time.Time, so soakOptions) error {
+// inWorkdir runs fn with the repository's root and a temporary directory
+// that is removed after it.
+func inWorkdir(fn func(root, tmp string) error) error {
 	root, err := emulator.RepoRoot()
 	if err != nil {
 		return err
@@ -122,7 +124,10 @@ func run(ctx context.Context, begin time.Time, so soakOptions) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	return fn(root, tmp)
+}
 
+func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions) error {
 	// Other work on the machine skews every number here: say how busy it was.
 	loadBefore := loadAverage()
 
@@ -240,16 +245,7 @@ func loadAverage() string {
 
 // runEnhance is `go run ./infra/bench enhance`: the engine against libvips
 // alone.
-func runEnhance() error {
-	root, err := emulator.RepoRoot()
-	if err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "genjobs-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
+func runEnhance(root, tmp string) error {
 	t, failed, err := enhanceSection(root, tmp)
 	if err != nil {
 		return err
@@ -277,16 +273,7 @@ func enhanceSection(root, tmp string) (*table, bool, error) {
 }
 
 // runSoakOnly is -soak-only: the soak and its table.
-func runSoakOnly(ctx context.Context, begin time.Time, so soakOptions) error {
-	root, err := emulator.RepoRoot()
-	if err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "genjobs-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
+func runSoakOnly(ctx context.Context, root, tmp string, begin time.Time, so soakOptions) error {
 	fmt.Fprintf(os.Stderr, "bench: soak of make run's runner, %d req/s for %s...\n", so.rate, so.d)
 	soak := measureSoak(ctx, root, tmp, so.d, so.rate)
 	r := &report{t: newReportTable(), host: runtime.GOOS + "/" + runtime.GOARCH}
