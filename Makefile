@@ -17,6 +17,9 @@ MAX_BINARY_BYTES := 12000000
 WORKER_MAX_BINARY_BYTES := 16000000
 # The deliverer carries the KMS client and the JWT code on top of the rest.
 DELIVERER_MAX_BINARY_BYTES := 13000000
+# Every function keeps this much of its budget free, so that a dependency's
+# growth is noticed before a deploy breaks.
+MIN_SPARE_BYTES := 1000000
 
 .PHONY: run test lint vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance build invoke reset deploy clean
 
@@ -83,6 +86,7 @@ sizes: build
 		budget=$(MAX_BINARY_BYTES); [ $$fn = worker ] && budget=$(WORKER_MAX_BINARY_BYTES); \
 		[ $$fn = deliverer ] && budget=$(DELIVERER_MAX_BINARY_BYTES); \
 		[ $$size -lt $$budget ] || { echo "$$fn is over the $$budget-byte budget"; exit 1; }; \
+		[ $$(( budget - size )) -ge $(MIN_SPARE_BYTES) ] || { echo "$$fn has less than $(MIN_SPARE_BYTES) bytes to spare under its $$budget-byte budget"; exit 1; }; \
 	done
 
 reset:

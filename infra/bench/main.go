@@ -83,8 +83,9 @@ type soakOptions struct {
 
 func main() {
 	enhanceOnly := len(os.Args) > 1 && os.Args[1] == "enhance"
+	startsOnly := len(os.Args) > 1 && os.Args[1] == "starts"
 	var so soakOptions
-	if !enhanceOnly {
+	if !enhanceOnly && !startsOnly {
 		flag.DurationVar(&so.d, "soak", defaultSoakFor, "how long the soak sends its fixed rate of requests to make run's runner (0: no soak)")
 		flag.IntVar(&so.rate, "soak-rate", defaultSoakRate, "the soak's requests per second")
 		flag.BoolVar(&so.only, "soak-only", false, "run the soak alone")
@@ -100,6 +101,8 @@ func main() {
 		switch {
 		case enhanceOnly:
 			return runEnhance(root, tmp)
+		case startsOnly:
+			return runStarts(root, tmp)
 		case so.only:
 			return runSoakOnly(ctx, root, tmp, begin, so)
 		}
@@ -241,6 +244,37 @@ func loadAverage() string {
 		return "n/a"
 	}
 	return f[0]
+}
+
+// runStarts is `go run ./infra/bench starts`: the binaries' sizes and cold
+// starts alone.
+func runStarts(root, tmp string) error {
+	ts, err := targets(root)
+	if err != nil {
+		return err
+	}
+	deployed, hostBins, err := buildAll(root, tmp, ts)
+	if err != nil {
+		return err
+	}
+	size, err := sizes(deployed)
+	if err != nil {
+		return err
+	}
+	cold, err := measureColdStarts(root, ts, hostBins, coldRuns)
+	if err != nil {
+		return err
+	}
+	r := &report{t: newReportTable(), host: runtime.GOOS + "/" + runtime.GOARCH}
+	r.sizes(ts, size)
+	r.t.sep()
+	r.coldStarts(ts, cold)
+	r.t.note("load average %s.", loadAverage())
+	r.t.print(os.Stdout)
+	if r.failed {
+		return errors.New("some checks failed (see the table)")
+	}
+	return nil
 }
 
 // runEnhance is `go run ./infra/bench enhance`: the engine against libvips

@@ -227,6 +227,20 @@ func (d Deps) Blobs() *blob.Store {
 	return blob.New(client, d.ResultsBucket, d.AssetsBucket)
 }
 
+// ResultLinks mints result URLs without the S3 client, for the functions
+// that only hand them out (blob.Presigner).
+func (d Deps) ResultLinks() blob.ResultLinks {
+	if d.S3 != nil { // the local runner's client: its endpoint and credentials
+		o := d.S3.Options()
+		return blob.NewResultLinks(blob.NewPresigner(o.Credentials, o.Region, aws.ToString(o.BaseEndpoint)), d.ResultsBucket)
+	}
+	endpoint := os.Getenv("AWS_ENDPOINT_URL_S3")
+	if endpoint == "" {
+		endpoint = aws.ToString(d.AWS.BaseEndpoint)
+	}
+	return blob.NewResultLinks(blob.NewPresigner(d.AWS.Credentials, d.AWS.Region, endpoint), d.ResultsBucket)
+}
+
 // Lifecycle ends jobs and promotes backlogs.
 func (d Deps) Lifecycle() *lifecycle.Jobs {
 	return &lifecycle.Jobs{Store: d.Store(), Queue: queue.NewJobs(d.SQS, d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
@@ -256,7 +270,7 @@ func Generate(d Deps) (http.Handler, error) {
 		Catalog:           cat,
 		Jobs:              d.Store(),
 		Prices:            list,
-		Results:           d.Blobs(),
+		Results:           d.ResultLinks(),
 		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
 		Assets:            d.Store(),
 		Clock:             d.Clock,
@@ -275,7 +289,7 @@ func Jobs(d Deps) (http.Handler, error) {
 	}
 	d = d.For(awsclient.Requests)
 	st := d.Store()
-	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: st, Results: d.Blobs(), Cancel: d.Lifecycle(), Deliveries: st}
+	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: st, Results: d.ResultLinks(), Cancel: d.Lifecycle(), Deliveries: st}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 

@@ -39,14 +39,16 @@ const (
 // Store reads and writes the results and assets buckets.
 type Store struct {
 	s3      *s3.Client
-	presign *s3.PresignClient
+	presign *Presigner
 	results string
 	assets  string
 }
 
 // New returns a Store on the two buckets. It does no I/O.
 func New(client *s3.Client, resultsBucket, assetsBucket string) *Store {
-	return &Store{s3: client, presign: s3.NewPresignClient(client), results: resultsBucket, assets: assetsBucket}
+	o := client.Options()
+	presign := NewPresigner(o.Credentials, o.Region, aws.ToString(o.BaseEndpoint))
+	return &Store{s3: client, presign: presign, results: resultsBucket, assets: assetsBucket}
 }
 
 // PutResult stores a job's output file under key in the results bucket.
@@ -93,16 +95,7 @@ func (s *Store) AssetURL(ctx context.Context, key string) (string, error) {
 // an upload of another type or size: the client must send exactly
 // contentType and size bytes.
 func (s *Store) AssetUploadURL(ctx context.Context, key, contentType string, size int64, expires time.Duration) (string, error) {
-	req, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{
-		Bucket:        aws.String(s.assets),
-		Key:           aws.String(key),
-		ContentType:   aws.String(contentType),
-		ContentLength: aws.Int64(size),
-	}, s3.WithPresignExpires(expires))
-	if err != nil {
-		return "", fmt.Errorf("presign PUT s3://%s/%s: %w", s.assets, key, err)
-	}
-	return req.URL, nil
+	return s.presign.PutURL(ctx, s.assets, key, contentType, size, expires)
 }
 
 // ReadAsset reads an asset and the content type it was stored with. A
@@ -145,12 +138,7 @@ func (s *Store) put(ctx context.Context, bucket, key, contentType string, data [
 }
 
 func (s *Store) getURL(ctx context.Context, bucket, key string, expires time.Duration) (string, error) {
-	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)},
-		s3.WithPresignExpires(expires))
-	if err != nil {
-		return "", fmt.Errorf("presign GET s3://%s/%s: %w", bucket, key, err)
-	}
-	return req.URL, nil
+	return s.presign.GetURL(ctx, bucket, key, expires)
 }
 
 // notFound recognises a missing object: S3's typed NoSuchKey, or its code

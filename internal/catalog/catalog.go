@@ -26,8 +26,8 @@ import (
 //go:embed schemas/*.json
 var schemaFiles embed.FS
 
-// Catalog holds every generation endpoint with its compiled schema. Build it
-// once (at Lambda init) with New; it is safe for concurrent use.
+// Catalog holds every generation endpoint with its schema. Build it once (at
+// Lambda init) with New; it is safe for concurrent use.
 type Catalog struct {
 	endpoints []*Endpoint
 	byPath    map[string]*Endpoint
@@ -44,7 +44,15 @@ type Endpoint struct {
 	OperationID string
 
 	schemaJSON json.RawMessage // as published: no $schema
-	schema     *gojsonschema.Schema
+	raw        []byte          // the embedded file
+	// The validator is compiled on the endpoint's first request, not at
+	// init: compiling all seven was most of the generate function's cold
+	// start, and one instance mostly serves a few endpoints.
+	compiled struct {
+		once   sync.Once
+		schema *gojsonschema.Schema
+		err    error
+	}
 	props      map[string]*node
 	deprecated []Deprecation        // sorted by Field
 	derive     func(map[string]any) // fills defaults that depend on other fields
@@ -121,17 +129,13 @@ func endpoints() []*Endpoint {
 
 var registerFormats sync.Once
 
-// New compiles every endpoint's schema. Call it once, at init: compiling is
-// the expensive part, decoding with a compiled schema is cheap.
+// New reads every endpoint's schema: its properties, defaults and aliases are
+// checked here; the validator itself is compiled on first use (schema). Call
+// it once, at init.
 func New() (*Catalog, error) {
-	registerFormats.Do(func() {
-		for name, f := range refFormats {
-			gojsonschema.FormatCheckers.Add(name, f)
-		}
-	})
 	c := &Catalog{byPath: map[string]*Endpoint{}}
 	for _, e := range endpoints() {
-		if err := e.compile(); err != nil {
+		if err := e.load(); err != nil {
 			return nil, fmt.Errorf("catalog: schema of %s: %w", e.Model, err)
 		}
 		c.endpoints = append(c.endpoints, e)
@@ -140,17 +144,12 @@ func New() (*Catalog, error) {
 	return c, nil
 }
 
-func (e *Endpoint) compile() error {
+func (e *Endpoint) load() error {
 	raw, err := schemaFiles.ReadFile("schemas/" + e.Model + ".json")
 	if err != nil {
 		return err
 	}
-	loader := gojsonschema.NewSchemaLoader()
-	loader.Draft = gojsonschema.Draft7
-	loader.AutoDetect = false
-	if e.schema, err = loader.Compile(gojsonschema.NewBytesLoader(raw)); err != nil {
-		return err
-	}
+	e.raw = raw
 	var root node
 	if err := json.Unmarshal(raw, &root); err != nil {
 		return err
@@ -179,6 +178,25 @@ func (e *Endpoint) compile() error {
 	delete(published, "$id")
 	e.schemaJSON, err = json.Marshal(published)
 	return err
+}
+
+// schema is the endpoint's compiled validator, compiled on first use.
+func (e *Endpoint) schema() (*gojsonschema.Schema, error) {
+	e.compiled.once.Do(func() {
+		registerFormats.Do(func() {
+			for name, f := range refFormats {
+				gojsonschema.FormatCheckers.Add(name, f)
+			}
+		})
+		loader := gojsonschema.NewSchemaLoader()
+		loader.Draft = gojsonschema.Draft7
+		loader.AutoDetect = false
+		e.compiled.schema, e.compiled.err = loader.Compile(gojsonschema.NewBytesLoader(e.raw))
+		if e.compiled.err != nil {
+			e.compiled.err = fmt.Errorf("catalog: schema of %s: %w", e.Model, e.compiled.err)
+		}
+	})
+	return e.compiled.schema, e.compiled.err
 }
 
 // Lookup finds the endpoint at /generate/{kind}/{vendor}/{model}.

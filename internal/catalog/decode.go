@@ -244,7 +244,11 @@ func compareViolations(a, b violation) int {
 // validate runs the schema and returns the first violation's reason, or "".
 // gojsonschema reports errors in map order, so they are sorted here.
 func (e *Endpoint) validate(params map[string]any, name namer) (string, error) {
-	res, err := e.schema.Validate(gojsonschema.NewGoLoader(params))
+	schema, err := e.schema()
+	if err != nil {
+		return "", err
+	}
+	res, err := schema.Validate(gojsonschema.NewGoLoader(params))
 	if err != nil {
 		return "", fmt.Errorf("catalog: validating a %s body: %w", e.Model, err)
 	}

@@ -88,14 +88,14 @@ func Deliverer(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	blobs := d.Blobs()
+	links := d.ResultLinks()
 	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 	del := &webhook.Deliverer{
 		Store:  d.Store(),
 		Queue:  queue.NewDeliveries(d.SQS, d.DeliveriesQueueURL, d.DeliveriesDLQURL),
 		Sender: &webhook.Sender{Client: webhook.NewClient(guard.Transport()), Signer: tokens{s}},
 		Render: func(ctx context.Context, j *job.Job) ([]byte, error) {
-			return httpapi.RecordBody(ctx, blobs, j)
+			return httpapi.RecordBody(ctx, links, j)
 		},
 		Schedule: d.WebhookSchedule,
 		ClaimFor: webhook.DefaultClaimFor,

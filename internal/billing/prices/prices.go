@@ -237,8 +237,21 @@ func (f schemaField) is(typ string) bool {
 
 // endpointFields maps each endpoint path to its request fields, so that a
 // rule naming a field the request cannot have (a typo that would never match,
-// silently dropping a surcharge) fails at load.
-var endpointFields = sync.OnceValues(func() (map[string]map[string]schemaField, error) {
+// silently dropping a surcharge) fails at load. A function rather than a
+// package-level sync.OnceValues: a package variable's initializer is linked
+// into every binary that imports the package, and with it the catalog.
+func endpointFields() (map[string]map[string]schemaField, error) {
+	fieldsOnce.Do(func() { fieldsByPath, fieldsErr = readEndpointFields() })
+	return fieldsByPath, fieldsErr
+}
+
+var (
+	fieldsOnce   sync.Once
+	fieldsByPath map[string]map[string]schemaField
+	fieldsErr    error
+)
+
+func readEndpointFields() (map[string]map[string]schemaField, error) {
 	c, err := catalog.New()
 	if err != nil {
 		return nil, err
@@ -256,7 +269,7 @@ var endpointFields = sync.OnceValues(func() (map[string]map[string]schemaField, 
 		out[e.Path()] = s.Properties
 	}
 	return out, nil
-})
+}
 
 // The file's shape, decoded strictly.
 type (
