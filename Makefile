@@ -23,8 +23,12 @@ MIN_SPARE_BYTES := 1000000
 
 .PHONY: run test lint vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance build invoke reset deploy clean
 
+# The runner is built and exec'd, so that it is make's own child: make
+# passes a SIGTERM on to it, and it stops the emulators (go run would die and
+# leave them serving). RUN_FLAGS: -v, -state DIR.
+RUN_FLAGS ?=
 run:
-	$(GO) run ./infra/local
+	@mkdir -p $(TOOLS) && $(GO) build -o $(TOOLS)/local ./infra/local && exec $(TOOLS)/local $(RUN_FLAGS)
 
 test: lint unit fuzz openapi-lint sizes
 

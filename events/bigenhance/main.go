@@ -36,6 +36,8 @@ import (
 	"time"
 
 	_ "golang.org/x/image/webp"
+
+	"genjobs/infra/local/endpoints"
 )
 
 // Config is one run's settings.
@@ -51,7 +53,7 @@ type Config struct {
 
 func main() {
 	c := Config{}
-	flag.StringVar(&c.API, "api", envOr("API", "http://127.0.0.1:3000"), "the API's base `URL` ($API)")
+	flag.StringVar(&c.API, "api", envOr("API", endpoints.DefaultAPI()), "the API's base `URL` ($API; default: the running make run's)")
 	flag.StringVar(&c.Token, "token", os.Getenv("TOKEN"), "a bearer `token` ($TOKEN; default: the contents of .local/demo-token)")
 	flag.IntVar(&c.InSize, "in", 4000, "the source JPEG's width and height in `pixels`")
 	flag.IntVar(&c.Width, "width", 22000, "the output's width in `pixels`")
@@ -62,7 +64,11 @@ func main() {
 	flag.DurationVar(&c.Timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
 	if c.Token == "" {
-		b, err := os.ReadFile(filepath.Join(".local", "demo-token"))
+		file := filepath.Join(".local", "demo-token")
+		if st, err := endpoints.Running(); err == nil {
+			file = st.DemoToken
+		}
+		b, err := os.ReadFile(file)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bigenhance: no token: pass --token, set $TOKEN or run from the repository after make run")
 			os.Exit(2)

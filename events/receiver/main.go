@@ -23,12 +23,13 @@ import (
 	"sync"
 	"time"
 
+	"genjobs/infra/local/endpoints"
 	"genjobs/internal/signing"
 )
 
 func main() {
 	self := flag.String("url", "http://127.0.0.1:9000/hooks", "this receiver's webhook `URL`, exactly as given in X-Webhook-URL")
-	jwks := flag.String("jwks", "http://127.0.0.1:3000/.well-known/jwks.json", "the service's JWKS `URL`")
+	jwks := flag.String("jwks", endpoints.DefaultAPI()+"/.well-known/jwks.json", "the service's JWKS `URL` (default: the running make run's)")
 	issuer := flag.String("issuer", "", "the service's base `URL` (the tokens' iss); empty accepts any")
 	flag.Parse()
 	u, err := url.Parse(*self)

@@ -8,8 +8,8 @@
 // Every successful command prints one JSON object on stdout. Exit status: 0
 // done, 1 the command failed, 2 bad arguments (nothing was written).
 //
-// It talks to the local stack (DynamoDB Local at 127.0.0.1:$DYNAMODB_PORT,
-// default 8000) unless --aws is given: credentials in the environment alone
+// It talks to the local stack (the DynamoDB Local that make run recorded in
+// .local/endpoints.json, or 127.0.0.1:$DYNAMODB_PORT) unless --aws is given: credentials in the environment alone
 // never send it to AWS, so an operator's shell cannot top up production by
 // accident.
 package main
@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/emulator"
 	"genjobs/internal/clock"
 )
 
@@ -38,7 +39,7 @@ func main() {
 	// hold the operator's terminal for ever.
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	c := &cli{clock: clock.System{}, getenv: os.Getenv}
+	c := &cli{clock: clock.System{}, getenv: os.Getenv, repoRoot: emulator.RepoRoot}
 	code := c.run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	cancel()
 	stop()
@@ -88,7 +89,10 @@ type globals struct {
 type cli struct {
 	clock  clock.Clock
 	getenv func(string) string
-	target *target
+	// repoRoot finds the repository, whose .local/endpoints.json says where
+	// make run serves (emulator.RepoRoot).
+	repoRoot func() (string, error)
+	target   *target
 
 	g   globals
 	cmd *command // the command being run, for its --help
@@ -256,8 +260,8 @@ Global flags, before or after the command words:
   --stack NAME   with --aws: the CloudFormation stack whose TableName output
                  names the table
 
-Locally it uses DynamoDB Local at 127.0.0.1:$DYNAMODB_PORT (default 8000),
-started by make run. Every command prints one JSON object on stdout and has
+Locally it uses the DynamoDB Local that make run started, on whatever port
+(it reads .local/endpoints.json); DYNAMODB_PORT overrides it. Every command prints one JSON object on stdout and has
 --help. Exit status: 0 done, 1 failed, 2 bad arguments (nothing written).
 `, devstack.Table)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/endpoints"
 	"genjobs/internal/auth"
 	"genjobs/internal/clock"
 	"genjobs/internal/store"
@@ -378,7 +380,7 @@ func TestLocalByDefault(t *testing.T) {
 		t.Fatalf("workspace in the test table: %+v, %v; want it there, enabled", w, err)
 	}
 
-	tg, err := resolve(context.Background(), globals{}, localCLI(t, nil).getenv)
+	tg, err := resolve(context.Background(), globals{}, localCLI(t, nil).getenv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +440,7 @@ func TestAWSFlags(t *testing.T) {
 	t.Setenv("AWS_PROFILE", "")
 	t.Setenv("AWS_DEFAULT_REGION", "")
 	t.Setenv("AWS_REGION", "eu-west-1")
-	tg, err := resolve(context.Background(), globals{aws: true, table: "genjobs-prod-Table"}, func(string) string { return "" })
+	tg, err := resolve(context.Background(), globals{aws: true, table: "genjobs-prod-Table"}, func(string) string { return "" }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +448,7 @@ func TestAWSFlags(t *testing.T) {
 		t.Errorf("AWS target %+v; want the table in eu-west-1 on AWS's own endpoint", tg)
 	}
 	t.Setenv("AWS_REGION", "")
-	if _, err := resolve(context.Background(), globals{aws: true, table: "t"}, func(string) string { return "" }); err == nil ||
+	if _, err := resolve(context.Background(), globals{aws: true, table: "t"}, func(string) string { return "" }, nil); err == nil ||
 		!strings.Contains(err.Error(), "no AWS region configured") {
 		t.Errorf("AWS without a region: %v; want a clear refusal", err)
 	}
@@ -462,5 +464,24 @@ func TestTableOutput(t *testing.T) {
 	}
 	if _, err := tableOutput("other", outputs[:1]); err == nil || !strings.Contains(err.Error(), "stack other has no TableName output") {
 		t.Errorf("without the output: %v", err)
+	}
+}
+
+// With no DYNAMODB_PORT, the CLI talks to the DynamoDB Local that the
+// running make run recorded, on whatever port it was started.
+func TestLocalFindsTheRecordedStack(t *testing.T) {
+	e := newEnv(t)
+	root := t.TempDir()
+	err := endpoints.Write(endpoints.StateDir(root), endpoints.Stack{PID: os.Getpid(), API: "http://127.0.0.1:3711",
+		DynamoDB: testenv.DynamoDBEndpoint(), Fauxqs: "http://127.0.0.1:4711"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cli{clock: clock.System{}, getenv: func(string) string { return "" },
+		repoRoot: func() (string, error) { return root, nil }}
+	args := []string{"--table", e.table, "workspace", "create", "--name", "found"}
+	r := invoke(c, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, `"workspace_id"`) {
+		t.Fatalf("%v: %+v", args, r)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/emulator"
+	"genjobs/infra/local/endpoints"
 	"genjobs/internal/store"
 )
 
@@ -37,7 +39,7 @@ type target struct {
 // global flags unless a test set one.
 func (c *cli) store(ctx context.Context) (*store.Store, error) {
 	if c.target == nil {
-		t, err := resolve(ctx, c.g, c.getenv)
+		t, err := resolve(ctx, c.g, c.getenv, c.repoRoot)
 		if err != nil {
 			return nil, err
 		}
@@ -49,12 +51,12 @@ func (c *cli) store(ctx context.Context) (*store.Store, error) {
 // resolve turns the global flags into a target. Only --aws leaves the
 // machine: the local client is built from static credentials, so no
 // AWS_* variable or profile can redirect it.
-func resolve(ctx context.Context, g globals, getenv func(string) string) (*target, error) {
+func resolve(ctx context.Context, g globals, getenv func(string) string, repoRoot func() (string, error)) (*target, error) {
 	if !g.aws {
 		if g.stack != "" {
 			return nil, usagef("--stack names a deployment and needs --aws")
 		}
-		return resolveLocal(g, getenv)
+		return resolveLocal(g, getenv, repoRoot)
 	}
 	switch {
 	case g.table == "" && g.stack == "":
@@ -84,16 +86,20 @@ func resolve(ctx context.Context, g globals, getenv func(string) string) (*targe
 	}, nil
 }
 
-func resolveLocal(g globals, getenv func(string) string) (*target, error) {
-	port := 8000
+// resolveLocal finds DynamoDB Local: at 127.0.0.1:$DYNAMODB_PORT when it is
+// set, else where the running `make run` recorded it (package endpoints),
+// else at its default port.
+func resolveLocal(g globals, getenv func(string) string, repoRoot func() (string, error)) (*target, error) {
+	addr := "127.0.0.1:8000"
 	if v := getenv("DYNAMODB_PORT"); v != "" {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 1 || p > 65535 {
 			return nil, usagef("DYNAMODB_PORT must be a port number, not %q", v)
 		}
-		port = p
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	} else if st, err := findStack(repoRoot); err == nil {
+		addr = strings.TrimPrefix(st.DynamoDB, "http://")
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	// One dial answers "is the stack up?" at once, where the SDK would
 	// retry with backoff and then print a wrapped connection error.
 	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
@@ -111,6 +117,18 @@ func resolveLocal(g globals, getenv func(string) string) (*target, error) {
 		local: addr,
 		where: "on DynamoDB Local at " + addr,
 	}, nil
+}
+
+// findStack reads make run's record of the repository repoRoot finds.
+func findStack(repoRoot func() (string, error)) (endpoints.Stack, error) {
+	if repoRoot == nil {
+		return endpoints.Stack{}, endpoints.ErrNotRunning
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return endpoints.Stack{}, err
+	}
+	return endpoints.Find(endpoints.StateDir(root))
 }
 
 func notRunning(addr string) error {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,6 +17,7 @@ import (
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/emulator"
+	"genjobs/infra/local/endpoints"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
@@ -49,15 +49,16 @@ func invoke(args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := localPorts()
+	// The running stack, wherever make run started it.
+	st, err := endpoints.Find(endpoints.StateDir(root))
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
-	db := emulator.DynamoDBClient("http://127.0.0.1:" + strconv.Itoa(p.dynamodb))
-	q := emulator.SQSClient("http://127.0.0.1:" + strconv.Itoa(p.fauxqs))
-	local := devstack.New(db, q, emulator.S3Client("http://127.0.0.1:"+strconv.Itoa(p.fauxqs)), "http://127.0.0.1:"+strconv.Itoa(p.api))
-	local.SigningKeyFile = filepath.Join(root, devstack.SigningKeyFile)
+	db := emulator.DynamoDBClient(st.DynamoDB)
+	q := emulator.SQSClient(st.Fauxqs)
+	local := devstack.New(db, q, emulator.S3Client(st.Fauxqs), st.API)
+	local.SigningKeyFile = filepath.Join(st.State, filepath.Base(devstack.SigningKeyFile))
 	for _, name := range []struct {
 		url   *string
 		queue string
@@ -79,7 +80,7 @@ func invoke(args []string) error {
 
 	text := string(raw)
 	if strings.Contains(text, "{{TOKEN}}") {
-		token, err := os.ReadFile(filepath.Join(root, ".local", "demo-token"))
+		token, err := os.ReadFile(st.DemoToken)
 		if err != nil {
 			return fmt.Errorf("no demo token yet (start the stack with make run): %w", err)
 		}

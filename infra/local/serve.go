@@ -17,6 +17,7 @@ import (
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/emulator"
+	"genjobs/infra/local/endpoints"
 	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
@@ -178,6 +179,13 @@ func serve(args []string) error {
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	// Tools find the stack here, whatever its ports (package endpoints).
+	rec := endpoints.Stack{PID: os.Getpid(), API: baseURL, DynamoDB: stack.DynamoDB.Endpoint(),
+		Fauxqs: stack.Fauxqs.Endpoint(), State: state, DemoToken: filepath.Join(state, "demo-token")}
+	if err := endpoints.Write(state, rec); err != nil {
+		return fmt.Errorf("record the stack's endpoints: %w", err)
+	}
+	defer func() { _ = endpoints.Remove(state, rec.PID) }()
 
 	fmt.Printf(`
 Generation job API on %[1]s (ready in %.1fs)
