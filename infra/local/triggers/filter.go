@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
 // A filter is one compiled pattern of a mapping's FilterCriteria. Lambda
 // filters with the rules of EventBridge event patterns, on the event record
 // as the function would get it in JSON (for a DynamoDB stream: eventName,
-// dynamodb.NewImage.<attr>.S, ...):
+// dynamodb.NewImage.<attr>.S, ...). The local runner plays the part of those
+// rules that template.yaml uses, exactly:
 //
 //   - a key whose value is an object descends into the record's object of
 //     that name; a key whose value is a list holds rules, and the record's
@@ -21,17 +23,14 @@ import (
 //     not name are ignored;
 //   - rules: a string, number, true/false or null matches that value
 //     exactly (numbers by their text: 300 is not 300.0, as in Lambda);
-//     {"prefix": "s"}, {"suffix": "s"} and {"equals-ignore-case": "s"} (the
-//     first two also as {"prefix": {"equals-ignore-case": "s"}}) match
-//     strings; {"numeric": [">", 0, "<=", 5]} matches JSON numbers (not a
-//     DynamoDB N, which the record carries as a string, as in Lambda);
 //     {"exists": true} or false tests a leaf's presence; {"anything-but":
-//     ...} takes a value, a list of values, or a prefix, suffix or
-//     equals-ignore-case rule, and matches a present value that none of them
-//     matches.
+//     ...} takes a value or a list of values and matches a present value
+//     that is none of them.
 //
-// Anything else ($or, cidr, wildcard, an empty list) is refused when the
-// filter is compiled rather than matched approximately.
+// Any other operator (prefix, suffix, equals-ignore-case, numeric, cidr,
+// wildcard, $or, ...) is refused when the template is loaded, with a
+// message saying so, rather than matched approximately: a template that
+// starts using one extends this file first.
 type filter struct{ root *patternNode }
 
 // patternNode is one object of a pattern.
@@ -43,28 +42,16 @@ type patternNode struct {
 type ruleKind int
 
 const (
-	ruleExact ruleKind = iota // a string, number, boolean or null
-	rulePrefix
-	ruleSuffix
-	ruleEqualsIgnoreCase
-	ruleNumeric
-	ruleExists
-	ruleAnythingBut
+	ruleExact       ruleKind = iota // a string, number, boolean or null
+	ruleExists                      // {"exists": bool}
+	ruleAnythingBut                 // {"anything-but": value or [values]}
 )
 
 type rule struct {
-	kind       ruleKind
-	value      any    // ruleExact: string, json.Number, bool or nil
-	text       string // prefix, suffix, equals-ignore-case
-	ignoreCase bool   // prefix and suffix with equals-ignore-case
-	exists     bool
-	numeric    []comparison
-	but        []rule // anything-but: the rules a value must not match
-}
-
-type comparison struct {
-	op    string
-	value float64
+	kind   ruleKind
+	value  any   // ruleExact: string, json.Number, bool or nil
+	exists bool  // ruleExists
+	but    []any // ruleAnythingBut: the values a value must not be
 }
 
 // compileFilters compiles a mapping's patterns.
@@ -96,7 +83,7 @@ func compileFilter(pattern string) (*filter, error) {
 
 func compileNode(obj map[string]any, path string) (*patternNode, error) {
 	n := &patternNode{objects: map[string]*patternNode{}, leaves: map[string][]rule{}}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		at := path + k
 		if strings.HasPrefix(k, "$") {
 			return nil, fmt.Errorf("%s: %s is not played by the local runner", at, k)
@@ -143,36 +130,17 @@ func compileRule(e any) (rule, error) {
 
 func compileOperator(op string, arg any) (rule, error) {
 	switch op {
-	case "prefix", "suffix":
-		kind := map[string]ruleKind{"prefix": rulePrefix, "suffix": ruleSuffix}[op]
-		if s, ok := arg.(string); ok {
-			return rule{kind: kind, text: s}, nil
-		}
-		if m, ok := arg.(map[string]any); ok && len(m) == 1 {
-			if s, ok := m["equals-ignore-case"].(string); ok {
-				return rule{kind: kind, text: s, ignoreCase: true}, nil
-			}
-		}
-		return rule{}, fmt.Errorf("%s takes a string or {\"equals-ignore-case\": string}, not %v", op, arg)
-	case "equals-ignore-case":
-		s, ok := arg.(string)
-		if !ok {
-			return rule{}, fmt.Errorf("equals-ignore-case takes a string, not %v", arg)
-		}
-		return rule{kind: ruleEqualsIgnoreCase, text: s}, nil
 	case "exists":
 		b, ok := arg.(bool)
 		if !ok {
 			return rule{}, fmt.Errorf("exists takes true or false, not %v", arg)
 		}
 		return rule{kind: ruleExists, exists: b}, nil
-	case "numeric":
-		return compileNumeric(arg)
 	case "anything-but":
 		r := rule{kind: ruleAnythingBut}
 		switch a := arg.(type) {
 		case string, json.Number:
-			r.but = []rule{{kind: ruleExact, value: a}}
+			r.but = []any{a}
 		case []any:
 			if len(a) == 0 {
 				return rule{}, errors.New("anything-but takes at least one value")
@@ -180,50 +148,17 @@ func compileOperator(op string, arg any) (rule, error) {
 			for _, x := range a {
 				switch x.(type) {
 				case string, json.Number:
-					r.but = append(r.but, rule{kind: ruleExact, value: x})
+					r.but = append(r.but, x)
 				default:
 					return rule{}, fmt.Errorf("anything-but takes strings or numbers, not %v", x)
 				}
 			}
-		case map[string]any:
-			inner, err := compileRule(a)
-			if err != nil || (inner.kind != rulePrefix && inner.kind != ruleSuffix && inner.kind != ruleEqualsIgnoreCase) {
-				return rule{}, fmt.Errorf("anything-but takes a value, a list of values, or a prefix, suffix or equals-ignore-case rule, not %v", a)
-			}
-			r.but = []rule{inner}
 		default:
-			return rule{}, fmt.Errorf("anything-but takes a value or a list of values, not %v", arg)
+			return rule{}, fmt.Errorf("anything-but is played with a value or a list of values only, not %v", arg)
 		}
 		return r, nil
 	}
-	return rule{}, fmt.Errorf("the %s operator is not played by the local runner (Lambda's filters take prefix, suffix, equals-ignore-case, numeric, exists and anything-but)", op)
-}
-
-func compileNumeric(arg any) (rule, error) {
-	list, ok := arg.([]any)
-	if !ok || len(list) == 0 || len(list)%2 != 0 || len(list) > 4 {
-		return rule{}, fmt.Errorf("numeric takes [op, number] or [op, number, op, number], not %v", arg)
-	}
-	r := rule{kind: ruleNumeric}
-	for i := 0; i < len(list); i += 2 {
-		op, _ := list[i].(string)
-		num, _ := list[i+1].(json.Number)
-		f, err := num.Float64()
-		if err != nil {
-			return rule{}, fmt.Errorf("numeric: %v is not a number", list[i+1])
-		}
-		switch op {
-		case "=":
-			if len(list) != 2 {
-				return rule{}, errors.New(`numeric: "=" stands alone`)
-			}
-		case "<", "<=", ">", ">=":
-		default:
-			return rule{}, fmt.Errorf("numeric: %v is not one of =, <, <=, >, >=", list[i])
-		}
-		r.numeric = append(r.numeric, comparison{op, f})
-	}
-	return r, nil
+	return rule{}, fmt.Errorf("the %s operator is not played by the local runner (it plays exact values, exists and anything-but: what template.yaml uses)", op)
 }
 
 // match tells whether the record, as JSON, matches the filter.
@@ -277,61 +212,17 @@ func matchLeaf(rules []rule, v any, present bool) bool {
 	return false
 }
 
-// matches tests one scalar value against a rule other than exists.
+// matches tests one scalar value against an exact or anything-but rule.
 func (r rule) matches(v any) bool {
 	switch r.kind {
 	case ruleExact:
-		switch want := r.value.(type) {
-		case nil:
-			return v == nil
-		case json.Number:
-			got, ok := v.(json.Number)
-			return ok && got == want
-		default:
-			return v == want
-		}
-	case rulePrefix, ruleSuffix:
-		s, ok := v.(string)
-		if !ok {
-			return false
-		}
-		text := r.text
-		if r.ignoreCase {
-			s, text = strings.ToLower(s), strings.ToLower(text)
-		}
-		if r.kind == rulePrefix {
-			return strings.HasPrefix(s, text)
-		}
-		return strings.HasSuffix(s, text)
-	case ruleEqualsIgnoreCase:
-		s, ok := v.(string)
-		return ok && strings.EqualFold(s, r.text)
-	case ruleNumeric:
-		n, ok := v.(json.Number)
-		if !ok {
-			return false
-		}
-		f, err := n.Float64()
-		if err != nil {
-			return false
-		}
-		for _, c := range r.numeric {
-			if !c.holds(f) {
-				return false
-			}
-		}
-		return true
+		return sameValue(r.value, v)
 	case ruleAnythingBut:
 		if _, isList := v.([]any); isList {
 			return false
 		}
 		for _, b := range r.but {
-			if b.kind != ruleExact {
-				if _, ok := v.(string); !ok {
-					return false // a prefix, suffix or case rule only speaks of strings
-				}
-			}
-			if b.matches(v) {
+			if sameValue(b, v) {
 				return false
 			}
 		}
@@ -340,18 +231,18 @@ func (r rule) matches(v any) bool {
 	return false
 }
 
-func (c comparison) holds(f float64) bool {
-	switch c.op {
-	case "=":
-		return f == c.value
-	case "<":
-		return f < c.value
-	case "<=":
-		return f <= c.value
-	case ">":
-		return f > c.value
+// sameValue compares a pattern's value with a record's: numbers by their
+// text, as Lambda does.
+func sameValue(want, got any) bool {
+	switch w := want.(type) {
+	case nil:
+		return got == nil
+	case json.Number:
+		g, ok := got.(json.Number)
+		return ok && g == w
+	default:
+		return got == want
 	}
-	return f >= c.value
 }
 
 // recordJSON turns an event record into the JSON value Lambda filters:
@@ -386,13 +277,4 @@ func matchAny(filters []*filter, record any) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

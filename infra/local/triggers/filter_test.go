@@ -83,36 +83,21 @@ func TestFilterOperators(t *testing.T) {
 	record := change("MODIFY", "processing", "completed", true)
 	record.AWSRegion = "us-east-1"
 	for pattern, want := range map[string]bool{
-		`{"eventName":["MODIFY","INSERT"]}`:                                true,
-		`{"eventName":["modify"]}`:                                         false,
-		`{"eventName":[{"equals-ignore-case":"modify"}]}`:                  true,
-		`{"eventName":[{"prefix":"MOD"}]}`:                                 true,
-		`{"eventName":[{"prefix":{"equals-ignore-case":"mod"}}]}`:          true,
-		`{"eventName":[{"suffix":"IFY"}]}`:                                 true,
-		`{"eventName":[{"suffix":"INS"}]}`:                                 false,
-		`{"awsRegion":[{"anything-but":{"prefix":"us-"}}]}`:                false,
-		`{"awsRegion":[{"anything-but":{"prefix":"eu-"}}]}`:                true,
-		`{"awsRegion":[{"anything-but":"eu-west-1"}]}`:                     true,
-		`{"eventName":[{"anything-but":{"equals-ignore-case":"modify"}}]}`: false,
-		`{"dynamodb":{"SizeBytes":[120]}}`:                                 true,
-		`{"dynamodb":{"SizeBytes":[120.0]}}`:                               false, // numbers by their text, as in Lambda
-		`{"dynamodb":{"SizeBytes":[{"numeric":["=",120]}]}}`:               true,
-		`{"dynamodb":{"SizeBytes":[{"numeric":[">",100,"<=",120]}]}}`:      true,
-		`{"dynamodb":{"SizeBytes":[{"numeric":[">",120]}]}}`:               false,
-		`{"dynamodb":{"SizeBytes":[{"anything-but":[100,200]}]}}`:          true,
-		`{"dynamodb":{"SizeBytes":[{"anything-but":[120]}]}}`:              false,
-		// A DynamoDB number is a string in the record: numeric never
-		// matches it, an exact string does.
-		`{"dynamodb":{"NewImage":{"cost":{"N":[{"numeric":[">",0]}]}}}}`:                false,
-		`{"dynamodb":{"NewImage":{"cost":{"N":["300"]}}}}`:                              true,
-		`{"dynamodb":{"NewImage":{"nothing":{"S":[{"exists":false}]}}}}`:                true,
-		`{"dynamodb":{"NewImage":{"status":{"S":[{"exists":false}]}}}}`:                 false,
-		`{"dynamodb":{"NewImage":{"status":[{"exists":true}]}}}`:                        false, // exists speaks of leaves only
-		`{"dynamodb":{"Missing":{"x":[{"exists":false}]}}}`:                             true,
-		`{"dynamodb":{"Missing":{"x":["y"]}}}`:                                          false,
-		`{"userIdentity":[null]}`:                                                       false, // absent is not null
-		`{"eventName":["MODIFY"],"dynamodb":{"Keys":{"PK":{"S":[{"prefix":"JOB#"}]}}}}`: true,
-		`{"eventName":["MODIFY"],"dynamodb":{"Keys":{"PK":{"S":[{"prefix":"WS#"}]}}}}`:  false,
+		`{"eventName":["MODIFY","INSERT"]}`:                       true,
+		`{"eventName":["modify"]}`:                                false,
+		`{"awsRegion":[{"anything-but":"eu-west-1"}]}`:            true,
+		`{"dynamodb":{"SizeBytes":[120]}}`:                        true,
+		`{"dynamodb":{"SizeBytes":[120.0]}}`:                      false, // numbers by their text, as in Lambda
+		`{"dynamodb":{"SizeBytes":[{"anything-but":[100,200]}]}}`: true,
+		`{"dynamodb":{"SizeBytes":[{"anything-but":[120]}]}}`:     false,
+		// A DynamoDB number is a string in the record.
+		`{"dynamodb":{"NewImage":{"cost":{"N":["300"]}}}}`:               true,
+		`{"dynamodb":{"NewImage":{"nothing":{"S":[{"exists":false}]}}}}`: true,
+		`{"dynamodb":{"NewImage":{"status":{"S":[{"exists":false}]}}}}`:  false,
+		`{"dynamodb":{"NewImage":{"status":[{"exists":true}]}}}`:         false, // exists speaks of leaves only
+		`{"dynamodb":{"Missing":{"x":[{"exists":false}]}}}`:              true,
+		`{"dynamodb":{"Missing":{"x":["y"]}}}`:                           false,
+		`{"userIdentity":[null]}`:                                        false, // absent is not null
 	} {
 		filters, err := compileFilters([]string{pattern})
 		if err != nil {
@@ -141,16 +126,19 @@ func TestFilterPatternsLambdaWouldRefuse(t *testing.T) {
 		`{"$or":[{"eventName":["MODIFY"]}]}`:       "$or: $or is not played",
 		`{"a":[{"wildcard":"x*"}]}`:                "a: the wildcard operator is not played by the local runner",
 		`{"a":[{"cidr":"10.0.0.0/24"}]}`:           "the cidr operator is not played",
-		`{"a":[{"prefix":1}]}`:                     "prefix takes a string",
 		`{"a":[{"exists":"yes"}]}`:                 "exists takes true or false",
-		`{"a":[{"numeric":[">"]}]}`:                "numeric takes [op, number]",
-		`{"a":[{"numeric":["=",1,"<",2]}]}`:        `"=" stands alone`,
-		`{"a":[{"numeric":["~",1]}]}`:              "is not one of",
 		`{"a":[{"anything-but":[]}]}`:              "anything-but takes at least one value",
 		`{"a":[{"anything-but":[true]}]}`:          "anything-but takes strings or numbers",
-		`{"a":[{"anything-but":{"exists":true}}]}`: "anything-but takes a value",
-		`{"a":[{"prefix":"x","suffix":"y"}]}`:      "a rule object has one operator",
-		`{"a":{"b":[["x"]]}}`:                      "a.b: [x] is not a rule",
+		`{"a":[{"anything-but":{"exists":true}}]}`: "anything-but is played with a value or a list of values only",
+		// Lambda takes these; template.yaml does not use them, and the
+		// runner says so rather than playing them approximately.
+		`{"a":[{"prefix":"JOB#"}]}`:                 "the prefix operator is not played by the local runner",
+		`{"a":[{"suffix":"x"}]}`:                    "the suffix operator is not played",
+		`{"a":[{"equals-ignore-case":"x"}]}`:        "the equals-ignore-case operator is not played",
+		`{"a":[{"numeric":[">",0]}]}`:               "the numeric operator is not played",
+		`{"a":[{"anything-but":{"prefix":"us-"}}]}`: "anything-but is played with a value or a list of values only",
+		`{"a":[{"prefix":"x","suffix":"y"}]}`:       "a rule object has one operator",
+		`{"a":{"b":[["x"]]}}`:                       "a.b: [x] is not a rule",
 	} {
 		_, err := compileFilters([]string{`{"ok":["x"]}`, pattern})
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "FilterCriteria.Filters[1].Pattern: ") {
