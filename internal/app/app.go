@@ -313,13 +313,10 @@ func Assets(d Deps) (http.Handler, error) {
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 
-// OpenAPI builds the handler of the public OpenAPI document.
+// OpenAPI builds the handler of the public OpenAPI document, built before
+// deploy (openapi.Document).
 func OpenAPI(d Deps) (http.Handler, error) {
-	cat, err := catalog.New()
-	if err != nil {
-		return nil, err
-	}
-	build := func(baseURL string) ([]byte, error) { return openapi.Build(cat, baseURL) }
+	build := func(baseURL string) ([]byte, error) { return openapi.Document(baseURL), nil }
 	h, err := httpapi.OpenAPI(build, d.BaseURL)
 	if err != nil {
 		return nil, err
