@@ -66,6 +66,9 @@ type Deps struct {
 	SQS      *sqs.Client
 	// S3 is set by the local runner; in Lambda it is made from AWS by the
 	// functions that use it, so that the others do not link the S3 client.
+	// AWS builds the clients a function makes for itself (KMS, Secrets
+	// Manager): locally its BaseEndpoint is moto's server, so that those
+	// clients are built by the same code as in Lambda.
 	S3  *s3.Client
 	AWS *aws.Config
 
@@ -89,6 +92,9 @@ type Deps struct {
 	SigningKeyID         string
 	PreviousSigningKeyID string
 	WebhookSchedule      []time.Duration
+	// ProviderSecretsPrefix (PROVIDER_SECRETS_PREFIX) is where the model
+	// providers' secrets are: "{stack name}/providers/" (internal/secrets).
+	ProviderSecretsPrefix string
 	// PricesJSON (PRICES_JSON) overrides entries of the default price list
 	// (prices.Load); empty keeps the defaults.
 	PricesJSON string
@@ -128,6 +134,7 @@ func Config(getenv func(string) string) (Deps, error) {
 		Clock:                clock.System{},
 		Log:                  slog.New(slog.NewJSONHandler(os.Stdout, nil)),
 	}
+	d.ProviderSecretsPrefix = getenv("PROVIDER_SECRETS_PREFIX")
 	if v := getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
