@@ -19,7 +19,7 @@ import (
 
 // kill -TERM of the make process alone (what a process supervisor or an IDE's
 // stop button sends) must stop the whole stack: the runner, DynamoDB Local and
-// fauxqs, with their ports freed and the endpoints record gone. The stack
+// fauxqs and moto, with their ports freed and the endpoints record gone. The stack
 // runs on free ports with its data in a directory of its own, so the test
 // can run beside a developer's make run.
 func TestKillTermOfMakeRunStopsTheWholeStack(t *testing.T) {
@@ -28,10 +28,11 @@ func TestKillTermOfMakeRunStopsTheWholeStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	ports := []int{freePort(t), freePort(t), freePort(t)}
+	ports := []int{freePort(t), freePort(t), freePort(t), freePort(t)}
 	cmd := exec.Command("make", "-s", "-C", root, "run", "RUN_FLAGS=-state "+state)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(ports[0]),
-		"DYNAMODB_PORT="+strconv.Itoa(ports[1]), "FAUXQS_PORT="+strconv.Itoa(ports[2]))
+		"DYNAMODB_PORT="+strconv.Itoa(ports[1]), "FAUXQS_PORT="+strconv.Itoa(ports[2]),
+		"MOTO_PORT="+strconv.Itoa(ports[3]))
 	cmd.Stdout, cmd.Stderr = &logTail{}, &logTail{}
 	// Its own process group, so that a failing test can still clean up all
 	// of it; the signal under test goes to make alone.

@@ -196,7 +196,7 @@ func serve(args []string) error {
 	go func() { served <- srv.Serve(ln) }()
 	// Tools find the stack here, whatever its ports (package endpoints).
 	rec := endpoints.Stack{PID: os.Getpid(), API: baseURL, DynamoDB: stack.DynamoDB.Endpoint(),
-		Fauxqs: stack.Fauxqs.Endpoint(), State: state, DemoToken: filepath.Join(state, "demo-token")}
+		Fauxqs: stack.Fauxqs.Endpoint(), Moto: stack.Moto.Endpoint(), State: state, DemoToken: filepath.Join(state, "demo-token")}
 	if err := endpoints.Write(state, rec); err != nil {
 		return fmt.Errorf("record the stack's endpoints: %w", err)
 	}
