@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -313,7 +314,7 @@ func (j *Job) Record(urls []string) Record {
 		Status:    j.Status,
 		CreatedAt: At(j.CreatedAt),
 		Error:     j.Error,
-		Progress:  j.Progress,
+		Progress:  shownProgress(j.Progress),
 	}
 	if len(urls) > 0 && j.Status != Failed && j.Status != Cancelled {
 		r.Result, _ = marshal(struct {
@@ -325,6 +326,26 @@ func (j *Job) Record(urls []string) Record {
 		r.CompletedAt = &t
 	}
 	return r
+}
+
+// ProgressDigits is how many decimals of progress a record shows: engines
+// report fractions such as 0.36796000000000006, which say nothing more than
+// 0.368 and read as noise.
+const ProgressDigits = 4
+
+// shownProgress is p rounded to ProgressDigits decimals. Rounding keeps the
+// order of values, so a progress that never decreases still never does; a
+// job short of completion never shows 1.
+func shownProgress(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	const scale = 1e4 // 10^ProgressDigits
+	v := math.Round(*p*scale) / scale
+	if v >= 1 && *p < 1 {
+		v = 1 - 1/scale
+	}
+	return &v
 }
 
 // Lease is a worker's hold on a job: only its holder may move the job on,
