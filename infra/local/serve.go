@@ -23,7 +23,7 @@ import (
 	"genjobs/internal/store"
 )
 
-// ports are the local stack's ports (API-DECISIONS 10), each overridable
+// ports are the local stack's ports (docs/local-stack.md, "Ports and addresses"), each overridable
 // from the environment.
 type ports struct{ api, dynamodb, fauxqs int }
 

@@ -77,7 +77,7 @@ func (s Status) Terminal() bool {
 }
 
 // Running reports whether a job in s holds one of its workspace's running
-// slots: Queued or later, not yet terminal (API-DECISIONS 7).
+// slots: Queued or later, not yet terminal (docs/api.md, "Limits").
 func (s Status) Running() bool {
 	return s != Backlogged && !s.Terminal()
 }
@@ -116,7 +116,7 @@ func (next Status) From() []Status {
 	return out
 }
 
-// Error codes of a failed job (API-DECISIONS 1).
+// Error codes of a failed job (docs/api.md, "Error codes of a failed job").
 const (
 	CodeInvalidInput = "invalid_input" // an input could not be fetched or decoded
 	CodeInputBlocked = "input_blocked" // an input URL was refused by the network policy
@@ -275,7 +275,7 @@ type Job struct {
 }
 
 // Idempotency ties a creation to the client's Idempotency-Key
-// (API-DECISIONS 11): a retry with the same key and request gets the same
+// (docs/api.md, "Idempotent creation"): a retry with the same key and request gets the same
 // job, one with the same key and another request is refused.
 type Idempotency struct {
 	Key         string
@@ -389,7 +389,7 @@ type Page struct {
 	NextCursor string // empty on the last page
 }
 
-// Bounds of a job list page (API-DECISIONS 2).
+// Bounds of a job list page (docs/api.md, "Pages and cursors").
 const (
 	DefaultListLimit = 100
 	MaxListLimit     = 1000

@@ -46,8 +46,8 @@ func TestValidID(t *testing.T) {
 	}
 }
 
-// TestEveryTransition checks every pair of statuses against the table of
-// API-DECISIONS 1 and 7, written out here rather than derived.
+// TestEveryTransition checks every pair of statuses against the rules of
+// docs/api.md ("Statuses"), written out here rather than derived.
 func TestEveryTransition(t *testing.T) {
 	allowed := map[Status][]Status{
 		Backlogged:           {Queued, Failed, Cancelled},
