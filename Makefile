@@ -18,16 +18,23 @@ WORKER_MAX_BINARY_BYTES := 16000000
 # The deliverer carries the KMS client and the JWT code on top of the rest.
 DELIVERER_MAX_BINARY_BYTES := 13000000
 
-.PHONY: run test lint vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance build invoke reset deploy clean
+.PHONY: run test lint repocheck vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance build invoke reset deploy clean
 
 run:
 	$(GO) run ./infra/local
 
-test: lint unit fuzz openapi-lint sizes
+test: lint repocheck unit fuzz openapi-lint sizes
 
 lint: vet staticcheck
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' ':!third_party')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+
+# The repository itself, first because it takes a second: no tracked build
+# output (an executable, a file over 1 MB outside testdata/), no mention of
+# documents outside the repository, every pointer into docs/ leads somewhere.
+# go test ./... runs the same tests again.
+repocheck:
+	$(GO) test -count=1 ./infra/repocheck
 
 vet:
 	$(GO) vet ./...
