@@ -21,7 +21,7 @@ DELIVERER_MAX_BINARY_BYTES := 13000000
 # growth is noticed before a deploy breaks.
 MIN_SPARE_BYTES := 1000000
 
-.PHONY: run test lint vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance build invoke reset deploy clean
+.PHONY: run test lint repocheck vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance build invoke reset deploy clean
 
 # The runner is built and exec'd, so that it is make's own child: make
 # passes a SIGTERM on to it, and it stops the emulators (go run would die and
@@ -30,11 +30,18 @@ RUN_FLAGS ?=
 run:
 	@mkdir -p $(TOOLS) && $(GO) build -o $(TOOLS)/local ./infra/local && exec $(TOOLS)/local $(RUN_FLAGS)
 
-test: lint unit fuzz openapi-lint sizes
+test: lint repocheck unit fuzz openapi-lint sizes
 
 lint: vet staticcheck
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' ':!third_party')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+
+# The repository itself, first because it takes a second: no tracked build
+# output (an executable, a file over 1 MB outside testdata/), no mention of
+# documents outside the repository, every pointer into docs/ leads somewhere.
+# go test ./... runs the same tests again.
+repocheck:
+	$(GO) test -count=1 ./infra/repocheck
 
 vet:
 	$(GO) vet ./...

@@ -1,5 +1,5 @@
 // Command receiver is a webhook receiver that verifies every delivery the
-// way API-DECISIONS 8 and the README describe, and prints the jobs it gets:
+// way docs/api.md ("Verifying a delivery") describes, and prints the jobs it gets:
 //
 //	go run ./events/receiver --url http://127.0.0.1:9000/hooks \
 //	    --jwks http://127.0.0.1:3000/.well-known/jwks.json --issuer http://127.0.0.1:3000

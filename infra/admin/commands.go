@@ -48,7 +48,7 @@ func (c *cli) workspaceCreate(ctx context.Context, args []string, stdout io.Writ
 	}
 	id := auth.NewID("ws_")
 	// API access starts disabled: an operator turns it on deliberately
-	// (API-DECISIONS section 3), like the settings page's switch.
+	// (docs/api.md, "Authentication and workspaces"), like the settings page's switch.
 	err = s.CreateWorkspace(ctx, auth.Workspace{
 		ID: id, Name: n, APIEnabled: false,
 		MaxConcurrent: *maxConcurrent, MaxRunning: *maxRunning, CreatedAt: c.clock.Now(),

@@ -26,7 +26,7 @@ const (
 // own: a file of their own keeps the table's other entries apart.
 func init() { commands = append(commands, styleCommands...) }
 
-// styleCommands are the style commands (API-DECISIONS 3).
+// styleCommands are the style commands (docs/operating.md, "The operator CLI").
 var styleCommands = []command{
 	{"style create", "(--workspace W [--app-user U] | --service) --title T --prompt P --models m1,m2 [--public] [--urls u1,u2]",
 		"create a style of the workspace's API user, of an application user of the workspace, or of the service; prints {style_id}", (*cli).styleCreate},

@@ -65,7 +65,7 @@ func resolve(ctx context.Context, g globals, getenv func(string) string, repoRoo
 		return nil, usagef("give --table or --stack, not both")
 	}
 	// The default HTTP client: config.WithHTTPClient panics when
-	// AWS_CA_BUNDLE is set (LOCAL-STACK.md).
+	// AWS_CA_BUNDLE is set (docs/local-stack.md, "Emulator and SDK traps").
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load the AWS configuration: %w", err)

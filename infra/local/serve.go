@@ -24,8 +24,8 @@ import (
 	"genjobs/internal/store"
 )
 
-// ports are the local stack's ports, each overridable from the
-// environment.
+// ports are the local stack's ports (docs/local-stack.md, "Ports and
+// addresses"), each overridable from the environment.
 type ports struct{ api, dynamodb, fauxqs, moto int }
 
 func localPorts() (ports, error) {

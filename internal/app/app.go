@@ -182,7 +182,7 @@ func FromEnv(ctx context.Context) (Deps, error) {
 }
 
 // Clients builds the SDK clients from cfg. DynamoDB Local omits the CRC32
-// header on errors, so local clients skip that check (LOCAL-STACK.md).
+// header on errors, so local clients skip that check (docs/local-stack.md, "Emulator and SDK traps").
 func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *sqs.Client) {
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = local

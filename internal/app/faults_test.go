@@ -325,7 +325,7 @@ func TestAThrottledCreationWritesNothing(t *testing.T) {
 	}
 }
 
-// API-DECISIONS 7: the job is durable once written; an enqueue that fails
+// docs/api.md, "Limits": the job is durable once written; an enqueue that fails
 // leaves it to the sweeper, and the client gets its job.
 func TestACreationWhoseEnqueueFailsIsStillAnswered(t *testing.T) {
 	s := newStack(t)

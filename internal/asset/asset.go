@@ -28,7 +28,7 @@ type Asset struct {
 // ErrNotFound is what a store answers for an unknown asset id.
 var ErrNotFound = errors.New("asset: not found")
 
-// Size limits (API-DECISIONS 2).
+// Size limits (docs/api.md, "Assets").
 const (
 	// MaxDirectBytes bounds a POST /assets body: API Gateway delivers a
 	// binary body base64-encoded (4/3 larger) and Lambda takes at most 6 MB.

@@ -38,7 +38,7 @@ type Workspace struct {
 	CreatedAt     time.Time
 }
 
-// Defaults of API-DECISIONS section 7.
+// Default limits (docs/api.md, "Limits").
 const (
 	DefaultMaxConcurrent = 20
 	DefaultMaxRunning    = 5

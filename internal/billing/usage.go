@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Bounds of GET /usage?days= (API-DECISIONS 2).
+// Bounds of GET /usage?days= (docs/api.md, "Usage").
 const (
 	DefaultUsageDays = 7
 	MaxUsageDays     = 90

@@ -29,7 +29,7 @@ var ErrTooLarge = errors.New("blob: object too large")
 // Lifetimes of the presigned GET URLs.
 const (
 	// ResultURLLifetime: result URLs are valid for 1 hour from the moment a
-	// job record is read (API-DECISIONS 1).
+	// job record is read (docs/api.md, "The job record").
 	ResultURLLifetime = time.Hour
 	// AssetURLLifetime: the target of GET /assets/{id}'s redirect is followed
 	// at once, so it lives only minutes.

@@ -11,7 +11,7 @@ import (
 // schema has passed and numbers are canonical, and returns a reason or "".
 
 // MaxOutputPixels is 4.1's "output up to 22K": at most 22000 x 22000 pixels
-// (API-DECISIONS 5), whatever the shape. The enhance engine streams, so the
+// (docs/api.md, "Choices per model"), whatever the shape. The enhance engine streams, so the
 // worker's memory does not bound it; engine.MaxOutputPixels is the same
 // (a test keeps the two in step).
 const MaxOutputPixels = 22000 * 22000
@@ -49,8 +49,8 @@ func checkAspectRatio(p map[string]any, name namer) string {
 		name.name("width"), name.name("height"), integer(p["width"]), integer(p["height"]), name.name("aspect_ratio"), ratio)
 }
 
-// deriveAspectRatio gives 4.6's aspect_ratio its default: 16:9 (API-DECISIONS
-// 5) when width:height matches it, 9:16 when that matches, and none otherwise.
+// deriveAspectRatio gives 4.6's aspect_ratio its default: 16:9 (docs/api.md,
+// "Choices per model") when width:height matches it, 9:16 when that matches, and none otherwise.
 // A fixed 16:9 would store a request the rule above refuses (a square frame),
 // so the stored parameters would contradict themselves.
 func deriveAspectRatio(p map[string]any) {

@@ -8,7 +8,7 @@ import (
 )
 
 // The field tables below are the test's own statement of spec 4 and
-// API-DECISIONS 5, written apart from the schema files so that a drift in
+// docs/api.md ("Choices per model"), written apart from the schema files so that a drift in
 // either shows up here.
 
 type kind int

@@ -18,13 +18,13 @@ import (
 // header and a larger image (a 16000 x 16000 PNG, say) is refused before a
 // byte of it is decoded. The decoded source is the one image the engine
 // holds whole: the standard decoders make whole images, single-threaded.
-// Both bound it (README, "The enhance engine"): up to 16 bytes a pixel
+// Both bound it (docs/performance.md, "Limits"): up to 16 bytes a pixel
 // while decoding (a progressive 4:4:4 JPEG; 8-bit PNG 4.5, baseline 4:2:0
 // JPEG 1.7), 3 GiB here, and up to 118 ns a pixel, 24 s here, which leaves
 // the worker's 120 s room for the rest of the job on slower cores.
 const MaxSourcePixels = 200_000_000
 
-// MaxOutputPixels is the largest output, 22000 x 22000 (API-DECISIONS 5;
+// MaxOutputPixels is the largest output, 22000 x 22000 (docs/performance.md, "Limits";
 // catalog.MaxOutputPixels, which a test keeps equal, refuses more at
 // creation).
 const MaxOutputPixels = 22000 * 22000

@@ -19,7 +19,7 @@ import (
 	"genjobs/internal/job"
 )
 
-// Fixed client-facing texts of the asset endpoints (API-DECISIONS 2).
+// Fixed client-facing texts of the asset endpoints (docs/api.md, "Assets").
 const (
 	msgAssetNotFound = "Asset not found."
 	msgNotAnImage    = "The request body is not a PNG, JPEG or WebP image."
@@ -208,7 +208,7 @@ func (h *Assets) get(w http.ResponseWriter, r *http.Request) {
 }
 
 // decodeUploadRequest reads {"content_type","size"} and returns one broken
-// rule, in the words of API-DECISIONS 4, or "". Where several fields break a
+// rule, in the words of docs/api.md ("Errors"), or "". Where several fields break a
 // rule, the first by name is reported, so every call gives the same answer.
 func decodeUploadRequest(body []byte) (contentType string, size int64, reason string) {
 	if len(body) > maxUploadRequestBytes {

@@ -58,13 +58,13 @@ type Generate struct {
 	AllowHTTPWebhooks bool
 }
 
-// MaxWebhookURLLength bounds X-Webhook-URL (API-DECISIONS 4).
+// MaxWebhookURLLength bounds X-Webhook-URL (docs/api.md, "Webhooks").
 const MaxWebhookURLLength = 2048
 
-// MaxIdempotencyKeyLength bounds Idempotency-Key (API-DECISIONS 11).
+// MaxIdempotencyKeyLength bounds Idempotency-Key (docs/api.md, "Idempotent creation").
 const MaxIdempotencyKeyLength = 255
 
-// Fixed texts of creation refusals (API-DECISIONS 4 and 11).
+// Fixed texts of creation refusals (docs/api.md, "Errors" and "Idempotent creation").
 const (
 	msgKeyReused     = "This Idempotency-Key was used with a different request."
 	msgKeyInFlight   = "A request with this Idempotency-Key is in progress; retry shortly."
@@ -234,7 +234,7 @@ func idempotencyKey(h http.Header) (string, error) {
 
 // foreignAsset names the first image value (by field name) that is an asset
 // URL of this deployment but not an asset of the caller's workspace: a 400 at
-// creation rather than a failed job later (API-DECISIONS 2).
+// creation rather than a failed job later (docs/api.md, "Body rules").
 func (g *Generate) foreignAsset(ctx context.Context, ep *catalog.Endpoint, req *catalog.Request, base, ws string) (string, error) {
 	for _, ref := range ep.ImageRefs(req.Params) {
 		id, ok := asset.IDFromURL(base, ref.Ref)

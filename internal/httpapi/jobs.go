@@ -162,7 +162,7 @@ func (h *Jobs) deliveries(w http.ResponseWriter, r *http.Request) {
 }
 
 // Record is the client's view of j, its outputs as URLs minted by urls now,
-// so that they are always fresh (API-DECISIONS 1).
+// so that they are always fresh (docs/api.md, "The job record").
 func Record(ctx context.Context, urls ResultURLs, j *job.Job) (job.Record, error) {
 	var out []string
 	for _, key := range j.Outputs {

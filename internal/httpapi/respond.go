@@ -20,7 +20,7 @@ import (
 	"genjobs/internal/fault"
 )
 
-// Fixed client-facing texts (API-DECISIONS 2-4).
+// Fixed client-facing texts (docs/api.md, "Errors").
 const (
 	msgNotFound         = "Not found."
 	msgJobNotFound      = "Job not found."

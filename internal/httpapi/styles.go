@@ -29,7 +29,7 @@ type Styles struct {
 	AppURL string // the web application's address: share links and avatars
 }
 
-// msgStyleNotFound is the 404 of a share link (API-DECISIONS 9).
+// msgStyleNotFound is the 404 of a share link (docs/api.md, "Styles").
 const msgStyleNotFound = "Style not found or you are not the owner."
 
 // Routes is the styles function's router.
@@ -208,7 +208,7 @@ func parseStyleQuery(raw string) (style.Query, string, error) {
 
 // parseOwnerID reads the user parameter: an owner id as records show it
 // (a UUID, any letter case), or the API user's name api:{workspace_id}
-// (API-DECISIONS 3), which stands for that user's owner id.
+// (docs/api.md, "Styles"), which stands for that user's owner id.
 func parseOwnerID(v string) (string, bool) {
 	if ws, ok := strings.CutPrefix(v, "api:"); ok {
 		if !style.ValidID(ws) {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -76,7 +77,7 @@ func (s Status) Terminal() bool {
 }
 
 // Running reports whether a job in s holds one of its workspace's running
-// slots: Queued or later, not yet terminal (API-DECISIONS 7).
+// slots: Queued or later, not yet terminal (docs/api.md, "Limits").
 func (s Status) Running() bool {
 	return s != Backlogged && !s.Terminal()
 }
@@ -115,7 +116,7 @@ func (next Status) From() []Status {
 	return out
 }
 
-// Error codes of a failed job (API-DECISIONS 1).
+// Error codes of a failed job (docs/api.md, "Error codes of a failed job").
 const (
 	CodeInvalidInput = "invalid_input" // an input could not be fetched or decoded
 	CodeInputBlocked = "input_blocked" // an input URL was refused by the network policy
@@ -274,7 +275,7 @@ type Job struct {
 }
 
 // Idempotency ties a creation to the client's Idempotency-Key
-// (API-DECISIONS 11): a retry with the same key and request gets the same
+// (docs/api.md, "Idempotent creation"): a retry with the same key and request gets the same
 // job, one with the same key and another request is refused.
 type Idempotency struct {
 	Key         string
@@ -313,7 +314,7 @@ func (j *Job) Record(urls []string) Record {
 		Status:    j.Status,
 		CreatedAt: At(j.CreatedAt),
 		Error:     j.Error,
-		Progress:  j.Progress,
+		Progress:  shownProgress(j.Progress),
 	}
 	if len(urls) > 0 && j.Status != Failed && j.Status != Cancelled {
 		r.Result, _ = marshal(struct {
@@ -325,6 +326,26 @@ func (j *Job) Record(urls []string) Record {
 		r.CompletedAt = &t
 	}
 	return r
+}
+
+// ProgressDigits is how many decimals of progress a record shows: engines
+// report fractions such as 0.36796000000000006, which say nothing more than
+// 0.368 and read as noise.
+const ProgressDigits = 4
+
+// shownProgress is p rounded to ProgressDigits decimals. Rounding keeps the
+// order of values, so a progress that never decreases still never does; a
+// job short of completion never shows 1.
+func shownProgress(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	const scale = 1e4 // 10^ProgressDigits
+	v := math.Round(*p*scale) / scale
+	if v >= 1 && *p < 1 {
+		v = 1 - 1/scale
+	}
+	return &v
 }
 
 // Lease is a worker's hold on a job: only its holder may move the job on,
@@ -368,7 +389,7 @@ type Page struct {
 	NextCursor string // empty on the last page
 }
 
-// Bounds of a job list page (API-DECISIONS 2).
+// Bounds of a job list page (docs/api.md, "Pages and cursors").
 const (
 	DefaultListLimit = 100
 	MaxListLimit     = 1000

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,8 +46,8 @@ func TestValidID(t *testing.T) {
 	}
 }
 
-// TestEveryTransition checks every pair of statuses against the table of
-// API-DECISIONS 1 and 7, written out here rather than derived.
+// TestEveryTransition checks every pair of statuses against the rules of
+// docs/api.md ("Statuses"), written out here rather than derived.
 func TestEveryTransition(t *testing.T) {
 	allowed := map[Status][]Status{
 		Backlogged:           {Queued, Failed, Cancelled},
@@ -136,6 +137,33 @@ func TestTimeHasThreeFractionalDigits(t *testing.T) {
 		s := At(time.Date(2026, 1, 2, 3, 4, 5, ns, time.FixedZone("x", 3600))).String()
 		if !re.MatchString(s) {
 			t.Errorf("At(...).String() = %q", s)
+		}
+	}
+}
+
+func TestRecordShowsProgressToFourDecimals(t *testing.T) {
+	for _, c := range []struct {
+		stored float64
+		want   string
+	}{
+		{0.36796000000000006, `"progress":0.368`}, // an engine's sum of shares
+		{0.1 + 0.2, `"progress":0.3`},
+		{0.12345, `"progress":0.1235`},
+		{0.99996, `"progress":0.9999`}, // short of completion never shows 1
+		{0, `"progress":0`},
+		{1, `"progress":1`},
+	} {
+		p := c.stored
+		j := Job{ID: "0194b3a0-1c2d-7e3f-8a4b-5c6d7e8f9a0b", Status: Sampling, Progress: &p}
+		if c.stored == 1 {
+			j.Status = Completed
+		}
+		b, err := json.Marshal(j.Record(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), c.want) {
+			t.Errorf("progress %v: record = %s; want %s", c.stored, b, c.want)
 		}
 	}
 }

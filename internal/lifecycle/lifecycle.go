@@ -1,7 +1,7 @@
 // Package lifecycle ends jobs and starts the ones waiting behind them. The
 // worker, client cancellation and the sweeper all end jobs through it, so a
 // freed running slot always goes to the workspace's oldest backlogged job
-// (API-DECISIONS 7), with no polling. It imports no AWS package.
+// (docs/architecture.md, "Promotion"), with no polling. It imports no AWS package.
 package lifecycle
 
 import (

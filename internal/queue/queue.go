@@ -43,7 +43,7 @@ func (q *Jobs) Enqueue(ctx context.Context, jobID string) error {
 	return nil
 }
 
-// Settings of the jobs queue, as template.yaml sets them (API-DECISIONS 7):
+// Settings of the jobs queue, as template.yaml sets them (docs/architecture.md, "The resources"):
 // a visibility timeout of six worker timeouts, and the DLQ after 3 receives.
 const (
 	VisibilityTimeoutSeconds = 720

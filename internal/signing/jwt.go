@@ -14,7 +14,7 @@ import (
 // TokenLifetime is how long a webhook token is valid: exp is iat plus this.
 const TokenLifetime = 300 * time.Second
 
-// WebhookClaims is what one delivery attempt's token says (API-DECISIONS 8).
+// WebhookClaims is what one delivery attempt's token says (docs/api.md, "Webhooks").
 type WebhookClaims struct {
 	// Issuer (iss) is the service's base URL.
 	Issuer string
@@ -35,7 +35,7 @@ type WebhookClaims struct {
 }
 
 // tokenClaims is the JSON claims set, members in the order of
-// API-DECISIONS 8. aud is a single string (golang-jwt's RegisteredClaims
+// docs/api.md ("Webhooks"). aud is a single string (golang-jwt's RegisteredClaims
 // would write an array).
 type tokenClaims struct {
 	Issuer     string `json:"iss"`

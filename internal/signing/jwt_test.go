@@ -81,7 +81,7 @@ func segment(t *testing.T, token string, i int) map[string]any {
 	return m
 }
 
-// The header and claims are exactly those of API-DECISIONS 8.
+// The header and claims are exactly those of docs/api.md ("Webhooks").
 func TestWebhookTokenShape(t *testing.T) {
 	k := mustLocal(t)
 	body := []byte(`{"id":"job_1","status":"completed"}`)

@@ -1,4 +1,4 @@
-// Package signing signs webhooks: the ES256 JWT of API-DECISIONS 8, the
+// Package signing signs webhooks: the ES256 JWT of docs/api.md ("Webhooks"), the
 // signers behind it and the JWKS document that publishes their keys.
 //
 // A [Signer] holds one P-256 key. Two implement it: [KMS], the AWS KMS

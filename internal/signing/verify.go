@@ -36,7 +36,7 @@ type Expect struct {
 	Leeway time.Duration
 }
 
-// Verify checks a delivery as API-DECISIONS 8 tells receivers to: the key
+// Verify checks a delivery as docs/api.md ("Verifying a delivery") tells receivers to: the key
 // by kid from keys, the ES256 signature, the time window (iat no later than
 // Now, exp after it, and exp no more than TokenLifetime after iat, each
 // within Leeway), aud (and iss when expected), and body_sha256 against the

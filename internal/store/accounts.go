@@ -49,7 +49,7 @@ func tokenPK(hash string) string   { return "TOKEN#" + hash }
 func stamp(t time.Time) string     { return job.At(t).String() }
 
 // CreateWorkspace stores a new workspace with an empty balance and no jobs.
-// Zero limits take the defaults of API-DECISIONS 7.
+// Zero limits take the defaults (docs/api.md, "Limits").
 func (s *Store) CreateWorkspace(ctx context.Context, w auth.Workspace) error {
 	if w.MaxConcurrent == 0 {
 		w.MaxConcurrent = auth.DefaultMaxConcurrent

@@ -113,7 +113,7 @@ func (s *Store) MarkEnqueued(ctx context.Context, j *job.Job, at time.Time) erro
 	return nil
 }
 
-// Slots is a workspace's slot counters (API-DECISIONS 7).
+// Slots is a workspace's slot counters (docs/api.md, "Limits").
 type Slots struct {
 	Active  int `json:"active"`  // jobs that have not ended
 	Running int `json:"running"` // of which past backlogged

@@ -20,7 +20,7 @@ import (
 	"genjobs/internal/job"
 )
 
-// The slot counters on the workspace item (API-DECISIONS 7): jobs_active
+// The slot counters on the workspace item (docs/api.md, "Limits"): jobs_active
 // counts jobs that have not ended (bounded by max_concurrent), jobs_running
 // those of them past backlogged (bounded by max_running). They change only in
 // the same transaction as a job's creation, promotion or end, so they are

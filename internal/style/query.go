@@ -12,7 +12,7 @@ import (
 	"genjobs/internal/job"
 )
 
-// Filter is the filter parameter of GET /styles (API-DECISIONS 9). Every
+// Filter is the filter parameter of GET /styles (docs/api.md, "Styles"). Every
 // filter keeps to the styles the caller may see.
 type Filter string
 

@@ -1,6 +1,6 @@
 // Package style holds the style record (spec 2.4), who may see a style
 // (spec 5.4), the nine listing filters and the query parameters of
-// GET /styles (API-DECISIONS 9), and the sets a style belongs to, which the
+// GET /styles (docs/api.md, "Styles"), and the sets a style belongs to, which the
 // store keeps as index partitions so that every filter is a Query. It
 // imports no AWS package.
 //
@@ -40,7 +40,7 @@ var (
 	ErrBadCursor = errors.New("style: cursor not valid for this workspace and query")
 )
 
-// Bounds of GET /styles (spec 4.8, API-DECISIONS 9).
+// Bounds of GET /styles (spec 4.8; docs/api.md, "Pages and cursors").
 const (
 	DefaultLimit = 100
 	MaxLimit     = 1000
@@ -89,7 +89,7 @@ func APIOwner(ws string) Owner {
 var apiUserNamespace = [16]byte{0x22, 0xf6, 0xdf, 0x8d, 0x7f, 0x22, 0x46, 0xc8, 0xaa, 0xed, 0x42, 0x3f, 0xff, 0x18, 0x1c, 0x26}
 
 // APIUserID is the owner id (a UUID) of the API's user of workspace ws, the
-// identity API-DECISIONS 3 names api:{workspace_id}: a version 5 UUID of
+// identity docs/api.md ("Styles") names api:{workspace_id}: a version 5 UUID of
 // that name, so it needs no lookup and never changes.
 func APIUserID(ws string) string {
 	h := sha1.New()
@@ -223,7 +223,7 @@ func NewShareToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// ShareLink is the application's page of a shared style (API-DECISIONS 9).
+// ShareLink is the application's page of a shared style (docs/api.md, "Styles").
 func ShareLink(appURL, token string) string { return appURL + "/styles/shared/" + token }
 
 // Record is a style as the API shows it: exactly the fields of spec 2.4.

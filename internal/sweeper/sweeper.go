@@ -49,7 +49,7 @@ type Sweeper struct {
 	Dead      DeadLetters
 	Clock     clock.Clock
 	Log       *slog.Logger
-	// Deadline is how long a job may take from queued to its end (API-DECISIONS 7).
+	// Deadline is how long a job may take from queued to its end (docs/api.md, "Limits").
 	Deadline time.Duration
 	// RequeueAfter is how long a queued job waits for a worker before its
 	// message is sent again (its first may have been lost).

@@ -1,5 +1,5 @@
 // Package webhook delivers a job's terminal record to the URL its client
-// gave (API-DECISIONS 8): one delivery per job with a stable id, attempts on
+// gave (docs/api.md, "Webhooks"): one delivery per job with a stable id, attempts on
 // a fixed schedule, each signed afresh. It imports no AWS package: the store
 // keeps deliveries, the queue carries the waits between attempts.
 package webhook
@@ -120,7 +120,7 @@ func ParseSchedule(s string) ([]time.Duration, error) {
 	return out, nil
 }
 
-// Claims are what the signature of one attempt says (API-DECISIONS 8).
+// Claims are what the signature of one attempt says (docs/api.md, "Webhooks").
 type Claims struct {
 	Issuer   string    // the API's base URL
 	Audience string    // the webhook URL, as sent

@@ -53,7 +53,7 @@ const (
 	SigningKeyFile = ".local/webhook-key.pem"
 )
 
-// The demo workspace of API-DECISIONS 10.
+// The demo workspace (docs/local-stack.md, "What make run does").
 const (
 	DemoWorkspace = "ws_demo"
 	demoBalance   = 25 * billing.USD
@@ -301,7 +301,7 @@ func (s *Stack) Resolve() map[string]string {
 		"ResultsBucket":                s.ResultsBucket,
 		"AssetsBucket":                 s.AssetsBucket,
 		"BaseUrl":                      s.BaseURL,
-		"AllowPrivateDestinations":     "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
+		"AllowPrivateDestinations":     "true", // docs/local-stack.md: a receiver on 127.0.0.1 works
 		"AppUrl":                       s.BaseURL + AppPath,
 		// The table's name stands for the stack's (SecretsPrefix).
 		"AWS::StackName": s.Table,

@@ -19,7 +19,7 @@ import (
 	"genjobs/internal/catalog"
 )
 
-// defaultPrices is API-DECISIONS 6 as configuration: an operator changes a
+// defaultPrices is the price list of docs/api.md ("Prices") as configuration: an operator changes a
 // price with an override, not a build.
 //
 //go:embed prices.json

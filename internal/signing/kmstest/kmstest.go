@@ -2,7 +2,7 @@
 // that speaks the awsJson1_1 protocol of the real service for Sign and
 // GetPublicKey, backed by real P-256 keys, so that the real SDK client (and
 // the signing.KMS adapter on it) can be tested without AWS. No KMS emulator
-// can be installed here (shared/LOCAL-STACK.md).
+// can be installed here (docs/local-stack.md, "Emulator and SDK traps").
 //
 //	srv := kmstest.NewServer(t)
 //	signer := signing.NewKMS(srv.Client(), srv.KeyID)

@@ -1,0 +1,309 @@
+package repocheck
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// outsideDocuments are names of documents that live outside the repository
+// (the working notes of the people who built it). A reader of the
+// repository does not have them, so no tracked file may point at them: what
+// they decided is written into docs/. Spelled in two parts so that this file
+// does not name them itself.
+var outsideDocuments = []string{
+	"API-" + "DECISIONS",
+	"LOCAL-" + "STACK",
+	"HOUSE-" + "STYLE",
+	"../" + "shared/",
+}
+
+// maxTrackedBytes bounds a tracked file outside testdata/: anything larger is
+// build output or data that every clone would download forever.
+const maxTrackedBytes = 1_000_000
+
+// tracked is one file of git's index.
+type tracked struct {
+	path string // relative to the repository root, slash-separated
+	mode string // git's mode: 100644, 100755, 120000 (a symlink), 160000 (a submodule)
+}
+
+// repository returns the root of the clone this test runs in and its
+// tracked files. The checks are about what git tracks, so they need git and
+// a clone; without them the test fails saying so rather than passing.
+func repository(t *testing.T) (string, []tracked) {
+	t.Helper()
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Fatalf("the repository checks run in a git clone with git installed: git rev-parse: %v", err)
+	}
+	root := strings.TrimSpace(string(out))
+	out, err = exec.Command("git", "-C", root, "ls-files", "--stage", "-z").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	var files []tracked
+	for _, rec := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		// "<mode> <object> <stage>\t<path>"
+		meta, path, ok := strings.Cut(rec, "\t")
+		if !ok {
+			t.Fatalf("git ls-files: unexpected record %q", rec)
+		}
+		files = append(files, tracked{path: path, mode: strings.Fields(meta)[0]})
+	}
+	if len(files) == 0 {
+		t.Fatal("git ls-files listed no file")
+	}
+	return root, files
+}
+
+// read returns a tracked file's bytes, or false when it is not a regular
+// file in the work tree (a symlink, a submodule, or deleted and not yet
+// committed).
+func read(t *testing.T, root string, f tracked) ([]byte, bool) {
+	t.Helper()
+	if f.mode != "100644" && f.mode != "100755" {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f.path)))
+	if os.IsNotExist(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, true
+}
+
+func TestNoTrackedFileNamesADocumentOutsideTheRepository(t *testing.T) {
+	root, files := repository(t)
+	for _, f := range files {
+		data, ok := read(t, root, f)
+		if !ok {
+			continue
+		}
+		for _, m := range outsideMentions(data) {
+			t.Errorf("%s:%s; write what the reader needs into docs/ and point there", f.path, m)
+		}
+	}
+}
+
+func TestNoBuildOutputIsTracked(t *testing.T) {
+	root, files := repository(t)
+	for _, f := range files {
+		data, ok := read(t, root, f)
+		if !ok {
+			continue
+		}
+		if why := buildOutput(f.path, f.mode, data); why != "" {
+			t.Errorf("%s %s: git rm --cached it; build outputs belong in .gitignore, test inputs under testdata/", f.path, why)
+		}
+	}
+}
+
+func TestPointersIntoDocsLeadToAPageAndSection(t *testing.T) {
+	root, files := repository(t)
+	headings := map[string][]string{} // docs page -> its headings
+	for _, f := range files {
+		if dir, name := filepath.Split(f.path); dir == "docs/" && strings.HasSuffix(name, ".md") {
+			data, ok := read(t, root, f)
+			if ok {
+				headings[name] = markdownHeadings(data)
+			}
+		}
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f.path, ".md") {
+			continue // pages link each other, some to pages that arrive later
+		}
+		data, ok := read(t, root, f)
+		if !ok {
+			continue
+		}
+		for _, p := range docPointers(data) {
+			hs, known := headings[p.page]
+			switch {
+			case !known:
+				t.Errorf("%s:%d points at docs/%s, which does not exist", f.path, p.line, p.page)
+			case p.section != "" && !slices.Contains(hs, p.section):
+				t.Errorf("%s:%d points at docs/%s, %q: no such heading there (headings: %s)",
+					f.path, p.line, p.page, p.section, strings.Join(hs, "; "))
+			}
+		}
+	}
+}
+
+// The checks catch what they name, and let through what they must: each
+// case is a file the repository could hold.
+func TestTheChecksTellBuildOutputAndOutsideDocumentsApart(t *testing.T) {
+	elf := append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 64)...)
+	pe := make([]byte, 0x80)
+	copy(pe, "MZ")
+	binary.LittleEndian.PutUint32(pe[0x3c:], 0x40)
+	copy(pe[0x40:], "PE\x00\x00")
+	big := bytes.Repeat([]byte("a line of text\n"), maxTrackedBytes/15+1)
+	for _, c := range []struct {
+		path, mode string
+		data       []byte
+		flagged    bool
+	}{
+		{"local", "100755", elf, true},
+		{"bin/worker/bootstrap", "100644", elf, true}, // not executable in git, still a binary
+		{"tools/admin.exe", "100644", pe, true},
+		{"bench", "100755", []byte("\xcf\xfa\xed\xfe\x07\x00\x00\x01" + "\x00\x00"), true}, // Mach-O 64
+		{"data.bin", "100755", []byte("\x01\x02\x00\x03"), true},                           // executable and not text
+		{"fixtures.json", "100644", big, true},
+		{"internal/engine/testdata/big.jpg", "100644", big, false},
+		{"internal/engine/testdata/a.out", "100755", elf, false},
+		{".ci/run", "100755", []byte("#!/usr/bin/env bash\nmake test\n"), false},
+		{"README.md", "100644", []byte("MZ is how a DOS program starts\n"), false},
+		{"go.sum", "100644", bytes.Repeat([]byte("x"), maxTrackedBytes), false}, // exactly at the bound
+	} {
+		if got := buildOutput(c.path, c.mode, c.data) != ""; got != c.flagged {
+			t.Errorf("buildOutput(%s, %s) flagged = %v, want %v", c.path, c.mode, got, c.flagged)
+		}
+	}
+
+	text := "package x\n\n// Size limits (" + outsideDocuments[0] + " 2).\nconst a = 1\n// see " + outsideDocuments[3] + "tools\n"
+	got := outsideMentions([]byte(text))
+	want := []string{"3: names " + outsideDocuments[0], "5: names " + outsideDocuments[3]}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("outsideMentions = %q, want %q", got, want)
+	}
+	if got := outsideMentions([]byte("see docs/local-stack.md and the house style\n")); len(got) != 0 {
+		t.Errorf("a pointer into docs/ was taken for an outside document: %q", got)
+	}
+
+	src := "// Size limits (docs/api.md, \"Assets\").\n" +
+		"// default 16:9 (docs/api.md,\n// \"Choices per model\") when\n" +
+		"      # passed (docs/operating.md,\n      \"Key rotation\"). Empty\n" +
+		"// a receiver works (docs/local-stack.md: private destinations)\n" +
+		"// the ES256 JWT of docs/api.md (\"Webhooks\"), the signers\n"
+	wantPointers := []pointer{{"api.md", "Assets", 1}, {"api.md", "Choices per model", 2},
+		{"operating.md", "Key rotation", 4}, {"local-stack.md", "", 6}, {"api.md", "Webhooks", 7}}
+	if got := docPointers([]byte(src)); fmt.Sprint(got) != fmt.Sprint(wantPointers) {
+		t.Errorf("docPointers = %v\nwant %v", got, wantPointers)
+	}
+	if hs := markdownHeadings([]byte("# Title\n\ntext\n## Key rotation\n```sh\n# a comment\n```\n### Prices\n")); fmt.Sprint(hs) != "[Title Key rotation Prices]" {
+		t.Errorf("markdownHeadings = %q", hs)
+	}
+}
+
+// buildOutput says why a tracked file looks like build output, or "". Files
+// under a testdata directory are exempt: tests may need large or binary
+// inputs.
+func buildOutput(path, mode string, data []byte) string {
+	if inTestdata(path) {
+		return ""
+	}
+	if kind := executableFormat(data); kind != "" {
+		return "is an executable binary (" + kind + ")"
+	}
+	if mode == "100755" && isBinary(data) {
+		return "is executable and not text"
+	}
+	if len(data) > maxTrackedBytes {
+		return fmt.Sprintf("is %d bytes; tracked files outside testdata/ stay within 1 MB", len(data))
+	}
+	return ""
+}
+
+func inTestdata(path string) bool {
+	for _, part := range strings.Split(path, "/") {
+		if part == "testdata" {
+			return true
+		}
+	}
+	return false
+}
+
+// executableFormat names the executable format data starts with, or "".
+func executableFormat(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte("\x7fELF")):
+		return "ELF"
+	case bytes.HasPrefix(data, []byte("\xfe\xed\xfa\xce")), bytes.HasPrefix(data, []byte("\xce\xfa\xed\xfe")),
+		bytes.HasPrefix(data, []byte("\xfe\xed\xfa\xcf")), bytes.HasPrefix(data, []byte("\xcf\xfa\xed\xfe")):
+		return "Mach-O"
+	case bytes.HasPrefix(data, []byte("\xca\xfe\xba\xbe")):
+		return "Mach-O universal or Java class"
+	case bytes.HasPrefix(data, []byte("\x00asm")):
+		return "WebAssembly"
+	case bytes.HasPrefix(data, []byte("MZ")) && len(data) >= 0x40:
+		off := int(binary.LittleEndian.Uint32(data[0x3c:]))
+		if off >= 0 && off+4 <= len(data) && string(data[off:off+4]) == "PE\x00\x00" {
+			return "PE"
+		}
+	}
+	return ""
+}
+
+// isBinary reports whether data looks like something other than text: a NUL
+// byte in its first 8000 bytes, as git itself decides.
+func isBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
+}
+
+// outsideMentions lists "line: names X" for each line of data that names an
+// outside document.
+func outsideMentions(data []byte) []string {
+	var out []string
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		for _, name := range outsideDocuments {
+			if bytes.Contains(line, []byte(name)) {
+				out = append(out, fmt.Sprintf("%d: names %s", i+1, name))
+			}
+		}
+	}
+	return out
+}
+
+// pointer is a reference from code to a page of docs/ and, when it names
+// one, a section: `docs/api.md, "Assets"` or `docs/api.md ("Webhooks")`.
+type pointer struct {
+	page, section string
+	line          int
+}
+
+// pointerRE finds docs/<page>.md and the quoted section that may follow it,
+// after a comma or an opening parenthesis, possibly on the next comment line.
+var pointerRE = regexp.MustCompile(`docs/([a-z0-9-]+\.md)(?:(?:,| \()\s*(?:(?://|#)\s*)?"([^"\n]+)")?`)
+
+func docPointers(data []byte) []pointer {
+	var out []pointer
+	for _, m := range pointerRE.FindAllSubmatchIndex(data, -1) {
+		p := pointer{page: string(data[m[2]:m[3]]), line: bytes.Count(data[:m[0]], []byte("\n")) + 1}
+		if m[4] >= 0 {
+			p.section = string(data[m[4]:m[5]])
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// markdownHeadings lists the text of a page's ATX headings, outside code
+// fences.
+func markdownHeadings(data []byte) []string {
+	var out []string
+	fenced := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		if text := strings.TrimLeft(line, "#"); strings.HasPrefix(text, " ") {
+			out = append(out, strings.TrimSpace(text))
+		}
+	}
+	return out
+}
