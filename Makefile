@@ -65,6 +65,13 @@ bench:
 bench-enhance:
 	$(GO) run ./infra/bench enhance
 
+# The reference engines served over Cog's HTTP protocol on 127.0.0.1:5050, one
+# model per endpoint (docs/cogserver.md). COGSERVER_FLAGS="-webhook-token T -port N".
+.PHONY: cogserver
+COGSERVER_FLAGS ?=
+cogserver:
+	$(GO) run ./cmd/cogserver $(COGSERVER_FLAGS)
+
 # `make invoke FN=generate EVENT=events/generate-valid.json` runs one function's
 # handler on one event against the local stack (`make run` must be up).
 invoke:
