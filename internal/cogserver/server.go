@@ -41,6 +41,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -348,7 +349,7 @@ func readRequest(w http.ResponseWriter, r *http.Request) (req request, ok bool) 
 	case errors.As(err, &tooLarge):
 		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"detail": fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes)})
 		return req, false
-	case err != nil && err.Error() == "EOF": // no body: an empty input, as Cog takes it
+	case errors.Is(err, io.EOF): // no body: an empty input, as Cog takes it
 		return request{}, true
 	case err != nil:
 		unprocessable(w, "the body is not a prediction request: "+err.Error())
