@@ -35,13 +35,13 @@ const wait = 60 * time.Second
 
 // harness is a model server on 127.0.0.1 and a webhook receiver.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	base string // the server's URL
 	hook *receiver
 	logs chan string // the messages the server logs
 }
 
-func newHarness(t *testing.T, engines engine.Registry, change func(*cogserver.Options)) *harness {
+func newHarness(t testing.TB, engines engine.Registry, change func(*cogserver.Options)) *harness {
 	t.Helper()
 	cat, err := catalog.New()
 	if err != nil {
@@ -144,7 +144,7 @@ func (h *harness) putAsync(model, id string, body map[string]any) (int, map[stri
 
 // receiver records the webhook requests it gets.
 type receiver struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	got chan delivery
 	// refuse answers the first completed deliveries with these statuses.
@@ -157,7 +157,7 @@ type delivery struct {
 	body map[string]any
 }
 
-func newReceiver(t *testing.T) *receiver {
+func newReceiver(t testing.TB) *receiver {
 	rc := &receiver{t: t, got: make(chan delivery, 1000)}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
@@ -221,7 +221,7 @@ func (rc *receiver) none() {
 }
 
 // dataURI decodes a data: URI output.
-func dataURI(t *testing.T, v any) (string, []byte) {
+func dataURI(t testing.TB, v any) (string, []byte) {
 	t.Helper()
 	s, ok := v.(string)
 	if !ok {
@@ -238,10 +238,13 @@ func dataURI(t *testing.T, v any) (string, []byte) {
 	return meta, b
 }
 
+// testCatalog is compiled once: compiling is the expensive part.
+var testCatalog = sync.OnceValues(catalog.New)
+
 // engineOutput runs an engine directly on a request, as the worker would.
-func engineOutput(t *testing.T, eng engine.Engine, endpoint string, body map[string]any) []byte {
+func engineOutput(t testing.TB, eng engine.Engine, endpoint string, body map[string]any) []byte {
 	t.Helper()
-	cat, err := catalog.New()
+	cat, err := testCatalog()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,5 +629,65 @@ func TestCompletedWebhookRetries(t *testing.T) {
 		// receiver records before it answers: nothing more was sent.
 		h.waitLog(tc.end)
 		h.hook.none()
+	}
+}
+
+// POST /predictions makes up an id (Cog's recommended form) when the body
+// has none, and GET /openapi.json shows the endpoint's schema as Input.
+func TestPostPredictionAndOpenAPI(t *testing.T) {
+	h := newHarness(t, engine.Reference(), nil)
+	const model = "3d/vendor-g/model-g-3.1-rapid"
+	status, body := h.call(http.MethodPost, "/"+model+"/predictions", map[string]any{
+		"input": map[string]any{"prompt": "a teapot"}, "webhook": h.hook.url, "webhook_events_filter": []string{"completed"},
+	}, "Prefer", "respond-async")
+	id, _ := body["id"].(string)
+	if status != http.StatusAccepted || !regexp.MustCompile(`^[a-z2-7]{26}$`).MatchString(id) {
+		t.Fatalf("POST answered %d %v, want 202 with a 26-character base32 id", status, body)
+	}
+	done := h.hook.next().body
+	meta, data := dataURI(t, done["output"])
+	if done["id"] != id || meta != "model/gltf-binary" || !bytes.HasPrefix(data, []byte("glTF")) {
+		t.Errorf("completed %v with %s output starting %q, want the id and a binary glTF", done["id"], meta, data[:min(4, len(data))])
+	}
+
+	_, doc := h.call(http.MethodGet, "/"+model+"/openapi.json", nil)
+	schemas, _ := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	input, _ := schemas["Input"].(map[string]any)
+	if props, _ := input["properties"].(map[string]any); props["prompt"] == nil || props["mode"] == nil {
+		t.Errorf("openapi.json Input is %v, want the endpoint's request schema", input)
+	}
+	if _, paths := doc["paths"].(map[string]any)["/"+model+"/predictions/{prediction_id}"]; !paths {
+		t.Errorf("openapi.json paths lack the idempotent PUT under the model's prefix")
+	}
+}
+
+// A synchronous client that goes away cancels its prediction, as Cog does.
+func TestSynchronousClientDisconnectCancels(t *testing.T) {
+	g := newGate(engine.Video{})
+	h := newHarness(t, gated("model-c", g), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{
+		"input": map[string]any{"prompt": "rain"}, "webhook": h.hook.url, "webhook_events_filter": []string{"completed"},
+	})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, h.base+"/video/vendor-c/model-c/predictions/sync-1", bytes.NewReader(body))
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	g.waitStarted(t)
+	cancel()
+	if err := <-answered; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client's request ended with %v", err)
+	}
+	if d := h.hook.next(); d.body["status"] != "canceled" {
+		t.Errorf("completed webhook %v, want canceled", d.body)
+	}
+	if err := <-g.stopped; !errors.Is(err, context.Canceled) {
+		t.Errorf("the engine returned %v, want its context's cancellation", err)
 	}
 }
