@@ -96,7 +96,7 @@ func (p *prediction) discard() {
 	}
 }
 
-// hold keeps the outputs until release: a synchronous answer reads them.
+// hold keeps the outputs until release, for an answer that reads them.
 func (p *prediction) hold()    { p.users.Add(1) }
 func (p *prediction) release() { p.users.Done() }
 

@@ -392,8 +392,9 @@ func (s *Server) createIdempotent(w http.ResponseWriter, r *http.Request, m *mod
 		unprocessable(w, "prediction ID must match the ID supplied in the URL", "id")
 		return
 	}
-	if p := m.lookup(id); p != nil {
+	if p := m.held(id); p != nil {
 		// Cog answers the running prediction, whatever this body says.
+		defer p.release()
 		s.writePrediction(w, http.StatusAccepted, p.snapshot(true))
 		return
 	}
@@ -448,6 +449,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, m *model, id stri
 	case running != nil:
 		// A request with the same id was admitted first: answer it as Cog does.
 		p.discard()
+		defer running.release()
 		s.writePrediction(w, http.StatusAccepted, running.snapshot(true))
 		return
 	case !ok:
@@ -517,12 +519,26 @@ func (m *model) lookup(id string) *prediction {
 	return m.running[id]
 }
 
+// held returns the prediction running under id, if any, held (see hold)
+// until the caller releases it: its outputs stay while they are written.
+func (m *model) held(id string) *prediction {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.running[id]
+	if p != nil {
+		p.hold() // before forget, so before run waits for its users
+	}
+	return p
+}
+
 // admit takes a slot for p and registers it. It returns the prediction
-// that runs under p's id, if any, and ok false when every slot is busy.
+// that runs under p's id, if any, held as by held, and ok false when every
+// slot is busy.
 func (m *model) admit(p *prediction) (running *prediction, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if q := m.running[p.id]; q != nil {
+		q.hold()
 		return q, false
 	}
 	select {
