@@ -4,6 +4,7 @@
 // docs/cogserver.md.
 //
 //	go run ./cmd/cogserver [-port 5050] [-webhook-token T] [-concurrency 1]
+//	                       [-upload-url http://127.0.0.1:5050/uploads/]
 package main
 
 import (
@@ -37,10 +38,14 @@ func main() {
 func run() error {
 	port := flag.Int("port", 5050, "the TCP `port` to listen on")
 	host := flag.String("host", "127.0.0.1", "the `address` to listen on")
-	token := flag.String("webhook-token", os.Getenv("WEBHOOK_AUTH_TOKEN"), "sent as Authorization: Bearer on every webhook (default $WEBHOOK_AUTH_TOKEN)")
+	token := flag.String("webhook-token", "", "sent as Authorization: Bearer on every webhook (default $WEBHOOK_AUTH_TOKEN)")
 	concurrency := flag.Int("concurrency", cogserver.DefaultConcurrency, "predictions each model runs at once; one more is answered 409")
+	uploadURL := flag.String("upload-url", "", "upload each output with PUT to this `URL`/{file} and answer its URL instead of a data: URI (Cog's --upload-url); the server's own http://HOST:PORT/uploads/ keeps files an hour")
 	allowPrivate := flag.Bool("allow-private", true, "let inputs and webhooks reach loopback and private addresses (the local stack listens on 127.0.0.1)")
 	flag.Parse()
+	if *token == "" {
+		*token = os.Getenv("WEBHOOK_AUTH_TOKEN") // read here: flag's help would print a default
+	}
 	if *port < 1 || *port > 65535 {
 		return fmt.Errorf("-port must be in 1..65535, not %d", *port)
 	}
@@ -57,6 +62,7 @@ func run() error {
 		Inputs:       fetch.New(guard, nil),
 		Webhooks:     &http.Client{Transport: guard.Transport(), Timeout: 2 * time.Minute},
 		WebhookToken: *token,
+		UploadURL:    *uploadURL,
 		Concurrency:  *concurrency,
 		Log:          log,
 	})

@@ -65,10 +65,11 @@ type prediction struct {
 	completed time.Time
 }
 
-// output is one output file of a prediction.
+// output is one output file of a prediction, and its URL once uploaded.
 type output struct {
 	path        string
 	contentType string
+	url         string
 }
 
 func (s *Server) newPrediction(m *model, id string, input json.RawMessage, req *catalog.Request, hook *url.URL, events map[string]bool, log *slog.Logger) (*prediction, error) {
@@ -169,6 +170,17 @@ func (p *prediction) work() (status, msg string) {
 		outs = append(outs, o)
 	}
 	for i, o := range outs {
+		if p.s.opt.UploadURL != "" {
+			u, err := p.upload(p.ctx, o)
+			switch {
+			case p.ctx.Err() != nil:
+				return statusCanceled, ""
+			case err != nil:
+				p.log.Error("an output could not be uploaded", "error", err.Error())
+				return statusFailed, "The output could not be uploaded."
+			}
+			o.url = u
+		}
 		size := int64(-1)
 		if fi, err := os.Stat(o.path); err == nil {
 			size = fi.Size()
@@ -176,7 +188,11 @@ func (p *prediction) work() (status, msg string) {
 		p.mu.Lock()
 		p.outputs = append(p.outputs, o)
 		p.mu.Unlock()
-		p.appendLog(fmt.Sprintf("output %d: %s, %d bytes\n", i, o.contentType, size))
+		if o.url != "" {
+			p.appendLog(fmt.Sprintf("output %d: %s, %d bytes, uploaded to %s\n", i, o.contentType, size, o.url))
+		} else {
+			p.appendLog(fmt.Sprintf("output %d: %s, %d bytes\n", i, o.contentType, size))
+		}
 		p.emit(eventOutput)
 	}
 	return statusSucceeded, ""
@@ -306,7 +322,7 @@ func (st snapshot) write(w io.Writer) error {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		if err := writeDataURI(bw, o); err != nil {
+		if err := writeOutput(bw, o); err != nil {
 			return err
 		}
 	}
@@ -333,6 +349,14 @@ func (st snapshot) size() (int64, error) {
 	}
 	n += int64(len(st.outputs) - 1) // the commas
 	for _, o := range st.outputs {
+		if o.url != "" {
+			b, err := json.Marshal(o.url)
+			if err != nil {
+				return 0, err
+			}
+			n += int64(len(b))
+			continue
+		}
 		fi, err := os.Stat(o.path)
 		if err != nil {
 			return 0, err
@@ -342,8 +366,17 @@ func (st snapshot) size() (int64, error) {
 	return n, nil // the closing brace replaced head's
 }
 
-// writeDataURI writes o as a JSON string "data:{type};base64,{bytes}".
-func writeDataURI(w *bufio.Writer, o output) error {
+// writeOutput writes o as a JSON string "data:{type};base64,{bytes}", or
+// its URL once uploaded.
+func writeOutput(w *bufio.Writer, o output) error {
+	if o.url != "" {
+		b, err := json.Marshal(o.url)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
 	f, err := os.Open(o.path)
 	if err != nil {
 		return err

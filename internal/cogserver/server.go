@@ -31,6 +31,9 @@
 //   - POST /predictions/{id}/cancel: 200 {} and the engine's context ends,
 //     the prediction ends canceled; 404 {} for an id that is not running.
 //   - GET /health-check (READY or BUSY), GET / and GET /openapi.json.
+//   - Outputs are data: URIs, or with UploadURL (Cog's --upload-url) URLs
+//     of the uploaded files; PUT and GET /uploads/{name} make the server its
+//     own upload target (upload.go).
 //
 // Progress is written to the logs as tqdm-style lines (" 45%|#########
 // | 45/100"), the form Replicate's clients read a percentage from.
@@ -46,6 +49,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -74,8 +78,11 @@ type Options struct {
 	Engines engine.Registry // an endpoint without an engine here is not served
 	// Inputs fetches image-valued inputs (URLs and data: URIs).
 	Inputs *fetch.Fetcher
-	// Webhooks sends the webhook requests.
+	// Webhooks sends the webhook requests, and the uploads of UploadURL.
 	Webhooks *http.Client
+	// UploadURL, when set, is where outputs are uploaded (Cog's
+	// --upload-url): outputs are then URLs rather than data: URIs.
+	UploadURL string
 	// WebhookToken, when set, is sent as Authorization: Bearer on every
 	// webhook request (Cog's WEBHOOK_AUTH_TOKEN).
 	WebhookToken string
@@ -101,6 +108,8 @@ type Server struct {
 	opt    Options
 	models map[string]*model // by base path, e.g. "image/vendor-b/model-e-4"
 	mux    *http.ServeMux
+
+	uploads *uploads // the server's own upload target
 
 	wg      sync.WaitGroup  // the predictions' goroutines and their webhook senders
 	closing context.Context // ends on Close: every engine and delivery stops
@@ -139,7 +148,11 @@ func New(opt Options) (*Server, error) {
 	if opt.Clock == nil {
 		opt.Clock = clock.System{}
 	}
-	s := &Server{opt: opt, models: map[string]*model{}}
+	dir, err := os.MkdirTemp(opt.TempDir, "cogserver-uploads-")
+	if err != nil {
+		return nil, fmt.Errorf("cogserver: the upload store: %w", err)
+	}
+	s := &Server{opt: opt, models: map[string]*model{}, uploads: &uploads{dir: dir, files: map[string]stored{}}}
 	s.closing, s.close = context.WithCancel(context.Background())
 	for _, ep := range opt.Catalog.Endpoints() {
 		eng, ok := opt.Engines.For(ep.Model)
@@ -192,10 +205,14 @@ func inputFields(ep *catalog.Endpoint) (map[string]bool, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Close cancels every running prediction and waits for their goroutines
-// (the completed webhook included, whose retries stop at once).
+// (the completed webhook included, whose retries stop at once), then
+// deletes the upload store's files.
 func (s *Server) Close() {
 	s.close()
 	s.wg.Wait()
+	if err := os.RemoveAll(s.uploads.dir); err != nil {
+		s.opt.Log.Warn("could not remove the upload store", "dir", s.uploads.dir, "error", err.Error())
+	}
 }
 
 const prefix = "/{kind}/{vendor}/{model}"
@@ -210,6 +227,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST "+prefix+"/predictions", s.withModel(s.create))
 	s.mux.HandleFunc("PUT "+prefix+"/predictions/{id}", s.withModel(s.createIdempotent))
 	s.mux.HandleFunc("POST "+prefix+"/predictions/{id}/cancel", s.withModel(s.cancel))
+	s.mux.HandleFunc("PUT /uploads/{name}", s.putUpload)
+	s.mux.HandleFunc("GET /uploads/{name}", s.getUpload)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 	})

@@ -41,7 +41,7 @@ type harness struct {
 	logs chan string // the messages the server logs
 }
 
-func newHarness(t testing.TB, engines engine.Registry, change func(*cogserver.Options)) *harness {
+func newHarness(t testing.TB, engines engine.Registry, change func(o *cogserver.Options, base string)) *harness {
 	t.Helper()
 	cat, err := catalog.New()
 	if err != nil {
@@ -60,14 +60,17 @@ func newHarness(t testing.TB, engines engine.Registry, change func(*cogserver.Op
 	}
 	logs := make(chan string, 10000)
 	opt.Log = slog.New(messages(logs))
+	hs := httptest.NewUnstartedServer(nil)
+	base := "http://" + hs.Listener.Addr().String()
 	if change != nil {
-		change(&opt)
+		change(&opt, base)
 	}
 	srv, err := cogserver.New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs.Config.Handler = srv
+	hs.Start()
 	t.Cleanup(hs.Close)
 	t.Cleanup(srv.Close) // first: it ends what runs, so that hs.Close has nothing to wait for
 	return &harness{t: t, base: hs.URL, hook: newReceiver(t), logs: logs}
@@ -689,5 +692,59 @@ func TestSynchronousClientDisconnectCancels(t *testing.T) {
 	}
 	if err := <-g.stopped; !errors.Is(err, context.Canceled) {
 		t.Errorf("the engine returned %v, want its context's cancellation", err)
+	}
+}
+
+// With an upload URL (Cog's --upload-url) the output is the URL the file
+// was uploaded to; the server's own /uploads/ serves it, so a webhook stays
+// small however large the output.
+func TestOutputsUploadedToTheServerItself(t *testing.T) {
+	h := newHarness(t, engine.Reference(), func(o *cogserver.Options, base string) { o.UploadURL = base + "/uploads/" })
+	input := map[string]any{"prompt": "a lighthouse at dusk", "width": 300, "height": 200}
+	h.putAsync("image/vendor-b/model-e-4", "up-1", map[string]any{
+		"input": input, "webhook": h.hook.url, "webhook_events_filter": []string{"completed"},
+	})
+	done := h.hook.next().body
+	u, _ := done["output"].(string)
+	if done["status"] != "succeeded" || !strings.HasPrefix(u, h.base+"/uploads/") {
+		t.Fatalf("completed %v with output %q, want a URL under %s/uploads/", done["status"], u, h.base)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if want := engineOutput(t, engine.Image{}, "/generate/image/vendor-b/model-e-4", input); !bytes.Equal(data, want) {
+		t.Error("the uploaded file is not the engine's output")
+	}
+
+	for _, name := range []string{"..", ".hidden", "a%2Fb"} {
+		req, _ := http.NewRequest(http.MethodPut, h.base+"/uploads/"+name, strings.NewReader("x"))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				t.Errorf("PUT /uploads/%s answered %d", name, resp.StatusCode)
+			}
+		}
+	}
+}
+
+// An upload that fails fails the prediction, as Cog does.
+func TestFailedUploadFailsThePrediction(t *testing.T) {
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer broken.Close()
+	h := newHarness(t, engine.Reference(), func(o *cogserver.Options, _ string) { o.UploadURL = broken.URL + "/up" })
+	h.putAsync("image/vendor-b/model-e-4", "up-2", map[string]any{
+		"input":   map[string]any{"prompt": "x", "width": 64, "height": 64},
+		"webhook": h.hook.url, "webhook_events_filter": []string{"completed"},
+	})
+	if done := h.hook.next().body; done["status"] != "failed" || done["error"] != "The output could not be uploaded." || done["output"] != nil {
+		t.Errorf("completed webhook %v, want failed without output", done)
 	}
 }
