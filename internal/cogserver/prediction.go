@@ -121,11 +121,18 @@ func (s *Server) run(p *prediction) {
 	if err := os.RemoveAll(p.dir); err != nil {
 		p.log.Warn("could not remove a prediction's directory", "dir", p.dir, "error", err.Error())
 	}
+	p.log.Debug("prediction done: its webhooks are sent and its files removed")
 }
 
 // work fetches the inputs and runs the engine; it returns the status the
 // prediction ends with and, when it failed, the error shown.
 func (p *prediction) work() (status, msg string) {
+	defer func() {
+		if v := recover(); v != nil { // a bug of ours fails the prediction, not the server
+			p.log.Error("panic in a prediction", "panic", fmt.Sprint(v))
+			status, msg = statusFailed, engineFailed
+		}
+	}()
 	p.mu.Lock()
 	p.status = statusProcessing
 	p.started = p.s.opt.Clock.Now()

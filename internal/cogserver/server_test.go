@@ -748,3 +748,17 @@ func TestFailedUploadFailsThePrediction(t *testing.T) {
 		t.Errorf("completed webhook %v, want failed without output", done)
 	}
 }
+
+// An empty webhook_events_filter asks for no webhook at all.
+func TestEmptyEventFilterSendsNothing(t *testing.T) {
+	h := newHarness(t, engine.Reference(), nil)
+	status, _ := h.putAsync("image/vendor-b/model-e-4", "quiet", map[string]any{
+		"input":   map[string]any{"prompt": "x", "width": 64, "height": 64},
+		"webhook": h.hook.url, "webhook_events_filter": []string{},
+	})
+	if status != http.StatusAccepted {
+		t.Fatalf("PUT answered %d", status)
+	}
+	h.waitLog("prediction done") // logged once every webhook has been sent
+	h.hook.none()
+}
