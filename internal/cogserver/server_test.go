@@ -762,3 +762,31 @@ func TestEmptyEventFilterSendsNothing(t *testing.T) {
 	h.waitLog("prediction done") // logged once every webhook has been sent
 	h.hook.none()
 }
+
+// An image input given as a data: URI is decoded, not fetched.
+func TestDataURIInput(t *testing.T) {
+	h := newHarness(t, engine.Reference(), nil)
+	src := image.NewRGBA(image.Rect(0, 0, 16, 9))
+	for i := range src.Pix {
+		src.Pix[i] = uint8(i * 7)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, src); err != nil {
+		t.Fatal(err)
+	}
+	status, body := h.call(http.MethodPut, "/video/vendor-f/model-f-2.2/predictions/data-1", map[string]any{
+		"input": map[string]any{
+			"prompt": "pan", "width": 128, "height": 72, "duration": 2,
+			"start_image": "data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes()),
+		},
+	})
+	if status != http.StatusOK || body["status"] != "succeeded" {
+		t.Fatalf("PUT answered %d %v", status, body)
+	}
+	if logs := body["logs"].(string); !strings.Contains(logs, "fetched start_image: image/png") {
+		t.Errorf("logs %q do not show the input", logs)
+	}
+	if meta, _ := dataURI(t, body["output"]); meta != "image/gif" {
+		t.Errorf("output type %q", meta)
+	}
+}
