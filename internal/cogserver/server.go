@@ -7,7 +7,7 @@
 // http://127.0.0.1:PORT/image/vendor-b/model-e-4 and the server answers
 // PUT {base_url}/predictions/{id} there. A model's inputs are the fields of
 // the endpoint's request schema, validated and defaulted by the catalog; its
-// output is the engine's file as a data: URI.
+// output is the engine's file as a data: URI (or a URL, below).
 //
 // What it does as Cog does:
 //   - POST /predictions and PUT /predictions/{id}, synchronous (200 with
@@ -17,10 +17,11 @@
 //     looked at (a different input does not start a second prediction). Once
 //     a prediction has ended the server forgets it.
 //   - Statuses starting, processing, succeeded, failed, canceled.
-//   - Webhooks: the prediction's state POSTed at start, output, logs and
-//     completed, limited by webhook_events_filter (default all); logs at most
-//     every 500 ms; the completed one retried on 429, 5xx and connection
-//     errors (12 retries, exponential backoff from 100 ms); with
+//   - Webhooks: the prediction's state POSTed at start (status processing,
+//     as Cog's server sends it), output, logs and completed, limited by
+//     webhook_events_filter (default all); logs at most every 500 ms; the
+//     completed one retried on 429, 500, 502, 503, 504 and connection errors
+//     (12 retries, after 100 ms x 2^attempt, the exponent at most 10); with
 //     Authorization: Bearer {token} when the server has a webhook token
 //     (Cog's WEBHOOK_AUTH_TOKEN). Deliveries of one prediction are sent in
 //     order.
