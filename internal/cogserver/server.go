@@ -1,5 +1,5 @@
 // Package cogserver serves the reference engines over Cog's HTTP protocol
-// (replicate/cog, docs/http.md), so that an endpoint routed to a "cog"
+// (its HTTP API, as the replicate/cog repository documents it), so that an endpoint routed to a "cog"
 // provider can run end to end on one machine with no network.
 //
 // One Server plays one Cog model server per generation endpoint, each under
