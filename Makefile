@@ -54,7 +54,7 @@ staticcheck: $(TOOLS)/staticcheck
 
 # One pair of emulators for the whole run; every test makes its own table and queue.
 unit: jose
-	$(GO) run ./infra/local exec -- $(GO) test -race -count=1 ./...
+	$(GO) run ./infra/local exec -- $(GO) test -race -count=1 -timeout 20m ./...
 
 # The npm package jose verifies webhook signatures independently of our Go
 # code (internal/signing's tests); pinned by its package-lock.json.
