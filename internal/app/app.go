@@ -30,7 +30,7 @@ import (
 	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/lifecycle"
-	"genjobs/internal/openapi"
+	"genjobs/internal/openapi/published"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
 	"genjobs/internal/sweeper"
@@ -321,9 +321,9 @@ func Assets(d Deps) (http.Handler, error) {
 }
 
 // OpenAPI builds the handler of the public OpenAPI document, built before
-// deploy (openapi.Document).
+// deploy (package published).
 func OpenAPI(d Deps) (http.Handler, error) {
-	build := func(baseURL string) ([]byte, error) { return openapi.Document(baseURL), nil }
+	build := func(baseURL string) ([]byte, error) { return published.Document(baseURL), nil }
 	h, err := httpapi.OpenAPI(build, d.BaseURL)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,12 @@
-package openapi
+package openapi_test
 
 import (
 	"bytes"
 	"testing"
 
 	"genjobs/internal/catalog"
+	"genjobs/internal/openapi"
+	"genjobs/internal/openapi/published"
 )
 
 // The served document is published.json with the base URL put in: it must be
@@ -20,12 +22,12 @@ func TestPublishedDocumentIsCurrent(t *testing.T) {
 		"https://abc123.execute-api.eu-west-1.amazonaws.com",
 		`https://odd.example.com/a"b\c<d>&e`,
 	} {
-		want, err := Build(cat, base)
+		want, err := openapi.Build(cat, base)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := Document(base); !bytes.Equal(got, want) {
-			t.Fatalf("Document(%q) differs from Build's: published.json is stale; run go generate ./internal/openapi", base)
+		if got := published.Document(base); !bytes.Equal(got, want) {
+			t.Fatalf("Document(%q) differs from Build's: published.json is stale; run go generate ./internal/openapi/...", base)
 		}
 	}
 }

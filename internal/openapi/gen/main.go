@@ -1,5 +1,6 @@
-// Command gen writes published.json, the OpenAPI document the openapi
-// function serves (go generate ./internal/openapi).
+// Command gen writes published.json in the working directory: the OpenAPI
+// document the openapi function serves (go generate ./internal/openapi/...,
+// from package published).
 package main
 
 import (
@@ -8,13 +9,14 @@ import (
 
 	"genjobs/internal/catalog"
 	"genjobs/internal/openapi"
+	"genjobs/internal/openapi/published"
 )
 
 func main() {
 	cat, err := catalog.New()
 	if err == nil {
 		var doc []byte
-		if doc, err = openapi.Build(cat, openapi.PublishedBaseURL); err == nil {
+		if doc, err = openapi.Build(cat, published.BaseURL); err == nil {
 			err = os.WriteFile("published.json", doc, 0o644)
 		}
 	}
