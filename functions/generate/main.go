@@ -1,6 +1,10 @@
-// Command generate is the Generate Lambda function; internal/app wires it.
+// Command generate is the Generate Lambda function; internal/app/generatefn
+// wires it.
 package main
 
-import "genjobs/internal/app"
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/app/generatefn"
+)
 
-func main() { app.Start("generate", app.Function{HTTP: app.Generate}) }
+func main() { app.Start("generate", app.Function{HTTP: generatefn.Build}) }

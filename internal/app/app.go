@@ -23,9 +23,7 @@ import (
 
 	"genjobs/internal/auth"
 	"genjobs/internal/awsclient"
-	"genjobs/internal/billing/prices"
 	"genjobs/internal/blob"
-	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
@@ -255,37 +253,6 @@ func (d Deps) Lifecycle() *lifecycle.Jobs {
 
 // Authenticator resolves API tokens.
 func (d Deps) Authenticator() auth.Authenticator { return auth.Authenticator{Dir: d.Store()} }
-
-// Generate builds the generate function's handler.
-func Generate(d Deps) (http.Handler, error) {
-	err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
-		[2]string{"RESULTS_BUCKET", d.ResultsBucket})
-	if err != nil {
-		return nil, err
-	}
-	d = d.For(awsclient.Requests)
-	cat, err := catalog.New()
-	if err != nil {
-		return nil, err
-	}
-	list, err := prices.Load([]byte(d.PricesJSON))
-	if err != nil {
-		return nil, fmt.Errorf("PRICES_JSON: %w", err)
-	}
-	g := &httpapi.Generate{
-		Auth:              d.Authenticator(),
-		Catalog:           cat,
-		Jobs:              d.Store(),
-		Prices:            list,
-		Results:           d.ResultLinks(),
-		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
-		Assets:            d.Store(),
-		Clock:             d.Clock,
-		BaseURL:           d.BaseURL,
-		AllowHTTPWebhooks: d.AllowPrivateDestinations,
-	}
-	return httpapi.Middleware(d.Log, g.Routes()), nil
-}
 
 // Jobs builds the jobs function's handler.
 func Jobs(d Deps) (http.Handler, error) {

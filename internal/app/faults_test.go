@@ -19,6 +19,7 @@ import (
 
 	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
+	"genjobs/internal/app/generatefn"
 	"genjobs/internal/asset"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
@@ -236,10 +237,10 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 			false, "GetItem", "TOKEN#", testenv.Unavailable, 200},
 		{"workspace lookup", app.Usage, func(*stack) call { return call{"GET", "/usage", "", ""} },
 			false, "GetItem", `{"S":"WS"}`, testenv.Drop, 200},
-		{"creation and its billing transaction", app.Generate, func(*stack) call {
+		{"creation and its billing transaction", generatefn.Build, func(*stack) call {
 			return call{"POST", "/generate/image/vendor-b/model-e-4", "application/json", `{"prompt":"a cat","width":64,"height":64}`}
 		}, false, "TransactWriteItems", "", testenv.Throttle, 200},
-		{"creation's asset check", app.Generate, func(s *stack) call {
+		{"creation's asset check", generatefn.Build, func(s *stack) call {
 			return call{"POST", "/generate/enhance/vendor-a/standard-enhance", "application/json",
 				`{"width":128,"height":128,"model":"Standard V2","image_url":"https://api.test/assets/` + s.asset() + `"}`}
 		}, false, "GetItem", "ASSET#", testenv.Unavailable, 200},
@@ -302,7 +303,7 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 // profile says, then answered 503; nothing of it is written.
 func TestAThrottledCreationWritesNothing(t *testing.T) {
 	s := newStack(t)
-	h := s.build(app.Generate)
+	h := s.build(generatefn.Build)
 	s.table.Set("TransactWriteItems", testenv.Throttle)
 	// Time enough for every attempt: the 503 comes from the retries
 	// running out, with DynamoDB's own code in the log.
@@ -329,7 +330,7 @@ func TestAThrottledCreationWritesNothing(t *testing.T) {
 // leaves it to the sweeper, and the client gets its job.
 func TestACreationWhoseEnqueueFailsIsStillAnswered(t *testing.T) {
 	s := newStack(t)
-	h := s.build(app.Generate)
+	h := s.build(generatefn.Build)
 	s.queues.Set("SendMessage", testenv.Unavailable)
 	out := s.call(h, lambdaTimeout, "POST", "/generate/image/vendor-b/model-e-4", "application/json",
 		`{"prompt":"a cat","width":64,"height":64}`)
@@ -351,7 +352,7 @@ func TestACreationWhoseEnqueueFailsIsStillAnswered(t *testing.T) {
 // What the service can judge without the failing dependency keeps its 4xx.
 func TestClientMistakesKeepTheir4xxDuringAnOutage(t *testing.T) {
 	s := newStack(t)
-	gen, jobs := s.build(app.Generate), s.build(app.Jobs)
+	gen, jobs := s.build(generatefn.Build), s.build(app.Jobs)
 	for _, op := range []string{"TransactWriteItems", "Query"} {
 		s.table.Set(op, testenv.Freeze)
 	}

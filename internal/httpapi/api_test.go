@@ -24,6 +24,7 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/httpapi/generate"
 	"genjobs/internal/job"
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/openapi"
@@ -89,7 +90,7 @@ func (e *env) handler(queueURL string) http.Handler {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	gen := &httpapi.Generate{Auth: a, Catalog: cat, Jobs: e.store, Prices: list, Results: fakeURLs{},
+	gen := &generate.Handler{Auth: a, Catalog: cat, Jobs: e.store, Prices: list, Results: fakeURLs{},
 		Queue: queue.NewJobs(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
 	q := queue.NewJobs(e.sqs, queueURL)
 	life := &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log}

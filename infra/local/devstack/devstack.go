@@ -31,6 +31,7 @@ import (
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
+	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/webhookfn"
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/auth"
@@ -64,7 +65,7 @@ const (
 // logical id in template.yaml is the directory's name in CamelCase followed
 // by "Function" (app.FunctionName).
 var Functions = map[string]app.Function{
-	"generate":  {HTTP: app.Generate},
+	"generate":  {HTTP: generatefn.Build},
 	"jobs":      {HTTP: app.Jobs},
 	"usage":     {HTTP: app.Usage},
 	"styles":    {HTTP: app.Styles},

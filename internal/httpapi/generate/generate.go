@@ -1,4 +1,9 @@
-package httpapi
+// Package generate serves POST /generate/{kind}/{vendor}/{model}: a request
+// validated against its endpoint's schema, priced, and stored as a pending
+// job in one transaction with its reservation. It stands apart from package
+// httpapi, whose helpers it answers with, so that only the generate
+// function links the catalog and the schema validator.
+package generate
 
 import (
 	"context"
@@ -14,6 +19,7 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
+	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
 )
 
@@ -41,13 +47,13 @@ type AssetReader interface {
 	Asset(ctx context.Context, id string) (asset.Asset, error)
 }
 
-// Generate serves POST /generate/{kind}/{vendor}/{model}.
-type Generate struct {
-	Auth    Authenticator
+// Handler serves POST /generate/{kind}/{vendor}/{model}.
+type Handler struct {
+	Auth    httpapi.Authenticator
 	Catalog *catalog.Catalog
 	Jobs    JobCreator
 	Prices  Pricer
-	Results ResultURLs // mints the result URLs of a replayed job
+	Results httpapi.ResultURLs // mints the result URLs of a replayed job
 	Queue   Enqueuer
 	Assets  AssetReader
 	Clock   clock.Clock
@@ -73,65 +79,65 @@ const (
 )
 
 // Routes is the generate function's router.
-func (g *Generate) Routes() *http.ServeMux {
+func (g *Handler) Routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /generate/{kind}/{vendor}/{model}", g.create)
-	mux.Handle("/", NotFound())
+	mux.Handle("/", httpapi.NotFound())
 	return mux
 }
 
-func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
-	p, ok := authenticate(g.Auth, w, r)
+func (g *Handler) create(w http.ResponseWriter, r *http.Request) {
+	p, ok := httpapi.Authenticate(g.Auth, w, r)
 	if !ok {
 		return
 	}
 	ep, ok := g.Catalog.Lookup(r.PathValue("kind"), r.PathValue("vendor"), r.PathValue("model"))
 	if !ok {
-		writeError(w, http.StatusNotFound, msgNotFound)
+		httpapi.WriteError(w, http.StatusNotFound, httpapi.MsgNotFound)
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, http.StatusBadRequest, invalidBodyPrefix+"Content-Type must be application/json")
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.InvalidBodyPrefix+"Content-Type must be application/json")
 		return
 	}
 	// One byte over the cap is enough for Decode to refuse the body.
 	body, err := io.ReadAll(io.LimitReader(r.Body, catalog.MaxBodyBytes+1))
 	if err != nil {
-		internalError(w, r, "read body", err)
+		httpapi.InternalError(w, r, "read body", err)
 		return
 	}
 	now := g.Clock.Now()
 	req, err := ep.Decode(body, now)
 	var invalid *catalog.InvalidError
 	if errors.As(err, &invalid) {
-		writeError(w, http.StatusBadRequest, invalid.Error())
+		httpapi.WriteError(w, http.StatusBadRequest, invalid.Error())
 		return
 	}
 	if err != nil {
-		internalError(w, r, "decode request", err)
+		httpapi.InternalError(w, r, "decode request", err)
 		return
 	}
-	base := publicBaseURL(g.BaseURL, r)
+	base := httpapi.PublicBaseURL(g.BaseURL, r)
 	if msg, err := g.foreignAsset(r.Context(), ep, req, base, p.WorkspaceID); err != nil {
-		internalError(w, r, "read asset", err)
+		httpapi.InternalError(w, r, "read asset", err)
 		return
 	} else if msg != "" {
-		writeError(w, http.StatusBadRequest, invalidBodyPrefix+msg)
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.InvalidBodyPrefix+msg)
 		return
 	}
 	webhook, err := webhookURL(r, g.AllowHTTPWebhooks)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, invalidHeaderPrefix+err.Error())
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.InvalidHeaderPrefix+err.Error())
 		return
 	}
 	key, err := idempotencyKey(r.Header)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, invalidHeaderPrefix+err.Error())
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.InvalidHeaderPrefix+err.Error())
 		return
 	}
 	price, err := g.Prices.Price(ep.Path(), req.Params)
 	if err != nil {
-		internalError(w, r, "price request", err)
+		httpapi.InternalError(w, r, "price request", err)
 		return
 	}
 
@@ -159,25 +165,25 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 		g.replay(w, r, p.WorkspaceID, replayed.JobID)
 		return
 	case errors.Is(err, billing.ErrInsufficientFunds):
-		writeJSON(w, http.StatusPaymentRequired, struct {
+		httpapi.WriteJSON(w, http.StatusPaymentRequired, struct {
 			Error   string `json:"error"`
 			Message string `json:"message"`
 		}{msgNoCredits, msgNoCreditsHelp})
 		return
 	case errors.Is(err, job.ErrTooManyJobs):
-		writeError(w, http.StatusTooManyRequests, msgTooManyJobs)
+		httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.MsgTooManyJobs)
 		return
 	case errors.Is(err, job.ErrKeyReused):
-		writeError(w, http.StatusUnprocessableEntity, msgKeyReused)
+		httpapi.WriteError(w, http.StatusUnprocessableEntity, msgKeyReused)
 		return
 	case errors.Is(err, job.ErrKeyInFlight):
-		writeError(w, http.StatusConflict, msgKeyInFlight)
+		httpapi.WriteError(w, http.StatusConflict, msgKeyInFlight)
 		return
 	case err != nil:
-		internalError(w, r, "create job", err)
+		httpapi.InternalError(w, r, "create job", err)
 		return
 	}
-	log := logger(r.Context()).With("job_id", j.ID, "workspace_id", j.WorkspaceID)
+	log := httpapi.Logger(r.Context()).With("job_id", j.ID, "workspace_id", j.WorkspaceID)
 	// A backlogged job is enqueued when it is promoted.
 	if j.Status == job.Queued {
 		if err := g.Queue.Enqueue(r.Context(), j.ID); err != nil {
@@ -188,28 +194,28 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 	}
 	log.Info("job created", "endpoint", j.Endpoint, "status", string(j.Status), "price_micros", int64(j.Price))
 	setDeprecationHeaders(w.Header(), req.Deprecations)
-	writeJSON(w, http.StatusOK, j.Record(nil))
+	httpapi.WriteJSON(w, http.StatusOK, j.Record(nil))
 }
 
 // replay answers a creation whose Idempotency-Key and request match an
 // earlier one: that job's current record, nothing new written.
-func (g *Generate) replay(w http.ResponseWriter, r *http.Request, ws, id string) {
+func (g *Handler) replay(w http.ResponseWriter, r *http.Request, ws, id string) {
 	j, err := g.Jobs.Job(r.Context(), id)
 	if err == nil && j.WorkspaceID != ws { // keys are scoped by workspace: cannot happen
 		err = errors.New("idempotency key names another workspace's job")
 	}
 	if err != nil {
-		internalError(w, r, "read replayed job", err)
+		httpapi.InternalError(w, r, "read replayed job", err)
 		return
 	}
-	rec, err := Record(r.Context(), g.Results, j)
+	rec, err := httpapi.Record(r.Context(), g.Results, j)
 	if err != nil {
-		internalError(w, r, "mint result URLs", err)
+		httpapi.InternalError(w, r, "mint result URLs", err)
 		return
 	}
-	logger(r.Context()).Info("creation replayed", "job_id", j.ID, "workspace_id", ws)
+	httpapi.Logger(r.Context()).Info("creation replayed", "job_id", j.ID, "workspace_id", ws)
 	w.Header().Set("Idempotent-Replayed", "true")
-	writeJSON(w, http.StatusOK, rec)
+	httpapi.WriteJSON(w, http.StatusOK, rec)
 }
 
 // idempotencyKey reads Idempotency-Key: 1..255 printable ASCII characters.
@@ -235,7 +241,7 @@ func idempotencyKey(h http.Header) (string, error) {
 // foreignAsset names the first image value (by field name) that is an asset
 // URL of this deployment but not an asset of the caller's workspace: a 400 at
 // creation rather than a failed job later (docs/api.md, "Body rules").
-func (g *Generate) foreignAsset(ctx context.Context, ep *catalog.Endpoint, req *catalog.Request, base, ws string) (string, error) {
+func (g *Handler) foreignAsset(ctx context.Context, ep *catalog.Endpoint, req *catalog.Request, base, ws string) (string, error) {
 	for _, ref := range ep.ImageRefs(req.Params) {
 		id, ok := asset.IDFromURL(base, ref.Ref)
 		if !ok {
@@ -277,7 +283,7 @@ func setDeprecationHeaders(h http.Header, ds []catalog.Deprecation) {
 // value comes from the event (rawHeader); a URL may hold commas, but a value
 // that is a list of URLs, or has white space, is refused.
 func webhookURL(r *http.Request, allowHTTP bool) (string, error) {
-	raw, ok := rawHeader(r.Context(), "X-Webhook-URL")
+	raw, ok := httpapi.RawHeader(r.Context(), "X-Webhook-URL")
 	if !ok {
 		values := r.Header.Values("X-Webhook-URL")
 		if len(values) > 1 {

@@ -1,0 +1,48 @@
+// Package generatefn wires the generate function. It stands apart from
+// package app so that only its binary links the catalog, the price list and
+// the schema validator.
+package generatefn
+
+import (
+	"fmt"
+	"net/http"
+
+	"genjobs/internal/app"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/billing/prices"
+	"genjobs/internal/catalog"
+	"genjobs/internal/httpapi"
+	"genjobs/internal/httpapi/generate"
+	"genjobs/internal/queue"
+)
+
+// Build builds the generate function's handler.
+func Build(d app.Deps) (http.Handler, error) {
+	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
+		[2]string{"RESULTS_BUCKET", d.ResultsBucket})
+	if err != nil {
+		return nil, err
+	}
+	d = d.For(awsclient.Requests)
+	cat, err := catalog.New()
+	if err != nil {
+		return nil, err
+	}
+	list, err := prices.Load([]byte(d.PricesJSON))
+	if err != nil {
+		return nil, fmt.Errorf("PRICES_JSON: %w", err)
+	}
+	g := &generate.Handler{
+		Auth:              d.Authenticator(),
+		Catalog:           cat,
+		Jobs:              d.Store(),
+		Prices:            list,
+		Results:           d.ResultLinks(),
+		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
+		Assets:            d.Store(),
+		Clock:             d.Clock,
+		BaseURL:           d.BaseURL,
+		AllowHTTPWebhooks: d.AllowPrivateDestinations,
+	}
+	return httpapi.Middleware(d.Log, g.Routes()), nil
+}
