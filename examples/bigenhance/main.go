@@ -5,8 +5,8 @@
 // the result to a file and checks its size from the image header alone.
 //
 //	make run   # in another terminal
-//	go run ./events/bigenhance                                # 4000x4000 in, 22000x22000 JPEG out
-//	go run ./events/bigenhance --width 8000 --height 8000 --format png
+//	go run ./examples/bigenhance                                # 4000x4000 in, 22000x22000 JPEG out
+//	go run ./examples/bigenhance --width 8000 --height 8000 --format png
 //
 // The API and token come from --api and --token, else $API and $TOKEN, else
 // http://127.0.0.1:3000 and .local/demo-token. It exits 1 when the job does
