@@ -123,7 +123,6 @@ func serve(args []string) error {
 	baseURL := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
-	local.SigningKeyFile = filepath.Join(state, filepath.Base(devstack.SigningKeyFile))
 	local.UseMoto(stack.Moto.Endpoint())
 	local.Secrets = providerSecrets
 	stopEmulators := stack.Stop
