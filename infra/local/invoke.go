@@ -58,7 +58,7 @@ func invoke(args []string) error {
 	db := emulator.DynamoDBClient(st.DynamoDB)
 	q := emulator.SQSClient(st.Fauxqs)
 	local := devstack.New(db, q, emulator.S3Client(st.Fauxqs), st.API)
-	local.SigningKeyFile = filepath.Join(st.State, filepath.Base(devstack.SigningKeyFile))
+	local.UseMoto(st.Moto)
 	for _, name := range []struct {
 		url   *string
 		queue string
