@@ -44,6 +44,9 @@ type Lossy struct {
 	URL string
 	// Delay is how long a Delay answer is held back.
 	Delay time.Duration
+	// Losses are the kinds drawn from (all three unless set before the
+	// first call).
+	Losses []Loss
 
 	choose func(op string, body []byte) (path string, rate float64)
 
@@ -129,7 +132,11 @@ func (l *Lossy) draw(path string, rate float64, first bool) (Loss, bool) {
 		l.counts[path]["passed"]++
 		return 0, false
 	}
-	loss := Loss(l.rnd.IntN(3))
+	kinds := l.Losses
+	if len(kinds) == 0 {
+		kinds = []Loss{Reset, ServerError, Delay}
+	}
+	loss := kinds[l.rnd.IntN(len(kinds))]
 	l.counts[path][loss.String()]++
 	return loss, true
 }
