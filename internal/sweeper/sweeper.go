@@ -241,6 +241,13 @@ func (s *Sweeper) failDead(ctx context.Context, id string, r *Report) error {
 	if j.Status.Terminal() || j.Status == job.Backlogged {
 		return nil
 	}
+	if j.Lease.Held(s.Clock.Now()) {
+		// A stale duplicate reached the DLQ while a healthy attempt works
+		// on the job: that one ends it, and if it dies the job is sent
+		// again once its lease lapses (check).
+		s.Log.Info("dead-lettered message of a job whose lease is held; left to its worker", "job_id", j.ID)
+		return nil
+	}
 	_, err = s.Lifecycle.End(ctx, j, job.Change{To: job.Failed, Error: &job.Error{
 		Code: job.CodeInternal, Message: "The job could not be run; every attempt failed.",
 	}})
