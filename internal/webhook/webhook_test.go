@@ -55,6 +55,7 @@ type env struct {
 	sqs       *sqs.Client
 	url, dlq  string
 	signer    *fakeSigner
+	loopback  *testenv.Loopback
 	notifier  *webhook.Notifier
 	deliverer *webhook.Deliverer
 }
@@ -74,6 +75,8 @@ func newEnv(t *testing.T, guard *netguard.Guard, timeout time.Duration) *env {
 	}
 	q := queue.NewDeliveries(e.sqs, e.url, e.dlq)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	e.loopback = testenv.LoopbackOnly(t)
+	guard.Connect = e.loopback.Connect // a bug of the guard fails here instead of leaving the machine
 	client := webhook.NewClient(guard.Transport())
 	client.Timeout = timeout
 	e.notifier = &webhook.Notifier{Store: e.store, Queue: q, Clock: clock.System{}, Log: log}
@@ -309,6 +312,9 @@ func TestPrivateDestinationsAreNeverContacted(t *testing.T) {
 		if d.State != webhook.Failed || len(d.Attempts) != 1 || d.Attempts[0].Error != "the destination address is not allowed" {
 			t.Errorf("%s: %s, %+v; want refused once, never retried", url, d.State, d.Attempts)
 		}
+	}
+	if seen := e.loopback.Seen(); len(seen) != 0 {
+		t.Errorf("the guard let connections to %v be tried", seen)
 	}
 }
 

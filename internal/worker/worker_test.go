@@ -129,7 +129,7 @@ func newEnv(t *testing.T) *env {
 	results := testenv.NewBucket(t) // its clean-up fails the test if an upload was left in it
 	e := &env{t: t, ctx: ctx, store: s, logs: &bytes.Buffer{}, eng: &steps{n: 6, pace: 50 * time.Millisecond},
 		blobs: blob.New(client, results, testenv.NewBucket(t)), s3: client, wire: wire, results: results,
-		guard: &netguard.Guard{AllowPrivate: true}}
+		guard: &netguard.Guard{AllowPrivate: true, Connect: testenv.LoopbackOnly(t).Connect}}
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
 	e.life = &lifecycle.Jobs{Store: s, Queue: queue.NewJobs(sq, url), Clock: clock.System{}, Log: log}
 	e.w = &worker.Worker{
