@@ -111,6 +111,13 @@ func serve(args []string) error {
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
 	local.SigningKeyFile = filepath.Join(state, filepath.Base(devstack.SigningKeyFile))
+	if v := os.Getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {
+		// false: webhooks and input fetches refuse private addresses, as
+		// in AWS by default, so the network guard can be tried here.
+		if local.AllowPrivateDestinations, err = strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("ALLOW_PRIVATE_DESTINATIONS must be true or false, not %q", v)
+		}
+	}
 	stopEmulators := stack.Stop
 	defer func() {
 		if err := stopEmulators(); err != nil {

@@ -100,6 +100,11 @@ type Stack struct {
 	// as `sam local --env-vars` does: tests shorten the sweeper's and the
 	// worker's timings with it (SWEEPER_REQUEUE_AFTER, WORKER_LEASE).
 	Env map[string]string
+	// AllowPrivateDestinations is the template's AllowPrivateDestinations
+	// here: true (New's default) so that a receiver on 127.0.0.1 works;
+	// false refuses private destinations exactly as AWS does by default
+	// (ALLOW_PRIVATE_DESTINATIONS=false make run).
+	AllowPrivateDestinations bool
 }
 
 // New returns the stack of the usual local names on the given clients; the
@@ -107,7 +112,7 @@ type Stack struct {
 func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stack {
 	st := &Stack{DynamoDB: db, SQS: q, S3: s, BaseURL: baseURL,
 		Table: Table, JobsQueue: JobsQueue, DeliveriesQueue: DeliveriesQueue, ResultsBucket: ResultsBucket,
-		AssetsBucket: AssetsBucket, SigningKeyFile: SigningKeyFile}
+		AssetsBucket: AssetsBucket, SigningKeyFile: SigningKeyFile, AllowPrivateDestinations: true}
 	if ep := db.Options().BaseEndpoint; ep != nil {
 		st.Streams = emulator.DynamoDBStreamsClient(*ep)
 	}
@@ -289,7 +294,7 @@ func (s *Stack) Resolve() map[string]string {
 		"ResultsBucket":                s.ResultsBucket,
 		"AssetsBucket":                 s.AssetsBucket,
 		"BaseUrl":                      s.BaseURL,
-		"AllowPrivateDestinations":     "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
+		"AllowPrivateDestinations":     strconv.FormatBool(s.AllowPrivateDestinations),
 		"AppUrl":                       s.BaseURL + AppPath,
 	} {
 		out[k] = v
