@@ -31,15 +31,15 @@ import (
 
 // Shape of the lost-answer test.
 const (
-	lostLoadFor   = 15 * time.Second        // steady load with losses
-	lostPace      = 120 * time.Millisecond  // between one client's requests
-	lostClients   = 2                       // load goroutines
-	lostRate      = 0.15                    // of first attempts of each write path
-	lostLease     = 10 * time.Second        // WORKER_LEASE
-	lostRequeue   = 10 * time.Second        // SWEEPER_REQUEUE_AFTER
-	lostWorkSlack = 5 * time.Second         // a job's own work and queueing, generously
-	lostSettleMax = 60 * time.Second        // for every job to end and every webhook to land
-	lostPoll      = 250 * time.Millisecond  // while waiting for them
+	lostLoadFor   = 15 * time.Second       // steady load with losses
+	lostPace      = 120 * time.Millisecond // between one client's requests
+	lostClients   = 2                      // load goroutines
+	lostRate      = 0.15                   // of first attempts of each write path
+	lostLease     = 10 * time.Second       // WORKER_LEASE
+	lostRequeue   = 10 * time.Second       // SWEEPER_REQUEUE_AFTER
+	lostWorkSlack = 5 * time.Second        // a job's own work and queueing, generously
+	lostSettleMax = 60 * time.Second       // for every job to end and every webhook to land
+	lostPoll      = 250 * time.Millisecond // while waiting for them
 	lostWorkspace = "ws_lost"
 )
 
