@@ -184,7 +184,7 @@ func serve(args []string) error {
 	}
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(gateway.JSONErrors(ln)) }()
 
 	fmt.Printf(`
 Generation job API on %[1]s (ready in %.1fs)
