@@ -29,7 +29,17 @@ type deliveryItem struct {
 	ClaimUntil  string        `dynamodbav:"claim_until,omitempty"`
 	ClaimID     string        `dynamodbav:"claim_id,omitempty"`
 	CreatedAt   string        `dynamodbav:"created_at"`
+	// On deliveries-due while pending: the sweeper finds the overdue ones
+	// there without a Scan.
+	GSI4PK string `dynamodbav:"GSI4PK,omitempty"`
+	GSI4SK string `dynamodbav:"GSI4SK,omitempty"`
 }
+
+// duePK spreads pending deliveries over the shards of deliveries-due by
+// workspace, as jobs-by-status does; duesK orders a shard by due time.
+func duePK(ws string) string { return fmt.Sprintf("DUE#%02d", shardOf(ws)) }
+
+func dueSK(at time.Time, jobID string) string { return stamp(at) + "#" + jobID }
 
 type attemptItem struct {
 	Number     int    `dynamodbav:"attempt"`
@@ -68,6 +78,9 @@ func (it *deliveryItem) delivery() *webhook.Delivery {
 	if it.NextAt != "" {
 		d.NextAt = parse(it.NextAt)
 	}
+	if it.ClaimUntil != "" {
+		d.ClaimUntil = parse(it.ClaimUntil)
+	}
 	for _, a := range it.Attempts {
 		wa := webhook.Attempt{Number: a.Number, At: parse(a.At), StatusCode: a.StatusCode, Error: a.Error}
 		if a.EndedAt != "" {
@@ -89,6 +102,7 @@ func (s *Store) CreateDelivery(ctx context.Context, d *webhook.Delivery) (*webho
 	item, err := attributevalue.MarshalMap(deliveryItem{
 		PK: jobPK(d.JobID), SK: deliverySK, WebhookID: d.ID, JobID: d.JobID, WorkspaceID: d.WorkspaceID,
 		URL: d.URL, State: string(d.State), Attempts: []attemptItem{}, NextAt: stamp(d.NextAt), CreatedAt: stamp(d.CreatedAt),
+		GSI4PK: duePK(d.WorkspaceID), GSI4SK: dueSK(d.NextAt, d.JobID),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode delivery: %w", err)
@@ -158,13 +172,15 @@ func (s *Store) RecordAttempt(ctx context.Context, jobID string, claim string, a
 	if err != nil {
 		return fmt.Errorf("encode attempt: %w", err)
 	}
-	update := "SET attempts = list_append(attempts, :a), #state = :state REMOVE claim_until, claim_id, next_attempt_at"
+	// Off deliveries-due once it has ended; due again at next otherwise.
+	update := "SET attempts = list_append(attempts, :a), #state = :state REMOVE claim_until, claim_id, next_attempt_at, GSI4PK, GSI4SK"
 	values := map[string]types.AttributeValue{
 		":a": av, ":state": str(string(state)), ":pending": str(string(webhook.Pending)), ":done": num(a.Number - 1),
 	}
 	if state == webhook.Pending {
-		update = "SET attempts = list_append(attempts, :a), #state = :state, next_attempt_at = :next REMOVE claim_until, claim_id"
+		update = "SET attempts = list_append(attempts, :a), #state = :state, next_attempt_at = :next, GSI4SK = :due REMOVE claim_until, claim_id"
 		values[":next"] = str(stamp(next))
+		values[":due"] = str(dueSK(next, jobID))
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
@@ -186,6 +202,46 @@ func (s *Store) RecordAttempt(ctx context.Context, jobID string, claim string, a
 	}
 	if err != nil {
 		return fmt.Errorf("record attempt %d of job %s's webhook: %w", a.Number, jobID, err)
+	}
+	return nil
+}
+
+// EachOverdueDelivery calls fn with the job id of every pending delivery
+// whose attempt was due before before, from deliveries-due (a Query per
+// shard, no Scan). The index lags the table: read the delivery before
+// acting on it.
+func (s *Store) EachOverdueDelivery(ctx context.Context, before time.Time, fn func(jobID string) error) error {
+	for shard := 0; shard < statusShards; shard++ {
+		in := &dynamodb.QueryInput{
+			TableName:              aws.String(s.table),
+			IndexName:              aws.String(IndexDeliveriesDue),
+			KeyConditionExpression: aws.String("GSI4PK = :pk AND GSI4SK < :before"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": str(fmt.Sprintf("DUE#%02d", shard)), ":before": str(stamp(before)),
+			},
+		}
+		if s.pageSize > 0 {
+			in.Limit = aws.Int32(s.pageSize)
+		}
+		for {
+			out, err := s.db.Query(ctx, in)
+			if err != nil {
+				return fmt.Errorf("overdue deliveries: %w", err)
+			}
+			for _, item := range out.Items {
+				var it deliveryItem
+				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+					return fmt.Errorf("read an overdue delivery: %w", err)
+				}
+				if err := fn(it.JobID); err != nil {
+					return err
+				}
+			}
+			if out.LastEvaluatedKey == nil {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
 	}
 	return nil
 }

@@ -57,6 +57,7 @@ type Delivery struct {
 	State       State
 	Attempts    []Attempt
 	NextAt      time.Time // when the next attempt is due (Pending)
+	ClaimUntil  time.Time // an attempt is being made until then (zero: none)
 	CreatedAt   time.Time
 }
 
