@@ -29,7 +29,7 @@ import (
 const (
 	IndexJobsByWorkspace = "jobs-by-workspace"
 	IndexJobsByStatus    = "jobs-by-status"
-	IndexStylesBySet     = "styles-by-set" // styles.go
+	IndexStylesBySet     = "styles-by-set"  // styles.go
 	IndexDeliveriesDue   = "deliveries-due" // deliveries.go: pending webhook deliveries by due time
 )
 
