@@ -129,7 +129,7 @@ func Middleware(base *slog.Logger, next http.Handler) http.Handler {
 		l := base.With("request_id", requestID(r))
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, l))
 		rec := &statusRecorder{ResponseWriter: w}
-		if !cleanPath(r.URL.Path) {
+		if !cleanPath(r.URL.EscapedPath()) {
 			// http.ServeMux would answer 307 with an HTML body: no route
 			// has such a path.
 			writeError(rec, http.StatusNotFound, msgNotFound)
@@ -150,8 +150,9 @@ func Middleware(base *slog.Logger, next http.Handler) http.Handler {
 	})
 }
 
-// cleanPath says whether p is a path http.ServeMux serves as it is: no
-// empty, "." or ".." segment (a trailing slash aside).
+// cleanPath says whether p, an escaped path, is one http.ServeMux serves
+// as it is (it judges the escaped path too): no empty, "." or ".." segment
+// (a trailing slash aside); an escaped slash is part of its segment.
 func cleanPath(p string) bool {
 	c := path.Clean(p)
 	if strings.HasSuffix(p, "/") && c != "/" {
