@@ -347,3 +347,30 @@ func TestReplayedStreamRecordDeliversOnce(t *testing.T) {
 		t.Errorf("terminal -> terminal change started a delivery: %v", err)
 	}
 }
+
+// The delivery log's `at` is when an attempt started, not when its answer
+// came: a receiver that takes its time is entered at the time of the POST,
+// with the end kept beside it.
+func TestAnAttemptIsLoggedAtItsStart(t *testing.T) {
+	e := newEnv(t, &netguard.Guard{AllowPrivate: true}, 5*time.Second)
+	var mu sync.Mutex
+	var reached time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reached = time.Now()
+		mu.Unlock()
+		time.Sleep(300 * time.Millisecond) // a slow receiver; no timing is asserted
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	j, rec := e.endedJob(srv.URL + "/slow")
+	_, _ = e.notifier.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+	e.pump(e.ended(j.ID))
+	a := e.delivery(j.ID).Attempts[0]
+	mu.Lock()
+	defer mu.Unlock()
+	if a.At.After(reached) || !a.EndedAt.After(reached) {
+		t.Errorf("attempt at %s, ended %s; the receiver was reached at %s, between them",
+			a.At.Format(time.RFC3339Nano), a.EndedAt.Format(time.RFC3339Nano), reached.Format(time.RFC3339Nano))
+	}
+}
