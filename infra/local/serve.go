@@ -126,6 +126,13 @@ func serve(args []string) error {
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
 	local.UseMoto(stack.Moto.Endpoint())
 	local.Secrets = providerSecrets
+	if v := os.Getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {
+		// false: webhooks and input fetches refuse private addresses, as
+		// in AWS by default, so the network guard can be tried here.
+		if local.AllowPrivateDestinations, err = strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("ALLOW_PRIVATE_DESTINATIONS must be true or false, not %q", v)
+		}
+	}
 	stopEmulators := stack.Stop
 	defer func() {
 		if err := stopEmulators(); err != nil {
@@ -194,7 +201,7 @@ func serve(args []string) error {
 	}
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(gateway.JSONErrors(ln)) }()
 	// Tools find the stack here, whatever its ports (package endpoints).
 	rec := endpoints.Stack{PID: os.Getpid(), API: baseURL, DynamoDB: stack.DynamoDB.Endpoint(),
 		Fauxqs: stack.Fauxqs.Endpoint(), Moto: stack.Moto.Endpoint(), State: state, DemoToken: filepath.Join(state, "demo-token")}

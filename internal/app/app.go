@@ -338,6 +338,10 @@ func Sweeper(d Deps) (ScheduleHandler, error) {
 		Deadline:     sweeper.DefaultDeadline,
 		RequeueAfter: sweeper.DefaultRequeueAfter,
 	}
+	if d.DeliveriesQueueURL != "" { // re-sends overdue webhook attempts too
+		s.Deliveries = d.Store()
+		s.DeliveryQueue = queue.NewDeliveries(d.SQS, d.DeliveriesQueueURL, d.DeliveriesDLQURL)
+	}
 	if d.RequeueAfter > 0 {
 		s.RequeueAfter = d.RequeueAfter
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xeipuuv/gojsonschema"
 )
@@ -94,6 +95,12 @@ func (e *Endpoint) Decode(body []byte, now time.Time) (*Request, error) {
 // A key given twice is refused. Numbers stay
 // json.Number, so no precision is lost before the schema sees them.
 func DecodeObject(body []byte) (map[string]any, string) {
+	// encoding/json allows each value decoded on its own 10,000 levels, so
+	// a field nested that deep decodes here and fails when the whole body
+	// is encoded again: refuse depth before anything else.
+	if tooDeep(body, MaxDepth) {
+		return nil, fmt.Sprintf("the body is nested deeper than %d levels", MaxDepth)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -107,14 +114,24 @@ func DecodeObject(body []byte) (map[string]any, string) {
 	}
 	params := map[string]any{}
 	for dec.More() {
+		keyStart := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return nil, "the body is not valid JSON"
 		}
 		key := tok.(string) // inside an object the decoder only yields string keys
+		if !utf8.Valid(body[keyStart:dec.InputOffset()]) {
+			return nil, "a field name is not valid UTF-8"
+		}
+		valueStart := dec.InputOffset()
 		var value any
 		if err := dec.Decode(&value); err != nil {
 			return nil, "the body is not valid JSON"
+		}
+		// encoding/json replaces invalid UTF-8 with U+FFFD: "a\xffb" and
+		// "a\ufffdb" would be one request under one Idempotency-Key.
+		if !utf8.Valid(body[valueStart:dec.InputOffset()]) {
+			return nil, QuoteField(key) + " is not valid UTF-8"
 		}
 		// encoding/json would keep the last of two equal keys; another reader
 		// might keep the first. Refuse rather than guess.
@@ -130,6 +147,39 @@ func DecodeObject(body []byte) (map[string]any, string) {
 		return nil, "the body must be a single JSON object"
 	}
 	return params, ""
+}
+
+// MaxDepth is how deeply a body's arrays and objects may nest, the body
+// itself being the first level: far beyond any endpoint's schema.
+const MaxDepth = 64
+
+// tooDeep says whether the arrays and objects of the JSON text b nest
+// deeper than max. It reads brackets outside strings only and does not
+// judge the syntax (the decoder does).
+func tooDeep(b []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // tameNumbers bounds the exponent of every number in v. math/big, which

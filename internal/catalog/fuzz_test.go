@@ -30,6 +30,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"width":1e3,"height":0.5e1,"sharpen":-0,"image_url":"https://a.b","model":"CGI"}`), false)
 	f.Add(uint8(6), []byte(`{"mode":"image","image_urls":[]}`), false)
 	f.Add(uint8(5), []byte(`{"prompt":"p","width":720,"height":1280,"aspect_ratio":"9:16"}`), false)
+	for _, levels := range []int{9_999, 10_000, 10_001} { // encoding/json's limit, around one field
+		f.Add(uint8(1), []byte(`{"prompt":`+strings.Repeat("[", levels)+strings.Repeat("]", levels)+`}`), false)
+	}
+	f.Add(uint8(1), []byte("{\"prompt\":\"a\xffb\"}"), false)
 
 	f.Fuzz(func(t *testing.T, which uint8, body []byte, late bool) {
 		e := endpoints[int(which)%len(endpoints)]

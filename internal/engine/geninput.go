@@ -82,6 +82,9 @@ func decodeGenInput(ctx context.Context, in Input) (img image.Image, err error) 
 		return nil, InvalidInput("%s is %d x %d pixels; at most %d megapixels are accepted",
 			name, cfg.Width, cfg.Height, genMaxInputPixels/1_000_000)
 	}
+	if tooShort(in.Data) { // a lying header: refused before the decoder allocates
+		return nil, notImage
+	}
 	img, err = format.decode(&genCtxReader{ctx: ctx, r: bytes.NewReader(in.Data)})
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {

@@ -82,6 +82,9 @@ func sniff(data []byte, contentType string) (*sourceFormat, image.Config, error)
 			return nil, cfg, InvalidInput("image_url is %d x %d pixels; at most %d megapixels are accepted",
 				cfg.Width, cfg.Height, MaxSourcePixels/1_000_000)
 		}
+		if tooShort(data) {
+			return nil, cfg, InvalidInput("%s: the %s data is too short for the %d x %d image its header claims", undecodable, f.name, cfg.Width, cfg.Height)
+		}
 		return f, cfg, nil
 	}
 	return nil, image.Config{}, InvalidInput("%s", undecodable)

@@ -23,6 +23,7 @@ import (
 
 	"genjobs/internal/fetch"
 	"genjobs/internal/netguard"
+	"genjobs/internal/testenv"
 )
 
 var (
@@ -93,8 +94,8 @@ func (s *server) port() int { return int(s.addrPort().Port()) }
 
 // fetcher returns a Fetcher whose guard refuses private destinations except
 // the given test servers.
-func fetcher(exempt ...*server) *fetch.Fetcher {
-	g := &netguard.Guard{}
+func fetcher(t *testing.T, exempt ...*server) *fetch.Fetcher {
+	g := loopbackGuard(t, &netguard.Guard{})
 	for _, s := range exempt {
 		g.Exempt = append(g.Exempt, s.addrPort())
 	}
@@ -141,7 +142,7 @@ func TestFetchSniffsTheContentNotTheHeader(t *testing.T) {
 			w.Write(webpData)
 		}
 	})
-	f := fetcher(srv)
+	f := fetcher(t, srv)
 	for _, c := range []struct {
 		path, contentType string
 		data              []byte
@@ -180,7 +181,7 @@ func TestFetchRefusesWhatIsNotAnImage(t *testing.T) {
 			w.Write([]byte{0x00, 0x01, 0x02, 0x03, 0xfe, 0xff, 0x10, 0x11})
 		}
 	})
-	f := fetcher(srv)
+	f := fetcher(t, srv)
 	for path, want := range map[string]string{
 		"/text.png":  "start_image: not a PNG, JPEG or WebP image (it looks like text/plain)",
 		"/page.png":  "start_image: not a PNG, JPEG or WebP image (it looks like text/html)",
@@ -197,7 +198,7 @@ func TestFetchRefusesWhatIsNotAnImage(t *testing.T) {
 func TestFetchRefusesPrivateDestinations(t *testing.T) {
 	srv := newServer(t, serve("image/png", pngData))
 	srv6 := startServer(t, "[::1]:0", serve("image/png", pngData))
-	f := fetcher() // nothing exempt
+	f := fetcher(t) // nothing exempt
 	for _, c := range []struct{ ref, want string }{
 		{srv.URL + "/a.png", "image_url: the address 127.0.0.1 is not allowed"},
 		{"http://169.254.169.254/latest/meta-data/iam/security-credentials/", "image_url: the address 169.254.169.254 is not allowed"},
@@ -224,7 +225,7 @@ func TestFetchRefusesARedirectToAPrivateDestination(t *testing.T) {
 		{"http://[fd00:ec2::254]/latest/meta-data/", "image_url: the address fd00:ec2::254 is not allowed"},
 	} {
 		outer := newServer(t, redirectTo(c.location))
-		_, err := fetcher(outer).Fetch(context.Background(), "ws1", "image_url", outer.URL+"/a.png")
+		_, err := fetcher(t, outer).Fetch(context.Background(), "ws1", "image_url", outer.URL+"/a.png")
 		wantError(t, c.location, err, fetch.ErrBlocked, c.want)
 	}
 	if inner.hits.Load() != 0 {
@@ -236,7 +237,7 @@ func TestFetchAllowPrivate(t *testing.T) {
 	srv := newServer(t, serve("image/png", pngData))
 	srv6 := startServer(t, "[::1]:0", serve("image/png", pngData))
 	outer := newServer(t, redirectTo(srv.URL+"/a.png"))
-	f := fetch.New(&netguard.Guard{AllowPrivate: true}, nil)
+	f := fetch.New(loopbackGuard(t, &netguard.Guard{AllowPrivate: true}), nil)
 	for _, ref := range []string{
 		srv.URL + "/a.png",
 		fmt.Sprintf("http://localhost:%d/a.png", srv.port()),
@@ -264,7 +265,7 @@ func TestFetchStatus(t *testing.T) {
 			w.WriteHeader(http.StatusNotModified)
 		}
 	})
-	f := fetcher(srv)
+	f := fetcher(t, srv)
 	for path, want := range map[string]string{
 		"/gone":        "image_url: the server answered 404",
 		"/broken":      "image_url: the server answered 500",
@@ -283,7 +284,7 @@ func TestFetchConnectionRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	f := fetch.New(&netguard.Guard{Exempt: []netip.AddrPort{netip.MustParseAddrPort(addr)}}, nil)
+	f := fetch.New(loopbackGuard(t, &netguard.Guard{Exempt: []netip.AddrPort{netip.MustParseAddrPort(addr)}}), nil)
 	_, err = f.Fetch(context.Background(), "ws1", "image_url", "http://"+addr+"/a.png")
 	wantError(t, addr, err, fetch.ErrInvalid, "image_url: "+addr+" refused the connection")
 }
@@ -293,7 +294,7 @@ func TestFetchUntrustedCertificate(t *testing.T) {
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
 	srv.StartTLS()
 	defer srv.Close()
-	_, err := fetcher(srv).Fetch(context.Background(), "ws1", "image_url", srv.URL)
+	_, err := fetcher(t, srv).Fetch(context.Background(), "ws1", "image_url", srv.URL)
 	host := srv.Listener.Addr().String()
 	wantError(t, srv.URL, err, fetch.ErrInvalid, "image_url: the TLS certificate of "+host+" is not valid")
 }
@@ -323,7 +324,7 @@ func TestFetchSizeCap(t *testing.T) {
 			}
 		}
 	})
-	f := fetcher(srv)
+	f := fetcher(t, srv)
 	f.MaxBytes = limit
 	if img, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+"/exact"); err != nil || len(img.Data) != limit {
 		t.Errorf("Fetch of exactly MaxBytes = %d bytes, %v; want %d bytes", len(img.Data), err, limit)
@@ -339,7 +340,7 @@ func TestFetchDefaultSizeCapIsNamed(t *testing.T) {
 		w.Header().Set("Content-Length", fmt.Sprint(50<<20+1))
 		w.Write(pngData) // the client gives up before the rest
 	})
-	_, err := fetcher(srv).Fetch(context.Background(), "ws1", "image_url", srv.URL)
+	_, err := fetcher(t, srv).Fetch(context.Background(), "ws1", "image_url", srv.URL)
 	wantError(t, srv.URL, err, fetch.ErrInvalid, "image_url: the file is larger than 50 MiB")
 }
 
@@ -352,7 +353,7 @@ func TestFetchTimeout(t *testing.T) {
 		}
 		<-r.Context().Done()
 	})
-	f := fetcher(srv)
+	f := fetcher(t, srv)
 	f.Timeout = 100 * time.Millisecond
 	for _, path := range []string{"/stall-headers", "/stall-body"} {
 		_, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+path)
@@ -369,11 +370,11 @@ func TestFetchCallerContextEnds(t *testing.T) {
 		cancel()
 		<-r.Context().Done()
 	})
-	_, err := fetcher(srv).Fetch(ctx, "ws1", "image_url", srv.URL)
+	_, err := fetcher(t, srv).Fetch(ctx, "ws1", "image_url", srv.URL)
 	if err != context.Canceled {
 		t.Errorf("Fetch after the caller cancelled: %v, want context.Canceled", err)
 	}
-	if _, err := fetcher(srv).Fetch(ctx, "ws1", "image_url", srv.URL); err != context.Canceled {
+	if _, err := fetcher(t, srv).Fetch(ctx, "ws1", "image_url", srv.URL); err != context.Canceled {
 		t.Errorf("Fetch with a cancelled context: %v, want context.Canceled", err)
 	}
 }
@@ -392,7 +393,7 @@ func TestFetchRedirects(t *testing.T) {
 		}
 		http.Redirect(w, r, fmt.Sprintf("%s/hop/%d", srv.URL, n-1), http.StatusMovedPermanently)
 	})
-	f := fetcher(srv)
+	f := fetcher(t, srv)
 	if img, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+"/hop/5"); err != nil || img.ContentType != "image/png" {
 		t.Errorf("Fetch through 5 redirects = %s, %v; want the PNG", img.ContentType, err)
 	}
@@ -411,14 +412,14 @@ func TestFetchRedirectToAnotherScheme(t *testing.T) {
 		{"data:image/png;base64," + base64.StdEncoding.EncodeToString(pngData), "image_url: a redirect leads to a data: URL; only http and https are followed"},
 	} {
 		srv := newServer(t, redirectTo(c.location))
-		_, err := fetcher(srv).Fetch(context.Background(), "ws1", "image_url", srv.URL)
+		_, err := fetcher(t, srv).Fetch(context.Background(), "ws1", "image_url", srv.URL)
 		wantError(t, c.location, err, fetch.ErrInvalid, c.want)
 	}
 }
 
 func TestFetchDataURI(t *testing.T) {
 	b64 := base64.StdEncoding.EncodeToString
-	f := fetch.New(&netguard.Guard{}, nil)
+	f := fetch.New(loopbackGuard(t, &netguard.Guard{}), nil)
 	for _, c := range []struct {
 		ref, contentType string
 		data             []byte
@@ -466,7 +467,7 @@ func TestFetchDataURI(t *testing.T) {
 }
 
 func TestFetchRefusesOtherRefs(t *testing.T) {
-	f := fetch.New(&netguard.Guard{}, nil)
+	f := fetch.New(loopbackGuard(t, &netguard.Guard{}), nil)
 	for _, ref := range []string{"ftp://example.com/a.png", "file:///etc/passwd", "/assets/a1", "example.com/a.png", "http://", "http://%zz/"} {
 		_, err := f.Fetch(context.Background(), "ws1", "image_url", ref)
 		wantError(t, ref, err, fetch.ErrInvalid, "image_url: is not an http(s) URL, a data:image URI or an asset URL")
@@ -505,7 +506,7 @@ func (a *assets) OpenAsset(ctx context.Context, workspaceID, ref string) (fetch.
 func TestFetchAssets(t *testing.T) {
 	srv := newServer(t, serve("image/jpeg", jpegData))
 	a := &assets{}
-	g := &netguard.Guard{Exempt: []netip.AddrPort{srv.addrPort()}}
+	g := loopbackGuard(t, &netguard.Guard{Exempt: []netip.AddrPort{srv.addrPort()}})
 	f := fetch.New(g, a)
 	ctx := context.Background()
 
@@ -543,4 +544,11 @@ func TestFetchAssets(t *testing.T) {
 	if len(a.calls) != 1 {
 		t.Errorf("Assets was asked %d times about the URL, want 1", len(a.calls))
 	}
+}
+
+// loopbackGuard makes g fail, instead of making, any connection outside
+// loopback (name lookups' included) and fails the test if one was tried.
+func loopbackGuard(t *testing.T, g *netguard.Guard) *netguard.Guard {
+	g.Connect = testenv.LoopbackOnly(t).Connect
+	return g
 }

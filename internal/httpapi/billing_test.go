@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -243,23 +244,23 @@ func TestDeliveries(t *testing.T) {
 	}
 	next := at.Add(5 * time.Second)
 	for i, a := range []webhook.Attempt{
-		{Number: 1, At: at, StatusCode: 503, Error: "the receiver answered 503", NextAt: &next},
+		{Number: 1, At: at, EndedAt: at.Add(1500 * time.Millisecond), StatusCode: 503, Error: "the receiver answered 503", NextAt: &next},
 		{Number: 2, At: next, StatusCode: 204},
 	} {
 		state := webhook.Pending
 		if i == 1 {
 			state = webhook.Succeeded
 		}
-		if err := e.store.ClaimAttempt(ctx, id, a.Number, a.At.Add(time.Minute), a.At); err != nil {
+		if err := e.store.ClaimAttempt(ctx, id, a.Number, "msg-"+strconv.Itoa(a.Number), a.At.Add(time.Minute), a.At); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.store.RecordAttempt(ctx, id, a, state, next); err != nil {
+		if err := e.store.RecordAttempt(ctx, id, "msg-"+strconv.Itoa(a.Number), a, state, next); err != nil {
 			t.Fatal(err)
 		}
 	}
 	r = e.do("GET", "/jobs/"+id+"/deliveries", e.tokenA, "")
-	want := `{"items":[{"attempt":1,"at":"2026-11-21T20:40:00.000Z","status_code":503,"error":"the receiver answered 503","next_attempt_at":"2026-11-21T20:40:05.000Z"},` +
-		`{"attempt":2,"at":"2026-11-21T20:40:05.000Z","status_code":204,"error":null,"next_attempt_at":null}]}`
+	want := `{"items":[{"attempt":1,"at":"2026-11-21T20:40:00.000Z","duration_ms":1500,"status_code":503,"error":"the receiver answered 503","next_attempt_at":"2026-11-21T20:40:05.000Z"},` +
+		`{"attempt":2,"at":"2026-11-21T20:40:05.000Z","duration_ms":null,"status_code":204,"error":null,"next_attempt_at":null}]}`
 	if r.status != 200 || string(r.body) != want {
 		t.Errorf("deliveries:\n%d %s\nwant\n%s", r.status, r.body, want)
 	}

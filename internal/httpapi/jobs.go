@@ -121,7 +121,8 @@ func (h *Jobs) cancel(w http.ResponseWriter, r *http.Request) {
 // shows it: every field present, null when it does not apply.
 type deliveryAttempt struct {
 	Attempt    int       `json:"attempt"`
-	At         job.Time  `json:"at"`
+	At         job.Time  `json:"at"` // the attempt's start
+	DurationMS *int64    `json:"duration_ms"`
 	StatusCode *int      `json:"status_code"`
 	Error      *string   `json:"error"`
 	NextAt     *job.Time `json:"next_attempt_at"`
@@ -143,6 +144,10 @@ func (h *Jobs) deliveries(w http.ResponseWriter, r *http.Request) {
 	if d != nil {
 		for _, a := range d.Attempts {
 			item := deliveryAttempt{Attempt: a.Number, At: job.At(a.At)}
+			if !a.EndedAt.IsZero() {
+				ms := max(a.EndedAt.Sub(a.At).Milliseconds(), 0)
+				item.DurationMS = &ms
+			}
 			if a.StatusCode != 0 {
 				item.StatusCode = &a.StatusCode
 			}

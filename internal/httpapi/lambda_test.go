@@ -36,3 +36,27 @@ func TestARequestKeepsTimeToAnswerBeforeTheInvocationsDeadline(t *testing.T) {
 		t.Errorf("the handler's deadline %v (%v); want %v", got, ok, want)
 	}
 }
+
+// A path with an empty, "." or ".." segment reaching a function (API
+// Gateway passes the raw path on) gets the JSON 404 of every unknown path,
+// not http.ServeMux's 307 with an HTML body.
+func TestUncleanPathsAreJSONNotFound(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /jobs", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	h := httpapi.LambdaHandler(slog.New(slog.NewJSONHandler(io.Discard, nil)), httpapi.Middleware(slog.New(slog.NewJSONHandler(io.Discard, nil)), mux))
+	for _, path := range []string{"//jobs", "/./jobs", "/x/../jobs", "/jobs/."} {
+		ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: path, RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: path},
+		}}
+		out, err := h(context.Background(), ev)
+		if err != nil || out.StatusCode != http.StatusNotFound || out.Headers["Content-Type"] != "application/json" || out.Body != `{"error":"Not found."}` {
+			t.Errorf("GET %s: %d %v %s (%v); want 404 {\"error\":\"Not found.\"}", path, out.StatusCode, out.Headers, out.Body, err)
+		}
+	}
+	ev := events.APIGatewayV2HTTPRequest{Version: "2.0", RawPath: "/jobs", RequestContext: events.APIGatewayV2HTTPRequestContext{
+		HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: "/jobs"},
+	}}
+	if out, _ := h(context.Background(), ev); out.StatusCode != http.StatusNoContent {
+		t.Errorf("GET /jobs: %d", out.StatusCode)
+	}
+}

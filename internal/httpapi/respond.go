@@ -12,7 +12,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
@@ -127,6 +129,13 @@ func Middleware(base *slog.Logger, next http.Handler) http.Handler {
 		l := base.With("request_id", requestID(r))
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, l))
 		rec := &statusRecorder{ResponseWriter: w}
+		if !cleanPath(r.URL.EscapedPath()) {
+			// http.ServeMux would answer 307 with an HTML body: no route
+			// has such a path.
+			writeError(rec, http.StatusNotFound, msgNotFound)
+			l.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status)
+			return
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				l.Error("panic", "panic", slog.AnyValue(p).String(), "method", r.Method, "path", r.URL.Path)
@@ -139,6 +148,17 @@ func Middleware(base *slog.Logger, next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// cleanPath says whether p, an escaped path, is one http.ServeMux serves
+// as it is (it judges the escaped path too): no empty, "." or ".." segment
+// (a trailing slash aside); an escaped slash is part of its segment.
+func cleanPath(p string) bool {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // NotFound answers every request with 404 {"error":"Not found."}: the

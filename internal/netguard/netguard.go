@@ -16,6 +16,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -51,6 +53,12 @@ type Guard struct {
 	// otherwise. For tests only, whose servers listen on 127.0.0.1 while the
 	// policy under test stays on; a deployment uses AllowPrivate instead.
 	Exempt []netip.AddrPort
+
+	// Connect, when set, is asked about every connection the guard lets
+	// through, name lookups' included, just before it is made; an error
+	// refuses it. Tests set it (testenv.LoopbackOnly) so that a bug of the
+	// policy can never send traffic off the machine.
+	Connect func(network, address string) error
 }
 
 // Allowed reports whether the guard lets a connection to ip through (Exempt
@@ -76,17 +84,94 @@ func (g *Guard) check(ap netip.AddrPort) error {
 // Dialer returns a dialer that refuses, at connect time, every address the
 // guard does not allow. timeout bounds each connection attempt.
 func (g *Guard) Dialer(timeout time.Duration) *net.Dialer {
-	return &net.Dialer{
+	d := &net.Dialer{
 		Timeout:   timeout,
 		KeepAlive: 30 * time.Second,
-		Control: func(_, address string, _ syscall.RawConn) error {
+		Control: func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
 				return &BlockedError{}
 			}
-			return g.check(ap)
+			if err := g.check(ap); err != nil {
+				return err
+			}
+			if g.Connect != nil {
+				return g.Connect(network, address)
+			}
+			return nil
 		},
 	}
+	if g.Connect != nil {
+		d.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+			if err := g.Connect(network, address); err != nil {
+				return nil, err
+			}
+			var plain net.Dialer
+			return plain.DialContext(ctx, network, address)
+		}}
+	}
+	return d
+}
+
+// numericHost reads a host the way a browser's URL parser does (the
+// WHATWG URL standard's IPv4 parser): a host whose last label is a number
+// is an IPv4 address in one to four parts, each decimal, 0x hexadecimal
+// or 0 octal, so 2130706433, 127.1 and 0x7f.1 are all 127.0.0.1. ok is
+// false for a host that is a name; bad for one that ends in a number but
+// is no address. Judging these here means they are never sent to DNS,
+// whose answer for them depends on the resolver.
+func numericHost(host string) (ip netip.Addr, ok, bad bool) {
+	if strings.Contains(host, ":") { // IPv6, judged as it is
+		return netip.Addr{}, false, false
+	}
+	labels := strings.Split(strings.TrimSuffix(host, "."), ".")
+	if len(labels) == 0 || !numericLabel(labels[len(labels)-1]) {
+		return netip.Addr{}, false, false
+	}
+	if len(labels) > 4 {
+		return netip.Addr{}, false, true
+	}
+	parts := make([]uint64, len(labels))
+	for i, l := range labels {
+		n, err := parseIPv4Part(l)
+		if err != nil {
+			return netip.Addr{}, false, true
+		}
+		parts[i] = n
+	}
+	last := parts[len(parts)-1]
+	if last >= 1<<(8*(5-len(parts))) {
+		return netip.Addr{}, false, true
+	}
+	v := last
+	for i, n := range parts[:len(parts)-1] {
+		if n > 255 {
+			return netip.Addr{}, false, true
+		}
+		v |= n << (8 * (3 - i))
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true, false
+}
+
+func numericLabel(l string) bool {
+	if _, err := parseIPv4Part(l); err == nil {
+		return true
+	}
+	return l != "" && strings.Trim(l, "0123456789") == ""
+}
+
+func parseIPv4Part(l string) (uint64, error) {
+	base := 10
+	switch {
+	case len(l) >= 2 && (l[:2] == "0x" || l[:2] == "0X"):
+		l, base = l[2:], 16
+		if l == "" {
+			return 0, nil
+		}
+	case len(l) >= 2 && l[0] == '0':
+		l, base = l[1:], 8
+	}
+	return strconv.ParseUint(l, base, 32)
 }
 
 // Transport returns an HTTP transport whose every connection goes through
@@ -99,6 +184,14 @@ func (g *Guard) Transport() *http.Transport {
 	return &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+			if host, port, err := net.SplitHostPort(address); err == nil {
+				switch ip, ok, bad := numericHost(host); {
+				case bad:
+					return nil, &net.OpError{Op: "dial", Net: network, Err: &BlockedError{}}
+				case ok:
+					address = net.JoinHostPort(ip.String(), port)
+				}
+			}
 			// An address literal is judged before any socket is made, so that
 			// it is refused the same way where its address family is missing.
 			if ap, err := netip.ParseAddrPort(address); err == nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"genjobs/internal/netguard"
+	"genjobs/internal/testenv"
 )
 
 // Every refused range, at its edges, with its neighbours outside it.
@@ -86,7 +87,8 @@ func TestTransportIgnoresEnvironmentProxy(t *testing.T) {
 	defer proxy.Close()
 	t.Setenv("HTTP_PROXY", proxy.URL)
 	t.Setenv("http_proxy", proxy.URL)
-	g := netguard.Guard{Exempt: []netip.AddrPort{netip.MustParseAddrPort(proxy.Listener.Addr().String())}}
+	g := netguard.Guard{Exempt: []netip.AddrPort{netip.MustParseAddrPort(proxy.Listener.Addr().String())},
+		Connect: testenv.LoopbackOnly(t).Connect}
 	client := &http.Client{Transport: g.Transport()}
 	resp, err := client.Get("http://169.254.169.254/latest/meta-data/")
 	if err == nil {
@@ -149,7 +151,7 @@ func port(ln net.Listener) string {
 func TestDialerRefusesBeforeConnecting(t *testing.T) {
 	ln4, connected4 := listen(t, "127.0.0.1:0")
 	ln6, connected6 := listen(t, "[::1]:0")
-	var g netguard.Guard
+	g := netguard.Guard{Connect: testenv.LoopbackOnly(t).Connect}
 	d := g.Dialer(2 * time.Second)
 	for _, c := range []struct{ addr, refused string }{
 		{"127.0.0.1" + port(ln4), "127.0.0.1"},
@@ -211,7 +213,7 @@ func TestDialerAllowPrivate(t *testing.T) {
 func TestExemptIsOneAddressAndPort(t *testing.T) {
 	ln, _ := listen(t, "127.0.0.1:0")
 	other, otherConnected := listen(t, "127.0.0.1:0")
-	g := netguard.Guard{Exempt: []netip.AddrPort{ln.Addr().(*net.TCPAddr).AddrPort()}}
+	g := netguard.Guard{Exempt: []netip.AddrPort{ln.Addr().(*net.TCPAddr).AddrPort()}, Connect: testenv.LoopbackOnly(t).Connect}
 	d := g.Dialer(2 * time.Second)
 	conn, err := d.DialContext(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
@@ -231,7 +233,7 @@ func TestTransportRefusesThroughHTTPClient(t *testing.T) {
 		io.WriteString(w, "secret")
 	}))
 	defer srv.Close()
-	var g netguard.Guard
+	g := netguard.Guard{Connect: testenv.LoopbackOnly(t).Connect}
 	client := &http.Client{Transport: g.Transport()}
 	for _, u := range []string{srv.URL, "http://169.254.169.254/latest/meta-data/", "http://[::1]:1/", "http://[::ffff:127.0.0.1]:1/"} {
 		resp, err := client.Get(u)
@@ -258,5 +260,49 @@ func TestTransportBoundsResponseHeaders(t *testing.T) {
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("a 1 MiB response header was accepted")
+	}
+}
+
+// Hosts a browser reads as IPv4 numbers (2130706433, 127.1, 0x7f.1) are
+// those addresses: judged as such, never sent to DNS. Hosts that end in a
+// number but are no address are refused.
+func TestNumericHostsAreTheirAddresses(t *testing.T) {
+	ln, connected := listen(t, "127.0.0.1:0")
+	p := port(ln)
+	numeric := []string{"2130706433", "127.1", "127.0.1", "0x7f.1", "0x7f000001", "017700000001", "127.0.0.1."}
+	strict := netguard.Guard{Connect: testenv.LoopbackOnly(t).Connect}
+	client := &http.Client{Transport: strict.Transport()}
+	for _, h := range append(numeric, "1.2.3.4.5", "256.1", "127.0.0.0x") {
+		resp, err := client.Get("http://" + h + p + "/")
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("GET http://%s%s/: answered, want refused", h, p)
+			continue
+		}
+		if !errors.Is(err, netguard.ErrBlocked) {
+			t.Errorf("GET http://%s%s/: %v, want ErrBlocked", h, p, err)
+		}
+	}
+	if connected() {
+		t.Error("a refused host reached the listener")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	p = port(srv.Listener)
+	trap := testenv.LoopbackOnly(t)
+	open := netguard.Guard{AllowPrivate: true, Connect: trap.Connect}
+	client = &http.Client{Transport: open.Transport()}
+	for _, h := range numeric {
+		resp, err := client.Get("http://" + h + p + "/")
+		if err != nil {
+			t.Errorf("GET http://%s%s/ with AllowPrivate: %v", h, p, err)
+			continue
+		}
+		resp.Body.Close()
+	}
+	for _, a := range trap.Seen() {
+		if a != "tcp4 127.0.0.1"+p {
+			t.Errorf("a numeric host connected to %s, want 127.0.0.1%s", a, p)
+		}
 	}
 }

@@ -27,8 +27,19 @@ type deliveryItem struct {
 	Attempts    []attemptItem `dynamodbav:"attempts"`
 	NextAt      string        `dynamodbav:"next_attempt_at,omitempty"`
 	ClaimUntil  string        `dynamodbav:"claim_until,omitempty"`
+	ClaimID     string        `dynamodbav:"claim_id,omitempty"`
 	CreatedAt   string        `dynamodbav:"created_at"`
+	// On deliveries-due while pending: the sweeper finds the overdue ones
+	// there without a Scan.
+	GSI4PK string `dynamodbav:"GSI4PK,omitempty"`
+	GSI4SK string `dynamodbav:"GSI4SK,omitempty"`
 }
+
+// duePK spreads pending deliveries over the shards of deliveries-due by
+// workspace, as jobs-by-status does; duesK orders a shard by due time.
+func duePK(ws string) string { return fmt.Sprintf("DUE#%02d", shardOf(ws)) }
+
+func dueSK(at time.Time, jobID string) string { return stamp(at) + "#" + jobID }
 
 type attemptItem struct {
 	Number     int    `dynamodbav:"attempt"`
@@ -36,12 +47,19 @@ type attemptItem struct {
 	StatusCode int    `dynamodbav:"status_code,omitempty"`
 	Error      string `dynamodbav:"error,omitempty"`
 	NextAt     string `dynamodbav:"next_attempt_at,omitempty"`
+	EndedAt    string `dynamodbav:"ended_at,omitempty"`
+	// Claim is the claim the attempt was made under: a retried record
+	// that finds it knows its own write.
+	Claim string `dynamodbav:"claim_id,omitempty"`
 }
 
 const deliverySK = "WEBHOOK"
 
 func toAttemptItem(a webhook.Attempt) attemptItem {
 	it := attemptItem{Number: a.Number, At: stamp(a.At), StatusCode: a.StatusCode, Error: a.Error}
+	if !a.EndedAt.IsZero() {
+		it.EndedAt = stamp(a.EndedAt)
+	}
 	if a.NextAt != nil {
 		it.NextAt = stamp(*a.NextAt)
 	}
@@ -60,8 +78,14 @@ func (it *deliveryItem) delivery() *webhook.Delivery {
 	if it.NextAt != "" {
 		d.NextAt = parse(it.NextAt)
 	}
+	if it.ClaimUntil != "" {
+		d.ClaimUntil = parse(it.ClaimUntil)
+	}
 	for _, a := range it.Attempts {
 		wa := webhook.Attempt{Number: a.Number, At: parse(a.At), StatusCode: a.StatusCode, Error: a.Error}
+		if a.EndedAt != "" {
+			wa.EndedAt = parse(a.EndedAt)
+		}
 		if a.NextAt != "" {
 			next := parse(a.NextAt)
 			wa.NextAt = &next
@@ -78,6 +102,7 @@ func (s *Store) CreateDelivery(ctx context.Context, d *webhook.Delivery) (*webho
 	item, err := attributevalue.MarshalMap(deliveryItem{
 		PK: jobPK(d.JobID), SK: deliverySK, WebhookID: d.ID, JobID: d.JobID, WorkspaceID: d.WorkspaceID,
 		URL: d.URL, State: string(d.State), Attempts: []attemptItem{}, NextAt: stamp(d.NextAt), CreatedAt: stamp(d.CreatedAt),
+		GSI4PK: duePK(d.WorkspaceID), GSI4SK: dueSK(d.NextAt, d.JobID),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode delivery: %w", err)
@@ -103,22 +128,31 @@ func (s *Store) Delivery(ctx context.Context, jobID string) (*webhook.Delivery, 
 	return it.delivery(), nil
 }
 
-// ClaimAttempt takes attempt n of a pending delivery until until: only
-// while n attempts minus one are recorded and no unexpired claim holds it.
-func (s *Store) ClaimAttempt(ctx context.Context, jobID string, n int, until, now time.Time) error {
+// ClaimAttempt takes attempt n of a pending delivery until until under
+// claim (the deliveries message's id): only while n attempts minus one are
+// recorded and no unexpired claim holds it. A retry of the write that meets
+// its own claim (the first answer was lost) succeeds.
+func (s *Store) ClaimAttempt(ctx context.Context, jobID string, n int, claim string, until, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
 		Key:              key(jobPK(jobID), deliverySK),
-		UpdateExpression: aws.String("SET claim_until = :until"),
+		UpdateExpression: aws.String("SET claim_until = :until, claim_id = :claim"),
 		ConditionExpression: aws.String("#state = :pending AND size(attempts) = :done AND " +
 			"(attribute_not_exists(claim_until) OR claim_until < :now)"),
 		ExpressionAttributeNames: map[string]string{"#state": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":until": str(stamp(until)), ":now": str(stamp(now)),
+			":until": str(stamp(until)), ":now": str(stamp(now)), ":claim": str(claim),
 			":pending": str(string(webhook.Pending)), ":done": num(n - 1),
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if isConditionFailed(err) {
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		var old deliveryItem
+		if len(failed.Item) > 0 && attributevalue.UnmarshalMap(failed.Item, &old) == nil &&
+			old.ClaimID == claim && old.State == string(webhook.Pending) && len(old.Attempts) == n-1 {
+			return nil // ours: the answer of the first write was lost
+		}
 		return webhook.ErrClaimed
 	}
 	if err != nil {
@@ -127,34 +161,87 @@ func (s *Store) ClaimAttempt(ctx context.Context, jobID string, n int, until, no
 	return nil
 }
 
-// RecordAttempt appends attempt a to a pending delivery that has a.Number-1
-// attempts, and moves it to state (due again at next when pending).
-func (s *Store) RecordAttempt(ctx context.Context, jobID string, a webhook.Attempt, state webhook.State, next time.Time) error {
-	av, err := attributevalue.Marshal([]attemptItem{toAttemptItem(a)})
+// RecordAttempt appends attempt a, made under claim, to a pending delivery
+// that has a.Number-1 attempts, and moves it to state (due again at next
+// when pending). A retry of the write that finds the attempt recorded
+// under the same claim (the first answer was lost) succeeds.
+func (s *Store) RecordAttempt(ctx context.Context, jobID string, claim string, a webhook.Attempt, state webhook.State, next time.Time) error {
+	it := toAttemptItem(a)
+	it.Claim = claim
+	av, err := attributevalue.Marshal([]attemptItem{it})
 	if err != nil {
 		return fmt.Errorf("encode attempt: %w", err)
 	}
-	update := "SET attempts = list_append(attempts, :a), #state = :state REMOVE claim_until, next_attempt_at"
+	// Off deliveries-due once it has ended; due again at next otherwise.
+	update := "SET attempts = list_append(attempts, :a), #state = :state REMOVE claim_until, claim_id, next_attempt_at, GSI4PK, GSI4SK"
 	values := map[string]types.AttributeValue{
 		":a": av, ":state": str(string(state)), ":pending": str(string(webhook.Pending)), ":done": num(a.Number - 1),
 	}
 	if state == webhook.Pending {
-		update = "SET attempts = list_append(attempts, :a), #state = :state, next_attempt_at = :next REMOVE claim_until"
+		update = "SET attempts = list_append(attempts, :a), #state = :state, next_attempt_at = :next, GSI4SK = :due REMOVE claim_until, claim_id"
 		values[":next"] = str(stamp(next))
+		values[":due"] = str(dueSK(next, jobID))
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(jobPK(jobID), deliverySK),
-		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String("#state = :pending AND size(attempts) = :done"),
-		ExpressionAttributeNames:  map[string]string{"#state": "state"},
-		ExpressionAttributeValues: values,
+		TableName:                           aws.String(s.table),
+		Key:                                 key(jobPK(jobID), deliverySK),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String("#state = :pending AND size(attempts) = :done"),
+		ExpressionAttributeNames:            map[string]string{"#state": "state"},
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if isConditionFailed(err) {
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		var old deliveryItem
+		if claim != "" && len(failed.Item) > 0 && attributevalue.UnmarshalMap(failed.Item, &old) == nil &&
+			len(old.Attempts) >= a.Number && old.Attempts[a.Number-1].Claim == claim {
+			return nil // recorded by the first write, whose answer was lost
+		}
 		return fmt.Errorf("record attempt %d of job %s's webhook: %w", a.Number, jobID, webhook.ErrClaimed)
 	}
 	if err != nil {
 		return fmt.Errorf("record attempt %d of job %s's webhook: %w", a.Number, jobID, err)
+	}
+	return nil
+}
+
+// EachOverdueDelivery calls fn with the job id of every pending delivery
+// whose attempt was due before before, from deliveries-due (a Query per
+// shard, no Scan). The index lags the table: read the delivery before
+// acting on it.
+func (s *Store) EachOverdueDelivery(ctx context.Context, before time.Time, fn func(jobID string) error) error {
+	for shard := 0; shard < statusShards; shard++ {
+		in := &dynamodb.QueryInput{
+			TableName:              aws.String(s.table),
+			IndexName:              aws.String(IndexDeliveriesDue),
+			KeyConditionExpression: aws.String("GSI4PK = :pk AND GSI4SK < :before"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": str(fmt.Sprintf("DUE#%02d", shard)), ":before": str(stamp(before)),
+			},
+		}
+		if s.pageSize > 0 {
+			in.Limit = aws.Int32(s.pageSize)
+		}
+		for {
+			out, err := s.db.Query(ctx, in)
+			if err != nil {
+				return fmt.Errorf("overdue deliveries: %w", err)
+			}
+			for _, item := range out.Items {
+				var it deliveryItem
+				if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+					return fmt.Errorf("read an overdue delivery: %w", err)
+				}
+				if err := fn(it.JobID); err != nil {
+					return err
+				}
+			}
+			if out.LastEvaluatedKey == nil {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
 	}
 	return nil
 }

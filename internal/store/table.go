@@ -9,6 +9,7 @@
 //	payment      WS#<ws id>         PAYMENT#<payment id>  (top-up idempotency)
 //	ledger       WS#<ws id>         LEDGER#<time>#<id>    (every balance movement)
 //	asset        ASSET#<asset id>   ASSET                 (an uploaded image's record; its bytes are in S3)
+//	delivery     JOB#<job id>       WEBHOOK               deliveries-due (GSI4, pending only: DUE#<shard> / <next attempt>#<job id>)
 //
 // Later entities (styles, deliveries) add key prefixes and indexes.
 package store
@@ -28,7 +29,8 @@ import (
 const (
 	IndexJobsByWorkspace = "jobs-by-workspace"
 	IndexJobsByStatus    = "jobs-by-status"
-	IndexStylesBySet     = "styles-by-set" // styles.go
+	IndexStylesBySet     = "styles-by-set"  // styles.go
+	IndexDeliveriesDue   = "deliveries-due" // deliveries.go: pending webhook deliveries by due time
 )
 
 // jobListAttributes are projected into jobs-by-workspace: what a job list
@@ -60,6 +62,8 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String("GSI2SK"), AttributeType: s},
 			{AttributeName: aws.String("GSI3PK"), AttributeType: s},
 			{AttributeName: aws.String("GSI3SK"), AttributeType: s},
+			{AttributeName: aws.String("GSI4PK"), AttributeType: s},
+			{AttributeName: aws.String("GSI4SK"), AttributeType: s},
 		},
 		KeySchema: key("PK", "SK"),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
@@ -85,6 +89,14 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 				Projection: &types.Projection{
 					ProjectionType:   types.ProjectionTypeInclude,
 					NonKeyAttributes: styleSetAttributes,
+				},
+			},
+			{
+				IndexName: aws.String(IndexDeliveriesDue),
+				KeySchema: key("GSI4PK", "GSI4SK"),
+				Projection: &types.Projection{
+					ProjectionType:   types.ProjectionTypeInclude,
+					NonKeyAttributes: []string{"job_id"},
 				},
 			},
 		},

@@ -360,12 +360,25 @@ func (s *Store) update(ctx context.Context, j *job.Job, c job.Change, now time.T
 		if err != nil {
 			return nil, err
 		}
+		if ownClaim(cur, c) {
+			// The SDK retried a claim whose first answer was lost: the
+			// lease in force is the one this claim wrote.
+			return cur, nil
+		}
 		return cur, job.ErrConflict
 	}
 	if err != nil {
 		return nil, fmt.Errorf("transition job %s to %s: %w", j.ID, c.To, err)
 	}
 	return decodeJob(out.Attributes)
+}
+
+// ownClaim says whether the stored job cur is what claim c wrote: lease ids
+// are random and written only by the claim that drew them, so a stored
+// lease with c's id and until, in c's status, is c's own success.
+func ownClaim(cur *job.Job, c job.Change) bool {
+	return c.Holder == "" && c.Lease != nil && cur.Status == c.To &&
+		cur.Lease.ID == c.Lease.ID && cur.Lease.Until.Equal(job.At(c.Lease.Until).Time)
 }
 
 // jobUpdate builds the UpdateItem of one change to a job.

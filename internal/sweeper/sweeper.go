@@ -1,8 +1,8 @@
 // Package sweeper is the rescuer: once a minute it makes sure no job stays
 // stuck. It re-sends the message of a job that may have lost its own (queued
 // and untaken, or running with a lapsed lease), fails jobs 30 minutes past queued with timeout, fails the jobs whose
-// messages the dead-letter queue took, and promotes backlogged jobs a
-// promotion missed. Every change goes through the store's one transition.
+// messages the dead-letter queue took, promotes backlogged jobs a
+// promotion missed, and re-sends the message of an overdue webhook attempt. Every change goes through the store's one transition.
 package sweeper
 
 import (
@@ -16,6 +16,7 @@ import (
 
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
+	"genjobs/internal/webhook"
 )
 
 // Store reads jobs (store.Store).
@@ -36,6 +37,19 @@ type Queue interface {
 	Enqueue(ctx context.Context, jobID string) error
 }
 
+// Deliveries finds and reads webhook deliveries (store.Store).
+type Deliveries interface {
+	// EachOverdueDelivery calls fn with the job of every pending delivery
+	// due before before, from an index that may lag.
+	EachOverdueDelivery(ctx context.Context, before time.Time, fn func(jobID string) error) error
+	Delivery(ctx context.Context, jobID string) (*webhook.Delivery, error)
+}
+
+// DeliveryQueue re-sends a delivery's message (queue.Deliveries).
+type DeliveryQueue interface {
+	Schedule(ctx context.Context, jobID string, attempt int, delay time.Duration) error
+}
+
 // DeadLetters reads the jobs DLQ (queue.DeadLetters).
 type DeadLetters interface {
 	Drain(ctx context.Context, max int, fn func(jobID string) error) (int, error)
@@ -52,8 +66,14 @@ type Sweeper struct {
 	// Deadline is how long a job may take from queued to its end (docs/api.md, "Limits").
 	Deadline time.Duration
 	// RequeueAfter is how long a queued job waits for a worker before its
-	// message is sent again (its first may have been lost).
+	// message is sent again (its first may have been lost), and how long a
+	// webhook attempt may be overdue before its message is.
 	RequeueAfter time.Duration
+	// Deliveries and DeliveryQueue, when set, re-send the message of every
+	// webhook delivery whose attempt is overdue and unclaimed: nothing
+	// else would ever make it once its message is lost.
+	Deliveries    Deliveries
+	DeliveryQueue DeliveryQueue
 }
 
 // Defaults for Deadline and RequeueAfter.
@@ -71,6 +91,7 @@ type Report struct {
 	TimedOut     int `json:"timed_out"`
 	DeadLettered int `json:"dead_lettered"`
 	Promoted     int `json:"promoted"`
+	WebhooksSent int `json:"webhooks_resent"`
 }
 
 // Handle runs one sweep for the schedule. It fails (so the run is retried
@@ -86,7 +107,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 	var r Report
 	err := s.sweep(ctx, &r)
 	attrs := []any{"scanned", r.Scanned, "requeued", r.Requeued, "timed_out", r.TimedOut,
-		"dead_lettered", r.DeadLettered, "promoted", r.Promoted, "duration_ms", time.Since(start).Milliseconds()}
+		"dead_lettered", r.DeadLettered, "promoted", r.Promoted, "webhooks_resent", r.WebhooksSent, "duration_ms", time.Since(start).Milliseconds()}
 	if err != nil {
 		s.Log.Error("sweep", append(attrs, "error", err.Error())...)
 		return r, err
@@ -151,7 +172,43 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 			return outcome(failed, ctx.Err())
 		}
 	}
+	if s.Deliveries != nil && s.DeliveryQueue != nil {
+		now := s.Clock.Now()
+		err := s.Deliveries.EachOverdueDelivery(ctx, now.Add(-s.RequeueAfter), func(id string) error {
+			if keep(s.resendDelivery(ctx, id, now, r)) {
+				return ctx.Err()
+			}
+			return nil
+		})
+		if keep(err) {
+			return outcome(failed, ctx.Err())
+		}
+	}
 	return outcome(failed, nil)
+}
+
+// resendDelivery sends again the message of a webhook delivery whose
+// attempt is RequeueAfter overdue and not being made: its message was
+// lost (or its claim's answer, before claims carried their message's id).
+// A message that was not lost makes a duplicate, which the deliverer drops.
+func (s *Sweeper) resendDelivery(ctx context.Context, jobID string, now time.Time, r *Report) error {
+	d, err := s.Deliveries.Delivery(ctx, jobID)
+	if errors.Is(err, webhook.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if d.State != webhook.Pending || now.Sub(d.NextAt) < s.RequeueAfter || now.Before(d.ClaimUntil) {
+		return nil // the index lagged, or an attempt is under way
+	}
+	if err := s.DeliveryQueue.Schedule(ctx, d.JobID, d.Due(), 0); err != nil {
+		return fmt.Errorf("re-send the webhook of job %s: %w", d.JobID, err)
+	}
+	r.WebhooksSent++
+	s.Log.Warn("webhook attempt overdue; its message sent again", "job_id", d.JobID, "webhook_id", d.ID,
+		"attempt", d.Due(), "due_at", d.NextAt)
+	return nil
 }
 
 // outcome is a sweep's result: nil when it went through, else its first
@@ -239,6 +296,13 @@ func (s *Sweeper) failDead(ctx context.Context, id string, r *Report) error {
 		return err
 	}
 	if j.Status.Terminal() || j.Status == job.Backlogged {
+		return nil
+	}
+	if j.Lease.Held(s.Clock.Now()) {
+		// A stale duplicate reached the DLQ while a healthy attempt works
+		// on the job: that one ends it, and if it dies the job is sent
+		// again once its lease lapses (check).
+		s.Log.Info("dead-lettered message of a job whose lease is held; left to its worker", "job_id", j.ID)
 		return nil
 	}
 	_, err = s.Lifecycle.End(ctx, j, job.Change{To: job.Failed, Error: &job.Error{

@@ -209,6 +209,33 @@ func TestDeadLetteredJobFails(t *testing.T) {
 	}
 }
 
+// A stale duplicate of a job's message can reach the DLQ while a healthy
+// attempt holds the job: the job is that attempt's to end, not the DLQ's.
+func TestDeadLetteredJobWithAHeldLeaseIsLeftToItsWorker(t *testing.T) {
+	e := newEnv(t)
+	e.workspace("ws_a", 5)
+	j := e.create("ws_a")
+	lease := job.Lease{ID: "alive", Until: t0.Add(150 * time.Second)}
+	if _, err := e.store.Transition(e.ctx, j, job.Change{To: job.Processing, Lease: &lease}, t0); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(queue.Message{JobID: j.ID})
+	if _, err := e.sqs.SendMessage(e.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(e.dlq), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.T = t0.Add(10 * time.Second)
+	if r := e.run(); r.DeadLettered != 0 {
+		t.Errorf("report %+v; want no job failed", r)
+	}
+	if got := e.status(j.ID); got.Status != job.Processing || got.Lease.ID != "alive" {
+		t.Errorf("job %s (lease %q); want it still processing under its worker's lease", got.Status, got.Lease.ID)
+	}
+	done := 1.0
+	if _, err := e.store.Transition(e.ctx, j, job.Change{To: job.Completed, Progress: &done, Holder: "alive"}, e.clock.T); err != nil {
+		t.Errorf("the worker could not complete its job: %v", err)
+	}
+}
+
 func TestARunningJobWhoseWorkerDiedIsSentAgain(t *testing.T) {
 	e := newEnv(t)
 	e.workspace("ws_a", 5)

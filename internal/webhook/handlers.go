@@ -21,12 +21,15 @@ type Store interface {
 	// returns the stored one: a replayed stream record finds the first.
 	CreateDelivery(ctx context.Context, d *Delivery) (*Delivery, error)
 	Delivery(ctx context.Context, jobID string) (*Delivery, error)
-	// ClaimAttempt takes attempt n of a pending delivery until the given
-	// time; ErrClaimed when it is taken or no longer due.
-	ClaimAttempt(ctx context.Context, jobID string, n int, until, now time.Time) error
-	// RecordAttempt appends attempt a (the claimed one) and moves the
-	// delivery to state, due again at next when pending.
-	RecordAttempt(ctx context.Context, jobID string, a Attempt, state State, next time.Time) error
+	// ClaimAttempt takes attempt n of a pending delivery under claim (a
+	// token of the caller's) until the given time; ErrClaimed when it is
+	// taken or no longer due. A retried write that meets its own claim
+	// succeeds.
+	ClaimAttempt(ctx context.Context, jobID string, n int, claim string, until, now time.Time) error
+	// RecordAttempt appends attempt a (the one claimed under claim) and
+	// moves the delivery to state, due again at next when pending. A
+	// retried write that finds a recorded under claim succeeds.
+	RecordAttempt(ctx context.Context, jobID string, claim string, a Attempt, state State, next time.Time) error
 	Job(ctx context.Context, id string) (*job.Job, error)
 }
 
@@ -162,13 +165,14 @@ func (d *Deliverer) handle(ctx context.Context, m events.SQSMessage) (err error)
 		d.Log.Error("dropping an unreadable deliveries message", "message_id", m.MessageId)
 		return nil
 	}
-	return d.Attempt(ctx, msg)
+	return d.Attempt(ctx, msg, m.MessageId)
 }
 
 // Attempt makes the attempt msg names when it is due, and schedules what
 // follows. A stale message (the attempt was made, the delivery ended) is
-// dropped; an early one is sent on until its time.
-func (d *Deliverer) Attempt(ctx context.Context, msg Message) error {
+// dropped; an early one is sent on until its time. claim is the message's
+// id: a claim or record whose answer was lost knows its own write by it.
+func (d *Deliverer) Attempt(ctx context.Context, msg Message, claim string) error {
 	del, err := d.Store.Delivery(ctx, msg.JobID)
 	if errors.Is(err, ErrNotFound) {
 		d.Log.Error("dropping a message of a job without a delivery", "job_id", msg.JobID)
@@ -195,7 +199,7 @@ func (d *Deliverer) Attempt(ctx context.Context, msg Message) error {
 		return d.Queue.Schedule(ctx, del.JobID, msg.Attempt, wait)
 	}
 	n := msg.Attempt
-	err = d.Store.ClaimAttempt(ctx, del.JobID, n, now.Add(d.ClaimFor), now)
+	err = d.Store.ClaimAttempt(ctx, del.JobID, n, claim, now.Add(d.ClaimFor), now)
 	if errors.Is(err, ErrClaimed) {
 		// A duplicate: the holder's own message comes back if it fails.
 		return nil
@@ -217,11 +221,11 @@ func (d *Deliverer) Attempt(ctx context.Context, msg Message) error {
 	}
 	at := d.Clock.Now()
 	state, next := Next(n, r, at, d.Schedule)
-	a := Attempt{Number: n, At: at, StatusCode: r.StatusCode, Error: r.Err}
+	a := Attempt{Number: n, At: now, EndedAt: at, StatusCode: r.StatusCode, Error: r.Err}
 	if state == Pending {
 		a.NextAt = &next
 	}
-	if err := d.Store.RecordAttempt(ctx, del.JobID, a, state, next); err != nil {
+	if err := d.Store.RecordAttempt(ctx, del.JobID, claim, a, state, next); err != nil {
 		return err
 	}
 	log := d.Log.With("job_id", del.JobID, "webhook_id", del.ID, "attempt", n, "status_code", r.StatusCode)

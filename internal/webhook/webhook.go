@@ -41,7 +41,8 @@ const (
 // Attempt is one POST to the receiver.
 type Attempt struct {
 	Number     int        `dynamodbav:"attempt"`
-	At         time.Time  `dynamodbav:"at"`
+	At         time.Time  `dynamodbav:"at"`                    // when the attempt started
+	EndedAt    time.Time  `dynamodbav:"ended_at"`              // when its answer (or failure) came
 	StatusCode int        `dynamodbav:"status_code,omitempty"` // 0: no answer
 	Error      string     `dynamodbav:"error,omitempty"`       // empty on success
 	NextAt     *time.Time `dynamodbav:"next_attempt_at,omitempty"`
@@ -56,6 +57,7 @@ type Delivery struct {
 	State       State
 	Attempts    []Attempt
 	NextAt      time.Time // when the next attempt is due (Pending)
+	ClaimUntil  time.Time // an attempt is being made until then (zero: none)
 	CreatedAt   time.Time
 }
 

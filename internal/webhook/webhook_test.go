@@ -55,6 +55,7 @@ type env struct {
 	sqs       *sqs.Client
 	url, dlq  string
 	signer    *fakeSigner
+	loopback  *testenv.Loopback
 	notifier  *webhook.Notifier
 	deliverer *webhook.Deliverer
 }
@@ -74,6 +75,8 @@ func newEnv(t *testing.T, guard *netguard.Guard, timeout time.Duration) *env {
 	}
 	q := queue.NewDeliveries(e.sqs, e.url, e.dlq)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	e.loopback = testenv.LoopbackOnly(t)
+	guard.Connect = e.loopback.Connect // a bug of the guard fails here instead of leaving the machine
 	client := webhook.NewClient(guard.Transport())
 	client.Timeout = timeout
 	e.notifier = &webhook.Notifier{Store: e.store, Queue: q, Clock: clock.System{}, Log: log}
@@ -310,6 +313,9 @@ func TestPrivateDestinationsAreNeverContacted(t *testing.T) {
 			t.Errorf("%s: %s, %+v; want refused once, never retried", url, d.State, d.Attempts)
 		}
 	}
+	if seen := e.loopback.Seen(); len(seen) != 0 {
+		t.Errorf("the guard let connections to %v be tried", seen)
+	}
 }
 
 func TestReplayedStreamRecordDeliversOnce(t *testing.T) {
@@ -339,5 +345,32 @@ func TestReplayedStreamRecordDeliversOnce(t *testing.T) {
 	_, _ = e.notifier.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec2}})
 	if _, err := e.store.Delivery(context.Background(), rec2.Change.NewImage["job_id"].String()); err != webhook.ErrNotFound {
 		t.Errorf("terminal -> terminal change started a delivery: %v", err)
+	}
+}
+
+// The delivery log's `at` is when an attempt started, not when its answer
+// came: a receiver that takes its time is entered at the time of the POST,
+// with the end kept beside it.
+func TestAnAttemptIsLoggedAtItsStart(t *testing.T) {
+	e := newEnv(t, &netguard.Guard{AllowPrivate: true}, 5*time.Second)
+	var mu sync.Mutex
+	var reached time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reached = time.Now()
+		mu.Unlock()
+		time.Sleep(300 * time.Millisecond) // a slow receiver; no timing is asserted
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	j, rec := e.endedJob(srv.URL + "/slow")
+	_, _ = e.notifier.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+	e.pump(e.ended(j.ID))
+	a := e.delivery(j.ID).Attempts[0]
+	mu.Lock()
+	defer mu.Unlock()
+	if a.At.After(reached) || !a.EndedAt.After(reached) {
+		t.Errorf("attempt at %s, ended %s; the receiver was reached at %s, between them",
+			a.At.Format(time.RFC3339Nano), a.EndedAt.Format(time.RFC3339Nano), reached.Format(time.RFC3339Nano))
 	}
 }

@@ -108,6 +108,11 @@ type Stack struct {
 	// as `sam local --env-vars` does: tests shorten the sweeper's and the
 	// worker's timings with it (SWEEPER_REQUEUE_AFTER, WORKER_LEASE).
 	Env map[string]string
+	// AllowPrivateDestinations is the template's AllowPrivateDestinations
+	// here: true (New's default) so that a receiver on 127.0.0.1 works;
+	// false refuses private destinations exactly as AWS does by default
+	// (ALLOW_PRIVATE_DESTINATIONS=false make run).
+	AllowPrivateDestinations bool
 }
 
 // New returns the stack of the usual local names on the given clients; the
@@ -115,7 +120,7 @@ type Stack struct {
 func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stack {
 	st := &Stack{DynamoDB: db, SQS: q, S3: s, BaseURL: baseURL,
 		Table: Table, JobsQueue: JobsQueue, DeliveriesQueue: DeliveriesQueue, ResultsBucket: ResultsBucket,
-		AssetsBucket: AssetsBucket}
+		AssetsBucket: AssetsBucket, AllowPrivateDestinations: true}
 	if ep := db.Options().BaseEndpoint; ep != nil {
 		st.Streams = emulator.DynamoDBStreamsClient(*ep)
 	}
@@ -306,7 +311,7 @@ func (s *Stack) Resolve() map[string]string {
 		"ResultsBucket":                s.ResultsBucket,
 		"AssetsBucket":                 s.AssetsBucket,
 		"BaseUrl":                      s.BaseURL,
-		"AllowPrivateDestinations":     "true", // docs/local-stack.md: a receiver on 127.0.0.1 works
+		"AllowPrivateDestinations":     strconv.FormatBool(s.AllowPrivateDestinations),
 		"AppUrl":                       s.BaseURL + AppPath,
 		// The table's name stands for the stack's (SecretsPrefix).
 		"AWS::StackName": s.Table,

@@ -37,7 +37,7 @@ func stack(t *testing.T) (map[string]triggers.Handlers, *store.Store, string) {
 	return hs, s, token
 }
 
-func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *store.Store, string) {
+func stackWith(t *testing.T, opts ...func(*devstack.Stack)) (*devstack.Stack, map[string]triggers.Handlers, *store.Store, string) {
 	t.Helper()
 	ctx := context.Background()
 	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
@@ -45,6 +45,9 @@ func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *st
 	local.DeliveriesQueue = testenv.UniqueName(t, "dlv")
 	local.UseMoto(testenv.MotoEndpoint())
 	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
+	for _, o := range opts {
+		o(local)
+	}
 	if err := local.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +73,9 @@ func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *st
 // servedStack is stackWith behind the API Gateway stand-in on a test
 // server, as `make run` serves it; with triggers, the template's mappings
 // and schedule play too until the test ends.
-func servedStack(t *testing.T, withTriggers bool) (*devstack.Stack, *httptest.Server, *store.Store, string) {
+func servedStack(t *testing.T, withTriggers bool, opts ...func(*devstack.Stack)) (*devstack.Stack, *httptest.Server, *store.Store, string) {
 	t.Helper()
-	local, hs, st, token := stackWith(t)
+	local, hs, st, token := stackWith(t, opts...)
 	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ func TestResendDeliveriesSendsWhatIsStillDue(t *testing.T) {
 	pending("job_resend_due", now)
 	pending("job_resend_later", now.Add(3*time.Second))
 	done := pending("job_resend_done", now)
-	if err := st.RecordAttempt(ctx, done.JobID, webhook.Attempt{Number: 1, At: now, StatusCode: 204}, webhook.Succeeded, time.Time{}); err != nil {
+	if err := st.RecordAttempt(ctx, done.JobID, "", webhook.Attempt{Number: 1, At: now, StatusCode: 204}, webhook.Succeeded, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -90,7 +90,9 @@ func (g *Gateway) Match(method, path string) (route sam.Route, params map[string
 // specificity.
 func matchPath(pattern, path string) (map[string]string, int, bool) {
 	ps := strings.Split(strings.Trim(pattern, "/"), "/")
-	xs := strings.Split(strings.Trim(path, "/"), "/")
+	// One slash off each end: an empty segment (//jobs) matches nothing,
+	// as in API Gateway, rather than a route that would redirect it.
+	xs := strings.Split(strings.TrimSuffix(strings.TrimPrefix(path, "/"), "/"), "/")
 	params := map[string]string{}
 	score := 0
 	for i, seg := range ps {

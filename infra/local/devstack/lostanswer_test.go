@@ -1,0 +1,376 @@
+package devstack_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/emulator"
+	"genjobs/infra/local/gateway"
+	"genjobs/infra/local/sam"
+	"genjobs/infra/local/triggers"
+	"genjobs/internal/auth"
+	"genjobs/internal/billing"
+	"genjobs/internal/job"
+	"genjobs/internal/store"
+	"genjobs/internal/testenv"
+	"genjobs/internal/webhook"
+)
+
+// Shape of the lost-answer test.
+const (
+	lostLoadFor   = 15 * time.Second       // steady load with losses
+	lostPace      = 120 * time.Millisecond // between one client's requests
+	lostClients   = 2                      // load goroutines
+	lostRate      = 0.15                   // of first attempts of each write path
+	lostLease     = 10 * time.Second       // WORKER_LEASE
+	lostRequeue   = 10 * time.Second       // SWEEPER_REQUEUE_AFTER
+	lostWorkSlack = 5 * time.Second        // a job's own work and queueing, generously
+	lostSettleMax = 60 * time.Second       // for every job to end and every webhook to land
+	lostPoll      = 250 * time.Millisecond // while waiting for them
+	lostWorkspace = "ws_lost"
+)
+
+// lostPath names the write path of a DynamoDB call by what its request
+// carries (the expressions the store writes); "" for the calls that are
+// not one of the paths under test (reads, the stream, the ledger audit).
+func lostPath(op string, body []byte) (string, float64) {
+	has := func(s string) bool { return bytes.Contains(body, []byte(s)) }
+	path := ""
+	switch op {
+	case "TransactWriteItems":
+		switch {
+		case has("jobs_active :one"):
+			path = "creation"
+		case has("settlement"):
+			path = "end+settlement"
+		case has("jobs_running < max_running"):
+			path = "promotion"
+		}
+	case "UpdateItem":
+		switch {
+		case has("attempts :one"):
+			path = "claim"
+		case has("lease_id = :holder"):
+			path = "heartbeat"
+		case has("claim_until = :until"):
+			path = "delivery claim"
+		case has("list_append(attempts"):
+			path = "delivery record"
+		}
+	case "PutItem":
+		if has(`"WEBHOOK"`) {
+			path = "delivery creation"
+		}
+	}
+	if path == "" {
+		return "", 0
+	}
+	return path, lostRate
+}
+
+// TestLostAnswers runs the local stack (gateway, functions, triggers) with
+// its DynamoDB client behind a proxy that applies a write and then loses
+// its answer (a TCP reset, a 500, or an answer held back 1.5 s), at random
+// on 15% of the first attempts of each write path, under a steady load of
+// job creations with a webhook and cancellations. The SDK retries each
+// lost answer, and the retry meets its own success. Invariants: every job
+// created ends, exactly once (one reservation, one settlement); every
+// webhook of an ended job is delivered and recorded succeeded; no job
+// waits more than one lease beyond its work; the workspace's counters
+// match its jobs and every balance its ledger; nothing is charged twice.
+// The table of injections is logged (go test -v).
+func TestLostAnswers(t *testing.T) {
+	ctx := context.Background()
+	proxy := testenv.NewLossy(t, testenv.DynamoDBEndpoint(), uint64(time.Now().UnixNano()), lostPath)
+	local := devstack.New(emulator.DynamoDBClient(proxy.URL), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
+	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
+	local.DeliveriesQueue = testenv.UniqueName(t, "dlv")
+	local.UseMoto(testenv.MotoEndpoint())
+	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
+	local.Env = map[string]string{
+		"WORKER_LEASE": lostLease.String(), "SWEEPER_REQUEUE_AFTER": lostRequeue.String(),
+		"WEBHOOK_SCHEDULE": "1s,2s,3s,4s,5s,6s,7s,8s,9s",
+	}
+	if err := local.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	direct := store.New(testenv.DynamoDB(t), local.Table) // the checks read past the proxy
+	token := lostWorkspaceToken(t, direct)
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the stack's warnings and errors (last 40 lines):\n%s", logs.tail(40))
+		}
+	})
+	hs, err := local.Functions(tpl, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(gw)
+	t.Cleanup(api.Close)
+	trCtx, stop := context.WithCancel(context.Background())
+	o := local.TriggerOptions()
+	o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Second, log
+	runner, err := triggers.Start(trCtx, tpl, hs, o)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(); runner.Wait() })
+
+	recv := newHookReceiver(t)
+	jobs := lostLoad(t, api.URL, token, recv.url)
+	if len(jobs) == 0 {
+		t.Fatal("no job was created")
+	}
+
+	// Every job ends, and every webhook lands and is recorded.
+	deadline := time.Now().Add(lostSettleMax)
+	var open []string
+	for {
+		open = open[:0]
+		for _, id := range jobs {
+			j, err := direct.Job(ctx, id)
+			if err != nil || !j.Status.Terminal() {
+				open = append(open, id+": not ended")
+				continue
+			}
+			d, err := direct.Delivery(ctx, id)
+			if err != nil || d.State != webhook.Succeeded || recv.count(id) == 0 {
+				open = append(open, id+": webhook not delivered and recorded")
+			}
+		}
+		if len(open) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(lostPoll)
+	}
+	t.Logf("injections (first attempts of each write path; every retry passes):\n%s", proxy.Table())
+	if len(open) > 0 {
+		t.Errorf("%d of %d jobs not done %s after the load:\n%s", len(open), len(jobs), lostSettleMax, strings.Join(open[:min(len(open), 10)], "\n"))
+	}
+
+	// Ended exactly once, charged at most once, never late by a lease.
+	entries, err := direct.LedgerEntries(ctx, lostWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]map[billing.Kind]int{}
+	for _, e := range entries {
+		if kinds[e.JobID] == nil {
+			kinds[e.JobID] = map[billing.Kind]int{}
+		}
+		kinds[e.JobID][e.Kind]++
+	}
+	outcomes := map[job.Status]int{}
+	var slowest time.Duration
+	var late []string
+	for _, id := range jobs {
+		j, err := direct.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcomes[j.Status]++
+		k := kinds[id]
+		if k[billing.Reserve] != 1 || k[billing.Charge]+k[billing.Release] != 1 {
+			t.Errorf("job %s (%s): ledger %v; want one reservation and one settlement", id, j.Status, k)
+		}
+		if j.Status == job.Completed && j.QueuedAt != nil && j.CompletedAt != nil {
+			waited := j.CompletedAt.Sub(*j.QueuedAt)
+			slowest = max(slowest, waited)
+			if waited > lostLease+lostWorkSlack {
+				late = append(late, fmt.Sprintf("%s: completed %s after queued (attempts %d)", id, waited.Round(time.Millisecond), j.Attempts))
+			}
+		}
+	}
+	if len(late) > 0 {
+		t.Errorf("%d jobs waited more than one lease (%s) beyond their work (%s):\n%s", len(late), lostLease, lostWorkSlack, strings.Join(late, "\n"))
+	}
+	stored, err := direct.StoredSlots(ctx, lostWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted, err := direct.CountSlots(ctx, lostWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored != counted {
+		t.Errorf("workspace verify: counters %+v, jobs %+v", stored, counted)
+	}
+	workspaces, err := direct.Workspaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ws := range workspaces {
+		a, err := direct.AuditLedger(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Differences) > 0 {
+			t.Errorf("ledger verify of %s: %s", ws, strings.Join(a.Differences, "; "))
+		}
+	}
+	t.Logf("outcomes: %d jobs (%s); slowest queued-to-completed %s; webhooks: %d POSTs for %d jobs (%d duplicates, which receivers drop by X-Service-Webhook-Id)",
+		len(jobs), outcomeCounts(outcomes), slowest.Round(time.Millisecond), recv.total(), len(jobs), recv.total()-recv.distinct())
+}
+
+// lostWorkspaceToken makes the load's workspace: funded, and with few
+// running slots so that jobs wait in the backlog and get promoted.
+func lostWorkspaceToken(t *testing.T, s *store.Store) string {
+	t.Helper()
+	ctx, now := context.Background(), time.Now()
+	if err := s.CreateWorkspace(ctx, auth.Workspace{ID: lostWorkspace, Name: "Lost", APIEnabled: true,
+		MaxConcurrent: 500, MaxRunning: 3, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TopUp(ctx, lostWorkspace, "pay_lost", 1000*billing.USD, now); err != nil {
+		t.Fatal(err)
+	}
+	token, hash := auth.NewToken()
+	if err := s.CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: lostWorkspace, Name: "lost", Hash: hash, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// lostLoad creates jobs with a webhook for lostLoadFor and cancels every
+// fourth one right away; it returns the ids of the jobs answered 200.
+func lostLoad(t *testing.T, api, token, hook string) []string {
+	t.Helper()
+	client := &http.Client{Timeout: 20 * time.Second}
+	var (
+		mu   sync.Mutex
+		jobs []string
+		wg   sync.WaitGroup
+	)
+	call := func(method, path, body string) (int, []byte) {
+		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Webhook-URL", hook)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Errorf("%s %s: %v", method, path, err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	end := time.Now().Add(lostLoadFor)
+	for c := range lostClients {
+		wg.Go(func() {
+			tick := time.NewTicker(lostPace)
+			defer tick.Stop()
+			for i := 0; time.Now().Before(end); i++ {
+				<-tick.C
+				b := faultBodies[(i+c)%len(faultBodies)]
+				status, body := call("POST", b.path, b.body)
+				if status != 200 {
+					t.Errorf("create: %d %s", status, body)
+					continue
+				}
+				var rec struct {
+					ID string `json:"job_id"`
+				}
+				if json.Unmarshal(body, &rec) != nil || rec.ID == "" {
+					t.Errorf("create answered %s", body)
+					continue
+				}
+				mu.Lock()
+				jobs = append(jobs, rec.ID)
+				mu.Unlock()
+				if i%4 == 3 {
+					if status, body := call("DELETE", "/jobs/"+rec.ID, ""); status != 200 && status != 409 {
+						t.Errorf("cancel: %d %s", status, body)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return jobs
+}
+
+// hookReceiver counts the webhook POSTs it gets, by job.
+type hookReceiver struct {
+	url   string
+	mu    sync.Mutex
+	byJob map[string]int
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	r := &hookReceiver{byJob: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var rec struct {
+			ID string `json:"job_id"`
+		}
+		b, _ := io.ReadAll(req.Body)
+		_ = json.Unmarshal(b, &rec)
+		r.mu.Lock()
+		r.byJob[rec.ID]++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL + "/hook"
+	return r
+}
+
+func (r *hookReceiver) count(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byJob[id]
+}
+
+func (r *hookReceiver) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.byJob {
+		n += c
+	}
+	return n
+}
+
+func (r *hookReceiver) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byJob)
+}
+
+func outcomeCounts(m map[job.Status]int) string {
+	var parts []string
+	for st, n := range m {
+		parts = append(parts, fmt.Sprintf("%s %d", st, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
