@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"genjobs/client"
 	"genjobs/internal/signing"
 	"genjobs/internal/webhook"
 )
@@ -64,11 +63,15 @@ func (s *service) WebhookToken(ctx context.Context, c webhook.Claims) (string, e
 func TestReceiverVerifiesDeliveries(t *testing.T) {
 	svc := newService(t)
 	var got []string
-	rc := &Receiver{Issuer: "https://api.example.com", Keys: &JWKSCache{URL: svc.jwks.URL}, Now: time.Now,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OnJob: func(id string, _ []byte) { got = append(got, id) }}
-	srv := httptest.NewServer(rc)
+	v := client.NewWebhookVerifier("https://api.example.com", "")
+	v.JWKSURL = svc.jwks.URL
+	srv := httptest.NewServer(v.Handler(func(_ context.Context, ev *client.WebhookEvent) error {
+		got = append(got, ev.ID)
+		return nil
+	}))
 	defer srv.Close()
-	rc.URL = srv.URL + "/hooks?tenant=a,b"
+	v.Audience = srv.URL + "/hooks?tenant=a,b"
+	rc := struct{ URL string }{v.Audience}
 
 	sender := &webhook.Sender{Client: webhook.NewClient(http.DefaultTransport), Signer: svc}
 	d := &webhook.Delivery{JobID: "0194b3a0-5c6e-7d2f-9a01-23456789abcd", ID: webhook.NewID(), URL: rc.URL}

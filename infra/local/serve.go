@@ -220,6 +220,10 @@ Generation job API on %[1]s (ready in %.1fs)
 Demo workspace %[6]s, 25 USD, token:
   %[7]s
 
+For the command line (go install ./cmd/genjobs, then genjobs --help):
+  export GENJOBS_TOKEN=%[7]s
+  export GENJOBS_API_URL=%[1]s
+
 Try:
   curl -s %[1]s/generate/3d/vendor-g/model-g-3.1-rapid \
     -H "Authorization: Bearer %[7]s" -H "Content-Type: application/json" -d '{"prompt":"a teapot"}'

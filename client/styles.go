@@ -1,0 +1,113 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// StylesService lists styles and makes share links.
+type StylesService struct{ c *Client }
+
+// Style is one style record.
+type Style struct {
+	ID        string      `json:"id"`
+	Title     string      `json:"title"`
+	URLs      []string    `json:"urls"`
+	Public    bool        `json:"public"`
+	Prompt    string      `json:"prompt"`
+	Owner     *StyleOwner `json:"owner"` // nil for the service's own styles
+	LikeCount int         `json:"like_count"`
+	CreatedAt string      `json:"created_at"`
+	CoverURL  string      `json:"cover_url"`
+	Models    []string    `json:"models"`
+}
+
+// StyleOwner is the user who owns a style.
+type StyleOwner struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	AvatarURL string `json:"avatar_url"`
+}
+
+// StyleParams narrows a style listing. Filter is one of all (the default),
+// user, community, service, shared, unapproved, editor, gallery, public.
+type StyleParams struct {
+	Filter string
+	User   string   // an owner id
+	IDs    []string // only these styles
+	Model  string   // styles usable with this model
+	Liked  bool     // styles the caller liked
+	Limit  int      // per page, 1..1000 (default 100)
+	Cursor string
+}
+
+// StylePage is one page of styles.
+type StylePage struct {
+	Items      []*Style `json:"items"`
+	NextCursor *string  `json:"next_cursor"`
+
+	raw json.RawMessage
+}
+
+// RawJSON is the page exactly as the API sent it.
+func (p *StylePage) RawJSON() json.RawMessage { return p.raw }
+
+// ListPage reads one page of styles.
+func (s *StylesService) ListPage(ctx context.Context, p StyleParams) (*StylePage, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"filter": p.Filter, "user": p.User, "model": p.Model, "cursor": p.Cursor, "ids": strings.Join(p.IDs, ",")} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if p.Liked {
+		q.Set("liked", "true")
+	}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	resp, err := s.c.do(ctx, request{method: http.MethodGet, path: "/styles", query: q})
+	if err != nil {
+		return nil, err
+	}
+	var page StylePage
+	if err := decode(resp, &page); err != nil {
+		return nil, err
+	}
+	page.raw = resp.body
+	return &page, nil
+}
+
+// List walks every page of styles from p.Cursor on; it stops at the first
+// error, which it yields.
+func (s *StylesService) List(ctx context.Context, p StyleParams) iter.Seq2[*Style, error] {
+	return paginate(func(cursor string) ([]*Style, *string, error) {
+		p.Cursor = cursor
+		page, err := s.ListPage(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return page.Items, page.NextCursor, nil
+	}, p.Cursor)
+}
+
+// ShareLink is a link that lets others use a style.
+type ShareLink struct {
+	URL   string `json:"share_link"`
+	IsNew bool   `json:"is_new"` // made by this call rather than an earlier one
+}
+
+// ShareLink makes, or reads again, the share link of a style the caller
+// owns; another's style, or a missing one, is an *APIError with status 404.
+func (s *StylesService) ShareLink(ctx context.Context, id string) (*ShareLink, error) {
+	var l ShareLink
+	if err := s.c.getJSON(ctx, "/styles/"+url.PathEscape(id)+"/share/link", nil, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}

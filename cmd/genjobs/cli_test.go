@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"genjobs/infra/local/devstack/devstacktest"
+	"genjobs/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// syncBuffer is a buffer written by one goroutine and read by another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// genjobs runs the command line in-process against the API at url with
+// token, stdout and stderr not terminals.
+func genjobs(t *testing.T, url, token string, args ...string) result {
+	t.Helper()
+	var out, errOut syncBuffer
+	env := map[string]string{"GENJOBS_TOKEN": token, "GENJOBS_API_URL": url}
+	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }}
+	code := c.run(context.Background(), args)
+	return result{code, out.String(), errOut.String()}
+}
+
+func TestGenjobsAgainstTheStack(t *testing.T) {
+	st := devstacktest.Start(t)
+	dir := t.TempDir()
+	run := func(args ...string) result { return genjobs(t, st.URL, st.Token, args...) }
+
+	t.Run("generate --wait --out writes the file of the asked size", func(t *testing.T) {
+		out := filepath.Join(dir, "bike.png")
+		r := run("generate", "image/vendor-b/model-e-4", "prompt=a red bicycle", "width=96", "height=64", "--wait", "--out", out)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		var j struct{ Status string }
+		if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || j.Status != "completed" {
+			t.Errorf("stdout %q; want the completed record as JSON", r.stdout)
+		}
+		assertPNG(t, out, 96, 64)
+	})
+
+	t.Run("field=@file uploads the image for enhance; --out DIR/", func(t *testing.T) {
+		src := filepath.Join(dir, "local.png")
+		writePNG(t, src, 40, 30)
+		outDir := filepath.Join(dir, "enhanced") + "/"
+		r := run("generate", "enhance/vendor-a/standard-enhance", "image_url=@"+src, "model=Standard V2", "width=80", "height=60",
+			"output_format=png", "--wait", "--out", outDir)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		assertPNG(t, filepath.Join(outDir, "0.png"), 80, 60)
+	})
+
+	t.Run("-d with field=value typing", func(t *testing.T) {
+		body := filepath.Join(dir, "body.json")
+		if err := os.WriteFile(body, []byte(`{"prompt":"from the file","width":64}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := run("generate", "image/vendor-b/model-e-4", "-d", "@"+body, "height=64", "seed=7")
+		if r.code != 0 || !strings.Contains(r.stdout, `"status":"queued"`) && !strings.Contains(r.stdout, `"status":"backlogged"`) {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		// A number given as a string is refused by the API: exit 3 with its message.
+		r = run("generate", "image/vendor-b/model-e-4", "prompt=x", `width="64"`, "height=64")
+		if r.code != 3 || !strings.Contains(r.stderr, "The request body is invalid: width") {
+			t.Errorf("exit %d: %s", r.code, r.stderr)
+		}
+	})
+
+	t.Run("jobs list --all walks every page", func(t *testing.T) {
+		r := run("jobs", "list", "--limit", "1", "--all")
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if r.code != 0 || len(lines) < 3 {
+			t.Fatalf("exit %d, %d lines: %s", r.code, len(lines), r.stderr)
+		}
+		for _, l := range lines {
+			var j struct {
+				JobID string `json:"job_id"`
+			}
+			if json.Unmarshal([]byte(l), &j) != nil || j.JobID == "" {
+				t.Errorf("line %q is not a job record", l)
+			}
+		}
+		one := run("jobs", "list", "--limit", "1")
+		if one.code != 0 || !strings.Contains(one.stdout, `"next_cursor":"`) {
+			t.Errorf("one page: exit %d %s", one.code, one.stdout)
+		}
+	})
+
+	t.Run("jobs cancel cancels; waiting on it exits 1", func(t *testing.T) {
+		hang := hangingImage(t)
+		r := run("generate", "image/vendor-b/model-e-4", "prompt=x", "width=64", "height=64", "style_images="+hang)
+		var j struct {
+			JobID string `json:"job_id"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &j) != nil {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		if r := run("jobs", "cancel", j.JobID); r.code != 0 || !strings.Contains(r.stdout, `"status":"cancelled"`) {
+			t.Fatalf("cancel: exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		if r := run("jobs", "wait", j.JobID); r.code != 1 || !strings.Contains(r.stderr, "cancelled") {
+			t.Errorf("wait: exit %d: %s", r.code, r.stderr)
+		}
+		if r := run("jobs", "cancel", j.JobID); r.code != 3 {
+			t.Errorf("cancelling again: exit %d: %s; want 3 (409)", r.code, r.stderr)
+		}
+	})
+
+	t.Run("a failed job exits 1 with its code", func(t *testing.T) {
+		gone := httptest.NewServer(http.NotFoundHandler())
+		defer gone.Close()
+		r := run("generate", "image/vendor-b/model-e-4", "prompt=x", "width=64", "height=64", "style_images="+gone.URL+"/x.png", "--wait")
+		if r.code != 1 || !strings.Contains(r.stderr, "invalid_input") {
+			t.Errorf("exit %d: %s", r.code, r.stderr)
+		}
+	})
+
+	t.Run("exit codes", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			token string
+			args  []string
+			code  int
+			say   string
+		}{
+			{"unknown command", st.Token, []string{"jobz"}, 2, "unknown command"},
+			{"not field=value", st.Token, []string{"generate", "image/vendor-b/model-e-4", "prompt"}, 2, "is not field=value"},
+			{"no token", "", []string{"jobs", "list"}, 2, "GENJOBS_TOKEN"},
+			{"an unknown flag", st.Token, []string{"jobs", "list", "--colour"}, 2, "colour"},
+			{"an upload that is not an image", st.Token, []string{"generate", "enhance/vendor-a/standard-enhance", "image_url=@cli_test.go"}, 2, "must be a PNG, JPEG or WebP"},
+			{"an upload that does not exist", st.Token, []string{"generate", "enhance/vendor-a/standard-enhance", "image_url=@nothing.png"}, 2, "nothing.png"},
+			{"--out without --wait", st.Token, []string{"generate", "3d/vendor-g/model-g-3.1-rapid", "--out", "x"}, 2, "--out needs --wait"},
+			{"a bad token", "gjs_" + strings.Repeat("A", 43), []string{"jobs", "list"}, 4, "You are not authenticated."},
+			{"a missing job", st.Token, []string{"jobs", "get", "0194b3a0-5c6e-7d2f-9a01-23456789abcd"}, 3, "Job not found."},
+			{"an invalid body", st.Token, []string{"generate", "image/vendor-b/model-e-4", "prompt=x", "width=1", "height=64"}, 3, "width must be between 64 and 4096"},
+			{"402", st.Workspace(t, "ws-cli-broke", 0, 20, 5), []string{"generate", "3d/vendor-g/model-g-3.1-rapid"}, 3, "You have run out of credits."},
+		} {
+			r := genjobs(t, st.URL, tc.token, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.say) {
+				t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, r.code, r.stderr, tc.code, tc.say)
+			}
+		}
+	})
+
+	t.Run("webhook listen prints a verified delivery", func(t *testing.T) {
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		var out, errOut syncBuffer
+		env := map[string]string{"GENJOBS_TOKEN": st.Token, "GENJOBS_API_URL": st.URL}
+		listener := &cli{stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }}
+		done := make(chan int, 1)
+		go func() { done <- listener.run(ctx, []string{"webhook", "listen", "--port", "0"}) }()
+		hook := waitFor(t, &errOut, regexp.MustCompile(`--webhook-url (\S+)`))
+		r := run("generate", "3d/vendor-g/model-g-3.1-rapid", "prompt=a teapot", "--webhook-url", hook)
+		var j struct {
+			JobID string `json:"job_id"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &j) != nil {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		waitFor(t, &out, regexp.MustCompile(`"job_id":"`+j.JobID+`","status":"completed"`))
+		stop()
+		if code := <-done; code != 0 {
+			t.Errorf("webhook listen exit %d: %s", code, errOut.String())
+		}
+	})
+}
+
+// Every command answers --help with an example, exit 0.
+func TestHelp(t *testing.T) {
+	for _, cmd := range commands() {
+		r := genjobs(t, "http://127.0.0.1:1", "", append(strings.Fields(cmd.name), "--help")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Example:\n  genjobs ") || !strings.Contains(r.stdout, "usage: genjobs "+cmd.name) {
+			t.Errorf("%s --help: exit %d\n%s", cmd.name, r.code, r.stdout)
+		}
+	}
+	if r := genjobs(t, "", "", "--help"); r.code != 0 || !strings.Contains(r.stdout, "Exit codes") {
+		t.Errorf("genjobs --help: exit %d", r.code)
+	}
+	if r := genjobs(t, "", "", "generate", "--help"); !strings.Contains(r.stdout, "image/vendor-b/model-e-4\n      prompt* width* height* seed style_images") {
+		t.Errorf("generate --help does not list the endpoints' fields:\n%s", r.stdout)
+	}
+}
+
+func TestFieldValueTyping(t *testing.T) {
+	for in, want := range map[string]string{
+		"1024": `1024`, "-0.5": `-0.5`, "9007199254740991": `9007199254740991`, "true": `true`,
+		`["a","b"]`: `["a","b"]`, "a red bicycle": `"a red bicycle"`, `"64"`: `"\"64\""`, "null": `"null"`,
+		`{"a":1}`: `"{\"a\":1}"`, "16:9": `"16:9"`,
+	} {
+		got, _ := json.Marshal(typed(in))
+		if string(got) != want {
+			t.Errorf("%s: %s; want %s", in, got, want)
+		}
+	}
+}
+
+func waitFor(t *testing.T, b *syncBuffer, re *regexp.Regexp) string {
+	t.Helper()
+	for end := time.Now().Add(90 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if m := re.FindStringSubmatch(b.String()); m != nil {
+			if len(m) > 1 {
+				return m[1]
+			}
+			return m[0]
+		}
+	}
+	t.Fatalf("no %s within 90 s in %q", re, b.String())
+	return ""
+}
+
+func hangingImage(t *testing.T) string {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	return srv.URL + "/slow.png"
+}
+
+func writePNG(t *testing.T, path string, w, h int) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, newGray(w, h)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func assertPNG(t *testing.T, path string, w, h int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+		t.Errorf("%s is %dx%d; want %dx%d", path, b.Dx(), b.Dy(), w, h)
+	}
+}
+
+func newGray(w, h int) *image.Gray {
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	return img
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"genjobs/client"
+)
+
+func outFlag(fs *flag.FlagSet) {
+	fs.String("out", "", "write the first result file to `PATH`, or every one into DIR/")
+}
+
+func (c *cli) jobsGet(ctx context.Context, _ *flag.FlagSet, args []string) error {
+	id, err := one(args, "job id")
+	if err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	j, err := cl.Jobs.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	c.print(j.RawJSON(), humanJob(j))
+	return nil
+}
+
+func (c *cli) jobsWait(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	id, err := one(args, "job id")
+	if err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	return c.waitAndSave(ctx, cl, id, fs.Lookup("out").Value.String())
+}
+
+func (c *cli) jobsCancel(ctx context.Context, _ *flag.FlagSet, args []string) error {
+	id, err := one(args, "job id")
+	if err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	j, err := cl.Jobs.Cancel(ctx, id)
+	if err != nil {
+		return err
+	}
+	c.print(j.RawJSON(), humanJob(j))
+	return nil
+}
+
+func (c *cli) jobsDownload(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	id, err := one(args, "job id")
+	if err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	j, err := cl.Jobs.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.Status != client.StatusCompleted {
+		return fmt.Errorf("job %s is %s, not completed", j.ID, j.Status)
+	}
+	out := fs.Lookup("out").Value.String()
+	if out == "" {
+		out = j.FileName(0)
+	}
+	return c.save(ctx, cl, j, out)
+}
+
+func (c *cli) jobsDeliveries(ctx context.Context, _ *flag.FlagSet, args []string) error {
+	id, err := one(args, "job id")
+	if err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ds, err := cl.Jobs.Deliveries(ctx, id)
+	if err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(map[string]any{"items": ds})
+	c.print(raw, func(w io.Writer) {
+		if len(ds) == 0 {
+			fmt.Fprintln(w, "no delivery attempts")
+		}
+		for _, d := range ds {
+			fmt.Fprintf(w, "#%d  %s", d.Attempt, d.At.Local().Format("2006-01-02 15:04:05"))
+			if d.StatusCode != nil {
+				fmt.Fprintf(w, "  answered %d", *d.StatusCode)
+			}
+			if d.Error != nil {
+				fmt.Fprintf(w, "  %s", *d.Error)
+			}
+			if d.NextAttemptAt != nil {
+				fmt.Fprintf(w, "  next %s", d.NextAttemptAt.Local().Format("2006-01-02 15:04:05"))
+			}
+			fmt.Fprintln(w)
+		}
+	})
+	return nil
+}
+
+type listFlags struct {
+	status string
+	limit  int
+	all    bool
+}
+
+func jobsListCommand() *command {
+	var f listFlags
+	return &command{
+		name: "jobs list", args: "[--status S] [--limit N] [--all]",
+		summary: "List the workspace's jobs, newest first: one page, or every page with --all.",
+		example: "genjobs jobs list --status failed --all",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&f.status, "status", "", "only jobs in this `state` (queued, processing, completed, failed, ...)")
+			fs.IntVar(&f.limit, "limit", 0, "jobs per page, 1..1000 (the API's default: 100)")
+			fs.BoolVar(&f.all, "all", false, "walk every page")
+		},
+		run: func(c *cli, ctx context.Context, _ *flag.FlagSet, args []string) error {
+			if len(args) != 0 {
+				return usagef("unexpected arguments %s", strings.Join(args, " "))
+			}
+			cl, err := c.client()
+			if err != nil {
+				return err
+			}
+			p := client.ListParams{Status: client.Status(f.status), Limit: f.limit}
+			if !f.all {
+				page, err := cl.Jobs.ListPage(ctx, p)
+				if err != nil {
+					return err
+				}
+				c.print(page.RawJSON(), func(w io.Writer) {
+					for _, j := range page.Items {
+						humanJob(j)(w)
+					}
+					if page.NextCursor != nil {
+						fmt.Fprintln(w, "(more: --all lists every page)")
+					}
+				})
+				return nil
+			}
+			// Every page: one job record a line (JSON Lines) off a terminal.
+			for j, err := range cl.Jobs.List(ctx, p) {
+				if err != nil {
+					return err
+				}
+				c.print(j.RawJSON(), humanJob(j))
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,119 @@
+// Package devstacktest serves the whole local stack to a test: the API
+// behind the API Gateway stand-in on a loopback port, with the template's
+// queue mappings, stream and schedule running, on a fresh table, queues and
+// buckets of the test's emulators (internal/testenv). It lets tests of code
+// outside the stack, such as the client package and genjobs, talk to the
+// real thing.
+package devstacktest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/emulator"
+	"genjobs/infra/local/gateway"
+	"genjobs/infra/local/sam"
+	"genjobs/infra/local/triggers"
+	"genjobs/internal/auth"
+	"genjobs/internal/billing"
+	"genjobs/internal/store"
+	"genjobs/internal/testenv"
+)
+
+// Stack is a served local stack.
+type Stack struct {
+	URL   string // the API's base URL, http://127.0.0.1:PORT (also its base_url)
+	Token string // the demo workspace's token (25 USD)
+	Store *store.Store
+	Local *devstack.Stack
+}
+
+// Start serves a stack until the test ends. The package's tests must run
+// under testenv.Main.
+func Start(t testing.TB) *Stack {
+	t.Helper()
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseURL := "http://" + ln.Addr().String()
+	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), baseURL)
+	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
+	local.DeliveriesQueue, local.SigningKeyFile = testenv.UniqueName(t, "dlv"), filepath.Join(t.TempDir(), "webhook-key.pem")
+	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
+	if err := local.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, err := emulator.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(local.DynamoDB, local.Table)
+	token, err := devstack.SeedDemo(ctx, st, filepath.Join(t.TempDir(), "demo-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	hs, err := local.Functions(tpl, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	runCtx, stop := context.WithCancel(ctx)
+	o := local.TriggerOptions()
+	o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Second, log
+	runner, err := triggers.Start(runCtx, tpl, hs, o)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(); runner.Wait() })
+	return &Stack{URL: baseURL, Token: token, Store: st, Local: local}
+}
+
+// Workspace makes another workspace with API access, the given balance and
+// limits (non-terminal jobs, and jobs past backlogged), and returns a token
+// of it.
+func (s *Stack) Workspace(t testing.TB, id string, balance billing.Micros, maxConcurrent, maxRunning int) string {
+	t.Helper()
+	ctx, now := context.Background(), time.Now()
+	if err := s.Store.CreateWorkspace(ctx, auth.Workspace{ID: id, Name: id, APIEnabled: true,
+		MaxConcurrent: maxConcurrent, MaxRunning: maxRunning, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if balance > 0 {
+		if _, err := s.Store.TopUp(ctx, id, "pay_"+id, balance, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token, hash := auth.NewToken()
+	if err := s.Store.CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: id, Name: "test", Hash: hash, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// USD is one dollar in micro-USD.
+const USD = billing.USD
