@@ -47,7 +47,8 @@ func Start(t testing.TB) *Stack {
 	baseURL := "http://" + ln.Addr().String()
 	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), baseURL)
 	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
-	local.DeliveriesQueue, local.SigningKeyFile = testenv.UniqueName(t, "dlv"), filepath.Join(t.TempDir(), "webhook-key.pem")
+	local.DeliveriesQueue = testenv.UniqueName(t, "dlv")
+	local.UseMoto(testenv.MotoEndpoint())
 	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
 	if err := local.Provision(ctx); err != nil {
 		t.Fatal(err)
