@@ -2,7 +2,7 @@
 // way docs/api.md ("Verifying a delivery") describes, with the client
 // package's WebhookVerifier, and prints the jobs it gets:
 //
-//	go run ./events/receiver --url http://127.0.0.1:9000/hooks \
+//	go run ./examples/receiver --url http://127.0.0.1:9000/hooks \
 //	    --jwks http://127.0.0.1:3000/.well-known/jwks.json --issuer http://127.0.0.1:3000
 //
 // then create a job with -H 'X-Webhook-URL: http://127.0.0.1:9000/hooks'.
