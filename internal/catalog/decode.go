@@ -3,16 +3,15 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/xeipuuv/gojsonschema"
+
+	"genjobs/internal/jsonbody"
 )
 
 // MaxBodyBytes is the largest request body a generation endpoint reads.
@@ -61,7 +60,7 @@ func (e *Endpoint) Decode(body []byte, now time.Time) (*Request, error) {
 	if len(body) > MaxBodyBytes {
 		return nil, invalid(fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes))
 	}
-	params, reason := DecodeObject(body)
+	params, reason := jsonbody.DecodeObject(body)
 	if reason != "" {
 		return nil, invalid(reason)
 	}
@@ -88,98 +87,6 @@ func (e *Endpoint) Decode(body []byte, now time.Time) (*Request, error) {
 		return nil, err
 	}
 	return &Request{Params: params, Deprecations: used}, nil
-}
-
-// DecodeObject reads body as exactly one JSON object, or gives the reason
-// it is not one, in the words of every "The request body is invalid" answer.
-// A key given twice is refused. Numbers stay
-// json.Number, so no precision is lost before the schema sees them.
-func DecodeObject(body []byte) (map[string]any, string) {
-	// encoding/json allows each value decoded on its own 10,000 levels, so
-	// a field nested that deep decodes here and fails when the whole body
-	// is encoded again: refuse depth before anything else.
-	if tooDeep(body, MaxDepth) {
-		return nil, fmt.Sprintf("the body is nested deeper than %d levels", MaxDepth)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	switch {
-	case errors.Is(err, io.EOF):
-		return nil, "the body must be a JSON object"
-	case err != nil:
-		return nil, "the body is not valid JSON"
-	case tok != json.Delim('{'):
-		return nil, "the body must be a JSON object"
-	}
-	params := map[string]any{}
-	for dec.More() {
-		keyStart := dec.InputOffset()
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, "the body is not valid JSON"
-		}
-		key := tok.(string) // inside an object the decoder only yields string keys
-		if !utf8.Valid(body[keyStart:dec.InputOffset()]) {
-			return nil, "a field name is not valid UTF-8"
-		}
-		valueStart := dec.InputOffset()
-		var value any
-		if err := dec.Decode(&value); err != nil {
-			return nil, "the body is not valid JSON"
-		}
-		// encoding/json replaces invalid UTF-8 with U+FFFD: "a\xffb" and
-		// "a\ufffdb" would be one request under one Idempotency-Key.
-		if !utf8.Valid(body[valueStart:dec.InputOffset()]) {
-			return nil, QuoteField(key) + " is not valid UTF-8"
-		}
-		// encoding/json would keep the last of two equal keys; another reader
-		// might keep the first. Refuse rather than guess.
-		if _, dup := params[key]; dup {
-			return nil, QuoteField(key) + " was given more than once"
-		}
-		params[key] = value
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, "the body is not valid JSON"
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, "the body must be a single JSON object"
-	}
-	return params, ""
-}
-
-// MaxDepth is how deeply a body's arrays and objects may nest, the body
-// itself being the first level: far beyond any endpoint's schema.
-const MaxDepth = 64
-
-// tooDeep says whether the arrays and objects of the JSON text b nest
-// deeper than max. It reads brackets outside strings only and does not
-// judge the syntax (the decoder does).
-func tooDeep(b []byte, max int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > max {
-				return true
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return false
 }
 
 // tameNumbers bounds the exponent of every number in v. math/big, which
@@ -325,7 +232,7 @@ func (e *Endpoint) explain(re gojsonschema.ResultError, name namer) violation {
 		return violation{field: name.name(field), index: -1, rank: rankRequired, reason: name.name(field) + " is required"}
 	case "additional_property_not_allowed":
 		field, _ := details["property"].(string)
-		return violation{field: field, index: -1, rank: rankUnknown, reason: QuoteField(field) + " is not a known field"}
+		return violation{field: field, index: -1, rank: rankUnknown, reason: jsonbody.QuoteField(field) + " is not a known field"}
 	}
 
 	// Every other error is about a property of the body or an item of one.
@@ -449,26 +356,6 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
-}
-
-// QuoteField writes an unknown field's name as the client sent it when it is
-// a plain name, and quoted and cut to 64 characters otherwise, so an error
-// message never carries control characters or a whole pasted document.
-func QuoteField(s string) string {
-	plain := s != "" && len(s) <= 64
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' || r == '$') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	if r := []rune(s); len(r) > 64 {
-		s = string(r[:64]) + "…"
-	}
-	return strconv.Quote(s)
 }
 
 // canonicalNumbers rewrites the body's numbers in one form each, so equal

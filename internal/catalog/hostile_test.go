@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"genjobs/internal/catalog"
+	"genjobs/internal/jsonbody"
 )
 
 // deepBody is a body whose field "prompt" is nested levels deep in arrays
@@ -22,7 +23,7 @@ func TestDeepNestingIsRefusedAtEveryDepth(t *testing.T) {
 	if !ok {
 		t.Fatal("no endpoint")
 	}
-	for _, levels := range []int{catalog.MaxDepth, 9_999, 10_000, 10_001, 20_000} {
+	for _, levels := range []int{jsonbody.MaxDepth, 9_999, 10_000, 10_001, 20_000} {
 		_, err := e.Decode(deepBody(levels), beforeSunset)
 		var inv *catalog.InvalidError
 		if !errors.As(err, &inv) {

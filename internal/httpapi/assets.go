@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"genjobs/internal/asset"
-	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
+	"genjobs/internal/jsonbody"
 )
 
 // Fixed client-facing texts of the asset endpoints (docs/api.md, "Assets").
@@ -214,14 +214,14 @@ func decodeUploadRequest(body []byte) (contentType string, size int64, reason st
 	if len(body) > maxUploadRequestBytes {
 		return "", 0, "the body is larger than " + strconv.Itoa(maxUploadRequestBytes) + " bytes"
 	}
-	fields, reason := catalog.DecodeObject(body)
+	fields, reason := jsonbody.DecodeObject(body)
 	if reason != "" {
 		return "", 0, reason
 	}
 	broken := map[string]string{}
 	for name := range fields {
 		if name != "content_type" && name != "size" {
-			broken[name] = catalog.QuoteField(name) + " is not a known field"
+			broken[name] = jsonbody.QuoteField(name) + " is not a known field"
 		}
 	}
 	switch v, ok := fields["content_type"]; {
