@@ -61,7 +61,10 @@ func FunctionName(logicalID string) string {
 // Deps is what every function is built from.
 type Deps struct {
 	DynamoDB *dynamodb.Client
-	SQS      *sqs.Client
+	// LocalSQS is the local runner's SQS client; in Lambda each function
+	// that sends to a queue makes its own (Queues), so that the others do
+	// not link the SQS client.
+	LocalSQS *sqs.Client
 	// S3 is set by the local runner; in Lambda it is made from AWS by the
 	// functions that use it, so that the others do not link the S3 client.
 	// AWS builds the clients a function makes for itself (KMS, Secrets
@@ -175,17 +178,28 @@ func FromEnv(ctx context.Context) (Deps, error) {
 		return d, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	d.AWS = &cfg
-	d.DynamoDB, d.SQS = Clients(cfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "")
+	d.DynamoDB = DynamoDBClient(cfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "")
 	return d, nil
 }
 
-// Clients builds the SDK clients from cfg. DynamoDB Local omits the CRC32
-// header on errors, so local clients skip that check (docs/local-stack.md, "Emulator and SDK traps").
-func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *sqs.Client) {
-	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+// DynamoDBClient builds the DynamoDB client from cfg. DynamoDB Local omits
+// the CRC32 header on errors, so local clients skip that check
+// (docs/local-stack.md, "Emulator and SDK traps").
+func DynamoDBClient(cfg aws.Config, local bool) *dynamodb.Client {
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = local
 	})
-	return db, sqs.NewFromConfig(cfg)
+}
+
+// Queues is the SQS client, following d's profile: the local runner's, or
+// one made from the AWS configuration. Only the builders of functions that
+// send to a queue call it.
+func (d Deps) Queues() *sqs.Client {
+	client := d.LocalSQS
+	if client == nil {
+		client = sqs.NewFromConfig(*d.AWS)
+	}
+	return awsclient.SQS(client, d.Retries.SQS)
 }
 
 // For returns d with its clients following profile p: every builder calls
@@ -197,11 +211,8 @@ func (d Deps) For(p awsclient.Profile) Deps {
 	if d.DynamoDB != nil {
 		d.DynamoDB = awsclient.DynamoDB(d.DynamoDB, p.DynamoDB)
 	}
-	if d.SQS != nil {
-		d.SQS = awsclient.SQS(d.SQS, p.SQS)
-	}
-	// S3 follows p in Blobs: deriving it here would link the S3 client
-	// into every function.
+	// SQS follows p in Queues and S3 in Blobs: deriving them here would
+	// link their clients into every function.
 	return d
 }
 
@@ -248,7 +259,7 @@ func (d Deps) ResultLinks() blob.ResultLinks {
 
 // Lifecycle ends jobs and promotes backlogs.
 func (d Deps) Lifecycle() *lifecycle.Jobs {
-	return &lifecycle.Jobs{Store: d.Store(), Queue: queue.NewJobs(d.SQS, d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
+	return &lifecycle.Jobs{Store: d.Store(), Queue: queue.NewJobs(d.Queues(), d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
 }
 
 // Authenticator resolves API tokens.
@@ -313,7 +324,7 @@ func Notifier(d Deps) (StreamHandler, error) {
 	}
 	d = d.For(awsclient.Events)
 	n := &webhook.Notifier{
-		Store: d.Store(), Queue: queue.NewDeliveries(d.SQS, d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Store: d.Store(), Queue: queue.NewDeliveries(d.Queues(), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
 		Clock: d.Clock, Log: d.Log,
 	}
 	return WithMargin(n.HandleStream), nil
@@ -327,12 +338,12 @@ func Sweeper(d Deps) (ScheduleHandler, error) {
 		return nil, err
 	}
 	d = d.For(awsclient.Events)
-	q := queue.NewJobs(d.SQS, d.JobsQueueURL)
+	q := queue.NewJobs(d.Queues(), d.JobsQueueURL)
 	s := &sweeper.Sweeper{
 		Store:        d.Store(),
 		Lifecycle:    d.Lifecycle(),
 		Queue:        q,
-		Dead:         queue.NewDeadLetters(d.SQS, d.JobsDLQURL),
+		Dead:         queue.NewDeadLetters(d.Queues(), d.JobsDLQURL),
 		Clock:        d.Clock,
 		Log:          d.Log,
 		Deadline:     sweeper.DefaultDeadline,
@@ -340,7 +351,7 @@ func Sweeper(d Deps) (ScheduleHandler, error) {
 	}
 	if d.DeliveriesQueueURL != "" { // re-sends overdue webhook attempts too
 		s.Deliveries = d.Store()
-		s.DeliveryQueue = queue.NewDeliveries(d.SQS, d.DeliveriesQueueURL, d.DeliveriesDLQURL)
+		s.DeliveryQueue = queue.NewDeliveries(d.Queues(), d.DeliveriesQueueURL, d.DeliveriesDLQURL)
 	}
 	if d.RequeueAfter > 0 {
 		s.RequeueAfter = d.RequeueAfter

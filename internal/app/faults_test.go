@@ -108,7 +108,7 @@ func newStack(t *testing.T) *stack {
 	s.table = testenv.NewFaults(t, testenv.DynamoDBEndpoint())
 	s.queues = testenv.NewFaults(t, testenv.SQSEndpoint())
 	s.d.DynamoDB = emulator.DynamoDBClient(s.table.URL)
-	s.d.SQS = emulator.SQSClient(s.queues.URL)
+	s.d.LocalSQS = emulator.SQSClient(s.queues.URL)
 	s.d.S3 = emulator.S3Client(s.queues.URL)
 	s.d.Log = slog.New(slog.NewJSONHandler(s.logs, nil))
 	moto := emulator.MotoConfig(testenv.MotoEndpoint())

@@ -375,7 +375,7 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 	if err != nil {
 		return triggers.Handlers{}, fmt.Errorf("%s: %w", id, err)
 	}
-	d.DynamoDB, d.SQS, d.S3, d.Log = s.DynamoDB, s.SQS, s.S3, log
+	d.DynamoDB, d.LocalSQS, d.S3, d.Log = s.DynamoDB, s.SQS, s.S3, log
 	d.AWS = s.AWS
 	fn, ok := Functions[app.FunctionName(id)]
 	if !ok {

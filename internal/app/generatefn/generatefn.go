@@ -38,7 +38,7 @@ func Build(d app.Deps) (http.Handler, error) {
 		Jobs:              d.Store(),
 		Prices:            list,
 		Results:           d.ResultLinks(),
-		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
+		Queue:             queue.NewJobs(d.Queues(), d.JobsQueueURL),
 		Assets:            d.Store(),
 		Clock:             d.Clock,
 		BaseURL:           d.BaseURL,

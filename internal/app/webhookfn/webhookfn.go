@@ -95,7 +95,7 @@ func Deliverer(d app.Deps) (app.SQSHandler, error) {
 	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 	del := &webhook.Deliverer{
 		Store:  d.Store(),
-		Queue:  queue.NewDeliveries(d.SQS, d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Queue:  queue.NewDeliveries(d.Queues(), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
 		Sender: &webhook.Sender{Client: webhook.NewClient(guard.Transport()), Signer: tokens{s}},
 		Render: func(ctx context.Context, j *job.Job) ([]byte, error) {
 			return httpapi.RecordBody(ctx, links, j)
