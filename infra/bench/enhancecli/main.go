@@ -28,6 +28,7 @@ import (
 
 	"genjobs/internal/catalog"
 	"genjobs/internal/engine"
+	"genjobs/internal/engine/enhance"
 )
 
 func main() {
@@ -105,7 +106,7 @@ func run() error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	files, err := engine.Enhance{}.Run(context.Background(), j, func(engine.Update) error { return nil })
+	files, err := enhance.Engine{}.Run(context.Background(), j, func(engine.Update) error { return nil })
 	if err != nil {
 		return err
 	}
