@@ -289,6 +289,7 @@ func (e *enhanceJob) newPipeline(src *source) *pipeline {
 	}
 	if gain := e.req.Sharpen * maxSharpenGain; gain > 0 {
 		pipe.sharpen = &sharpening{w: g.placeW, h: g.placeH, mask: gaussian(sharpenSigma(p.finalScale())), gain: float32(gain)}
+		pipe.sharpen.fuse(pipe.last())
 	}
 	return pipe
 }

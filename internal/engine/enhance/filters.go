@@ -194,11 +194,30 @@ func encodedLuma(dst, row []float32) {
 	}
 }
 
+// denoiseScale is what denoiseLuma multiplies luminance by for amount in
+// (0, 1]: the square of a difference of two scaled values is then the
+// range table's index, sqrt(rangeSteps/(2 sigma^2)), two multiplications
+// less for each of a pixel's 25 neighbours.
+func denoiseScale(amount float64) float32 {
+	return float32(math.Sqrt(float64(denoiseInvRange(amount)) * rangeSteps))
+}
+
+// denoiseLuma is encodedLuma times scale (denoiseScale).
+func denoiseLuma(dst, row []float32, scale float32) {
+	for x := range dst {
+		p := row[4*x : 4*x+3 : 4*x+3]
+		dst[x] = scale * (0.2126*p[0] + 0.7152*p[1] + 0.0722*p[2])
+	}
+}
+
 // denoiseRow filters one row into dst: rows and lumas are the five rows
 // around it (edge rows repeated past the image's ends) and their
-// luminances; cols[j][x] is the index, in those rows, of the neighbour
-// j-2 pixels from output pixel x (edge pixels repeated).
-func denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, cols *[denoiseSide][]int32, invRange float32) {
+// luminances, scaled (denoiseLuma); cols[j][x] is the index, in those rows,
+// of the neighbour j-2 pixels from output pixel x (edge pixels repeated).
+// With opaque, every alpha is 1 and is not summed: the sum of the weights
+// is the sum of the alphas it would have made.
+func denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, cols *[denoiseSide][]int32, opaque bool) {
+	const cells = rangeLimit * rangeSteps
 	for x := range len(dst) / 4 {
 		first := int(cols[0][x])
 		var r, g, b, a, sum float32
@@ -207,21 +226,22 @@ func denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, cols *[denoi
 			// left and right ends.
 			centre := lumas[denoiseRadius][first+denoiseRadius]
 			for i := range denoiseSide {
-				l := lumas[i][first : first+denoiseSide : first+denoiseSide]
-				px := rows[i][4*first : 4*(first+denoiseSide) : 4*(first+denoiseSide)]
-				sp := denoiseSpaceWeights[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
-				for j, v := range l {
-					d := v - centre
-					t := d * d * invRange
-					if !(t < rangeLimit) {
+				l := (*[denoiseSide]float32)(lumas[i][first:])
+				px := (*[4 * denoiseSide]float32)(rows[i][4*first:])
+				sp := (*[denoiseSide]float32)(denoiseSpaceWeights[i*denoiseSide:])
+				for j := range denoiseSide {
+					d := l[j] - centre
+					t := d * d
+					if !(t < cells) {
 						continue
 					}
-					wt := sp[j] * rangeTable[int(t*rangeSteps)]
-					p := px[4*j : 4*j+4 : 4*j+4]
-					r += wt * p[0]
-					g += wt * p[1]
-					b += wt * p[2]
-					a += wt * p[3]
+					wt := sp[j] * rangeTable[int(t)]
+					r += wt * px[4*j]
+					g += wt * px[4*j+1]
+					b += wt * px[4*j+2]
+					if !opaque {
+						a += wt * px[4*j+3]
+					}
 					sum += wt
 				}
 			}
@@ -233,19 +253,24 @@ func denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, cols *[denoi
 				for j := range denoiseSide {
 					nx := cols[j][x]
 					d := lrow[nx] - centre
-					t := d * d * invRange
-					if !(t < rangeLimit) {
+					t := d * d
+					if !(t < cells) {
 						continue
 					}
-					wt := sp[j] * rangeTable[int(t*rangeSteps)]
+					wt := sp[j] * rangeTable[int(t)]
 					p := srow[4*nx : 4*nx+4 : 4*nx+4]
 					r += wt * p[0]
 					g += wt * p[1]
 					b += wt * p[2]
-					a += wt * p[3]
+					if !opaque {
+						a += wt * p[3]
+					}
 					sum += wt
 				}
 			}
+		}
+		if opaque {
+			a = sum
 		}
 		// The centre always counts (weight 1), so sum > 0.
 		inv := 1 / sum
@@ -292,6 +317,13 @@ func sharpenSigma(scale float64) float64 {
 
 // luminance is a linear premultiplied pixel's luminance (Rec. 709).
 func luminance(p []float32) float32 { return 0.2126*p[0] + 0.7152*p[1] + 0.0722*p[2] }
+
+// lumaRow sets dst to the luminance of a row of linear premultiplied pixels.
+func lumaRow(dst, row []float32) {
+	for x := range dst {
+		dst[x] = luminance(row[4*x : 4*x+3 : 4*x+3])
+	}
+}
 
 // blurRow blurs the luminance of one row of pixels horizontally into dst
 // (one value a pixel); luma is a scratch buffer of the same length. The

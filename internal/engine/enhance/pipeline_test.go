@@ -210,7 +210,7 @@ func wholeImage(t *testing.T, req json.RawMessage, input []byte) *image.NRGBA {
 				ny := min(max(y+i-denoiseRadius, 0), h-1)
 				rows[i], lumas[i] = row(img, w, ny), luma[ny*w:(ny+1)*w]
 			}
-			denoiseRow(row(out, w, y), &rows, &lumas, &cols, denoiseInvRange(r.Denoise))
+			referenceDenoiseRow(row(out, w, y), &rows, &lumas, &cols, denoiseInvRange(r.Denoise))
 		}
 		img = out
 	}
@@ -512,5 +512,65 @@ func TestEnhanceWritesThroughTheSink(t *testing.T) {
 	}
 	if len(sink.files) > 1 || len(sink.files) == 1 && sink.files[0].closed {
 		t.Errorf("a stopped job closed its file")
+	}
+}
+
+// referenceDenoiseRow is the bilateral filter as the engine first computed
+// it, the reference of its faster denoiseRow: it filters one row into dst: rows and lumas are the five rows
+// around it (edge rows repeated past the image's ends) and their
+// luminances; cols[j][x] is the index, in those rows, of the neighbour
+// j-2 pixels from output pixel x (edge pixels repeated).
+func referenceDenoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, cols *[denoiseSide][]int32, invRange float32) {
+	for x := range len(dst) / 4 {
+		first := int(cols[0][x])
+		var r, g, b, a, sum float32
+		if int(cols[denoiseSide-1][x]) == first+denoiseSide-1 {
+			// Five neighbours side by side, as everywhere but at the image's
+			// left and right ends.
+			centre := lumas[denoiseRadius][first+denoiseRadius]
+			for i := range denoiseSide {
+				l := lumas[i][first : first+denoiseSide : first+denoiseSide]
+				px := rows[i][4*first : 4*(first+denoiseSide) : 4*(first+denoiseSide)]
+				sp := denoiseSpaceWeights[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
+				for j, v := range l {
+					d := v - centre
+					t := d * d * invRange
+					if !(t < rangeLimit) {
+						continue
+					}
+					wt := sp[j] * rangeTable[int(t*rangeSteps)]
+					p := px[4*j : 4*j+4 : 4*j+4]
+					r += wt * p[0]
+					g += wt * p[1]
+					b += wt * p[2]
+					a += wt * p[3]
+					sum += wt
+				}
+			}
+		} else {
+			centre := lumas[denoiseRadius][cols[denoiseRadius][x]]
+			for i := range denoiseSide {
+				srow, lrow := rows[i], lumas[i]
+				sp := denoiseSpaceWeights[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
+				for j := range denoiseSide {
+					nx := cols[j][x]
+					d := lrow[nx] - centre
+					t := d * d * invRange
+					if !(t < rangeLimit) {
+						continue
+					}
+					wt := sp[j] * rangeTable[int(t*rangeSteps)]
+					p := srow[4*nx : 4*nx+4 : 4*nx+4]
+					r += wt * p[0]
+					g += wt * p[1]
+					b += wt * p[2]
+					a += wt * p[3]
+					sum += wt
+				}
+			}
+		}
+		// The centre always counts (weight 1), so sum > 0.
+		inv := 1 / sum
+		setPixel(dst[4*x:4*x+4], r*inv, g*inv, b*inv, a*inv)
 	}
 }

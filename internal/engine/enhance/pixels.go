@@ -94,7 +94,8 @@ func toLinearRow(dst, src []float32) {
 // far smaller than a float copy. Rows are converted as the pipeline asks
 // for them.
 type source struct {
-	w, h int
+	w, h   int
+	opaque bool // every pixel's alpha is 1
 	// encoded writes premultiplied sRGB-encoded pixels x0.. of row y into
 	// dst, len(dst)/4 of them; linear the same in linear light.
 	encoded, linear func(dst []float32, x0, y int)
@@ -105,6 +106,9 @@ const by255 = 1.0 / 255
 func newSource(m image.Image) *source {
 	b := m.Bounds()
 	s := &source{w: b.Dx(), h: b.Dy()}
+	if o, ok := m.(interface{ Opaque() bool }); ok { // JPEG's at once; others scan their alpha
+		s.opaque = o.Opaque()
+	}
 	ox, oy := b.Min.X, b.Min.Y
 	switch m := m.(type) {
 	case *image.YCbCr: // JPEG, lossy WebP

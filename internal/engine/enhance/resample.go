@@ -77,6 +77,10 @@ func newKernel(srcN, outN int, win window) *kernel {
 
 // resampleRow resamples one row of pixels horizontally into dst.
 func (k *kernel) resampleRow(dst, src []float32) {
+	if k.taps == enlargeTaps {
+		k.resampleRow6(dst, src)
+		return
+	}
 	for x := range k.start {
 		w := k.weights[x*k.taps : x*k.taps+k.count[x]]
 		s := src[4*k.start[x] : 4*(k.start[x]+len(w))]
@@ -91,6 +95,92 @@ func (k *kernel) resampleRow(dst, src []float32) {
 		d := dst[4*x : 4*x+4 : 4*x+4]
 		d[0], d[1], d[2], d[3] = r, g, b, a
 	}
+}
+
+// enlargeTaps is the taps of an enlarging kernel: Lanczos-3 reads six
+// source pixels around every point between two of them.
+const enlargeTaps = 2*lanczosLobes + 1
+
+// resampleRow6 is resampleRow for an enlarging kernel, its six taps spelled
+// out (an enlarging kernel reads at most six pixels: floor(c+3)-floor(c-3)):
+// the sums are the loop's, in the same order, so the results are the same,
+// without the loop's bookkeeping and bounds checks.
+func (k *kernel) resampleRow6(dst, src []float32) {
+	for x, start := range k.start {
+		if k.count[x] > 6 || 4*start+24 > len(src) {
+			k.resamplePixel(dst, src, x) // at the row's very end
+			continue
+		}
+		// Past count (an edge folded onto fewer pixels) the weights are 0.
+		w := (*[6]float32)(k.weights[x*enlargeTaps:])
+		s := (*[24]float32)(src[4*start:])
+		d := (*[4]float32)(dst[4*x:])
+		d[0] = w[0]*s[0] + w[1]*s[4] + w[2]*s[8] + w[3]*s[12] + w[4]*s[16] + w[5]*s[20]
+		d[1] = w[0]*s[1] + w[1]*s[5] + w[2]*s[9] + w[3]*s[13] + w[4]*s[17] + w[5]*s[21]
+		d[2] = w[0]*s[2] + w[1]*s[6] + w[2]*s[10] + w[3]*s[14] + w[4]*s[18] + w[5]*s[22]
+		d[3] = w[0]*s[3] + w[1]*s[7] + w[2]*s[11] + w[3]*s[15] + w[4]*s[19] + w[5]*s[23]
+	}
+}
+
+// resamplePixel is output pixel x of resampleRow.
+func (k *kernel) resamplePixel(dst, src []float32, x int) {
+	w := k.weights[x*k.taps : x*k.taps+k.count[x]]
+	s := src[4*k.start[x] : 4*(k.start[x]+len(w))]
+	var r, g, b, a float32
+	for t, wt := range w {
+		p := s[4*t : 4*t+4 : 4*t+4]
+		r += wt * p[0]
+		g += wt * p[1]
+		b += wt * p[2]
+		a += wt * p[3]
+	}
+	d := dst[4*x : 4*x+4 : 4*x+4]
+	d[0], d[1], d[2], d[3] = r, g, b, a
+}
+
+// resampleLuma resamples one row of single values (luminance) into dst.
+func (k *kernel) resampleLuma(dst, src []float32) {
+	for x := range k.start {
+		w := k.weights[x*k.taps : x*k.taps+k.count[x]]
+		s := src[k.start[x] : k.start[x]+len(w)]
+		var sum float32
+		for t, wt := range w {
+			sum += wt * s[t]
+		}
+		dst[x] = sum
+	}
+}
+
+// blurred is k followed by a blur of its outputs with the symmetric weights
+// g (outputs past either end repeat the end one): one kernel from k's source
+// straight to the blurred outputs, so that a blur of a resample costs one
+// pass over the source's pixels instead of two over the output's.
+func (k *kernel) blurred(g []float32) *kernel {
+	n, r := len(k.start), len(g)/2
+	at := func(i int) int { return min(max(i, 0), n-1) }
+	b := &kernel{start: make([]int, n), count: make([]int, n)}
+	for i := range n {
+		last := at(i + r) // start and start+count both grow with the output index
+		b.start[i] = k.start[at(i-r)]
+		b.count[i] = k.start[last] + k.count[last] - b.start[i]
+		b.taps = max(b.taps, b.count[i])
+	}
+	b.weights = make([]float32, n*b.taps)
+	acc := make([]float64, b.taps)
+	for i := range n {
+		clear(acc)
+		for t, gt := range g {
+			j := at(i + t - r)
+			off := k.start[j] - b.start[i]
+			for u, w := range k.weights[j*k.taps : j*k.taps+k.count[j]] {
+				acc[off+u] += float64(gt) * float64(w)
+			}
+		}
+		for u := range b.count[i] {
+			b.weights[i*b.taps+u] = float32(acc[u])
+		}
+	}
+	return b
 }
 
 // combine computes row y of a vertical resample into dst; row(j) returns
