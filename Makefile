@@ -18,7 +18,7 @@ WORKER_MAX_BINARY_BYTES := 16000000
 # The deliverer carries the KMS client and the JWT code on top of the rest.
 DELIVERER_MAX_BINARY_BYTES := 13000000
 
-.PHONY: run test lint vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance build invoke reset deploy clean
+.PHONY: run test lint vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance bench-creation build invoke reset deploy clean
 
 run:
 	$(GO) run ./infra/local
@@ -64,6 +64,10 @@ bench:
 # Only the enhance engine against libvips (make bench includes it).
 bench-enhance:
 	$(GO) run ./infra/bench enhance
+
+# Only job creation against raw DynamoDB Local writes (make bench includes it).
+bench-creation:
+	$(GO) run ./infra/bench creation
 
 # `make invoke FN=generate EVENT=events/generate-valid.json` runs one function's
 # handler on one event against the local stack (`make run` must be up).
