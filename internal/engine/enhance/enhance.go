@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"genjobs/internal/engine"
+	"genjobs/internal/engine/enhance/stripenc"
 )
 
 // Engine is the reference engine of standard-enhance (spec 4.1): a
@@ -280,6 +281,13 @@ func (e *enhanceJob) newPipeline(src *source) *pipeline {
 	x0, x1 := newKernel(src.w, firstW, g.winX).span()
 	pipe.source = newSourceSide(src, x0, x1, e.req.FixCompression, e.req.Denoise)
 	pipe.first = newResampling(src.w, src.h, firstW, firstH, g.winX, g.winY, x0, p.upW > 0)
+	if pipe.first.vFirst && (e.req.FixCompression > 0 || e.req.Denoise > 0) {
+		// The rows of the strips under way (stripenc: up to two a worker,
+		// and the one starting) and their halos.
+		perStrip := float64(stripenc.StripHeight)*g.winY.length/float64(firstH) + 1
+		window := int(float64(2*e.run.workers+1)*perStrip) + 4*newKernel(src.h, firstH, g.winY).maxCount()
+		pipe.shared = newSharedRows(4*(x1-x0), window)
+	}
 	if p.upW > 0 {
 		if gain := e.req.Strength * maxSharpenGain; gain > 0 {
 			pipe.upDetail = &sharpening{w: p.upW, h: p.upH, mask: gaussian(sharpenSigma(p.upscale())), gain: float32(gain), clamp: true}

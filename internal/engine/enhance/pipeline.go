@@ -290,10 +290,68 @@ func (s *sourceSide) denoiseStage(in *rowStage, keep int) *rowStage {
 	})
 }
 
+// sharedRows holds the source side's latest rows for every chain, when
+// filtering them is dear (denoise, deblock) and the first resample enlarges:
+// a strip then reads only a few source rows of its own, and without sharing
+// each one would filter again the rows around it that the strip before it,
+// on another core, filtered already. A row is the same whichever chain
+// computes it, so sharing changes no byte; a row dropped from the window
+// and asked for again is computed again.
+type sharedRows struct {
+	stride, window int
+	mu             sync.Mutex
+	rows           map[int][]float32
+	hi             int // 1 + the furthest row held
+	spare          [][]float32
+}
+
+func newSharedRows(stride, window int) *sharedRows {
+	return &sharedRows{stride: stride, window: window, rows: map[int][]float32{}}
+}
+
+// get copies row y into dst if it is held.
+func (s *sharedRows) get(y int, dst []float32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[y]
+	if ok {
+		copy(dst, r)
+	}
+	return ok
+}
+
+// put holds a copy of row y, dropping the rows a window or more behind the
+// furthest one.
+func (s *sharedRows) put(y int, row []float32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.rows[y]; ok || y < s.hi-s.window {
+		return
+	}
+	var buf []float32
+	if n := len(s.spare); n > 0 {
+		buf, s.spare = s.spare[n-1], s.spare[:n-1]
+	} else {
+		buf = make([]float32, s.stride)
+	}
+	copy(buf, row)
+	s.rows[y] = buf
+	if y >= s.hi {
+		s.hi = y + 1
+		for k, r := range s.rows {
+			if k < s.hi-s.window {
+				delete(s.rows, k)
+				s.spare = append(s.spare, r)
+			}
+		}
+	}
+}
+
 // pipeline is what every worker's chain shares: read-only once built.
 type pipeline struct {
 	geo       geometry
 	source    *sourceSide
+	shared    *sharedRows // the source side's rows, when shared
 	first     *resampling // to the placed rectangle, or to the upscaling pass's size
 	upDetail  *sharpening // the upscaling pass's detail mask; nil without the pass or at strength 0
 	second    *resampling // from the upscaling pass to the placed rectangle; nil without the pass
@@ -324,6 +382,21 @@ func (p *pipeline) placedStage(keep int) *rowStage {
 	return p.sharpen.stage(p.resampledStage(p.sharpen.inKeep()), keep)
 }
 
+// sourceStage is the source side's rows, through shared when set.
+func (p *pipeline) sourceStage(keep int) *rowStage {
+	if p.shared == nil {
+		return p.source.stage(keep)
+	}
+	own := p.source.stage(1)
+	return newRowStage(own.stride, keep, func(y int, dst []float32) {
+		if p.shared.get(y, dst) {
+			return
+		}
+		copy(dst, own.row(y))
+		p.shared.put(y, dst)
+	})
+}
+
 // last is the resample to the placed rectangle.
 func (p *pipeline) last() *resampling {
 	if p.second != nil {
@@ -335,7 +408,7 @@ func (p *pipeline) last() *resampling {
 // resampleInput is the stage the last resample reads.
 func (p *pipeline) resampleInput(keep int) *rowStage {
 	if p.second == nil {
-		return p.source.stage(keep)
+		return p.sourceStage(keep)
 	}
 	return p.upStage(keep)
 }
@@ -349,9 +422,9 @@ func (p *pipeline) resampledStage(keep int) *rowStage {
 // upStage is the upscaling pass's output.
 func (p *pipeline) upStage(keep int) *rowStage {
 	if p.upDetail == nil {
-		return p.first.stage(p.source.stage(p.first.inKeep()), keep)
+		return p.first.stage(p.sourceStage(p.first.inKeep()), keep)
 	}
-	up := p.first.stage(p.source.stage(p.first.inKeep()), p.upDetail.inKeep())
+	up := p.first.stage(p.sourceStage(p.first.inKeep()), p.upDetail.inKeep())
 	return p.upDetail.stage(up, keep)
 }
 
@@ -383,11 +456,16 @@ func (p *pipeline) outputRow(c *chain, oy int, out []uint8) {
 	}
 	fill(out[:4*g.placeX], p.pad)
 	fill(out[4*(g.placeX+g.placeW):], p.pad)
-	in := c.placed.row(py)
+	in := c.placed.row(py)[:4*g.placeW]
 	o := out[4*g.placeX : 4*(g.placeX+g.placeW)]
 	for x := range g.placeW {
-		q := o[4*x : 4*x+4 : 4*x+4]
-		q[0], q[1], q[2], q[3] = to8(in[4*x:4*x+4:4*x+4], p.overWhite)
+		px := (*[4]float32)(in[4*x:])
+		q := (*[4]uint8)(o[4*x:])
+		if px[3] >= opaque { // to8's first case, without the call: a photo's pixels, nearly all
+			q[0], q[1], q[2], q[3] = encode8(px[0]), encode8(px[1]), encode8(px[2]), 255
+			continue
+		}
+		q[0], q[1], q[2], q[3] = to8(px[:], p.overWhite)
 	}
 }
 
