@@ -139,15 +139,23 @@ func (k *kernel) resamplePixel(dst, src []float32, x int) {
 }
 
 // resampleLuma resamples one row of single values (luminance) into dst.
+// The even and the odd taps are summed apart: one chain of dependent
+// additions would leave the core waiting on each.
 func (k *kernel) resampleLuma(dst, src []float32) {
 	for x := range k.start {
 		w := k.weights[x*k.taps : x*k.taps+k.count[x]]
 		s := src[k.start[x] : k.start[x]+len(w)]
-		var sum float32
-		for t, wt := range w {
-			sum += wt * s[t]
+		s = s[:len(w)]
+		var even, odd float32
+		t := 0
+		for ; t+1 < len(w); t += 2 {
+			even += w[t] * s[t]
+			odd += w[t+1] * s[t+1]
 		}
-		dst[x] = sum
+		if t < len(w) {
+			even += w[t] * s[t]
+		}
+		dst[x] = even + odd
 	}
 }
 
