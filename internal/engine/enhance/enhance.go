@@ -281,9 +281,11 @@ func (e *enhanceJob) newPipeline(src *source) *pipeline {
 	x0, x1 := newKernel(src.w, firstW, g.winX).span()
 	pipe.source = newSourceSide(src, x0, x1, e.req.FixCompression, e.req.Denoise)
 	pipe.first = newResampling(src.w, src.h, firstW, firstH, g.winX, g.winY, x0, p.upW > 0)
-	if pipe.first.vFirst && (e.req.FixCompression > 0 || e.req.Denoise > 0) {
-		// The rows of the strips under way (stripenc: up to two a worker,
-		// and the one starting) and their halos.
+	if 3*g.winY.length <= float64(firstH) && (e.req.FixCompression > 0 || e.req.Denoise > 0) {
+		// Enlarging 3x or more, a strip reads so few source rows that its
+		// halo is most of its filtering. The window: the rows of the strips
+		// under way (stripenc: up to two a worker, and the one starting) and
+		// their halos, at most a few hundred source rows.
 		perStrip := float64(stripenc.StripHeight)*g.winY.length/float64(firstH) + 1
 		window := int(float64(2*e.run.workers+1)*perStrip) + 4*newKernel(src.h, firstH, g.winY).maxCount()
 		pipe.shared = newSharedRows(4*(x1-x0), window)

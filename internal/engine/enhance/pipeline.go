@@ -291,7 +291,8 @@ func (s *sourceSide) denoiseStage(in *rowStage, keep int) *rowStage {
 }
 
 // sharedRows holds the source side's latest rows for every chain, when
-// filtering them is dear (denoise, deblock) and the first resample enlarges:
+// filtering them is dear (denoise, deblock) and the first resample enlarges
+// (3x or more):
 // a strip then reads only a few source rows of its own, and without sharing
 // each one would filter again the rows around it that the strip before it,
 // on another core, filtered already. A row is the same whichever chain

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -283,7 +284,7 @@ func TestEnhanceFiltersStreamAsWholeImages(t *testing.T) {
 		{"denoise": 1, "upscaling_activated": true, "image_scaling_factor": 3, "strength": 0.7},
 		{"fix_compression": 1, "sharpen": 0.3},
 	} {
-		for _, size := range [][2]int{{230, 170}, {60, 120}, {41, 29}} {
+		for _, size := range [][2]int{{230, 170}, {60, 120}, {41, 29}, {360, 280}} {
 			o["output_format"] = "png"
 			req := request(size[0], size[1], o)
 			got, _ := enhance(t, req, blocky)
@@ -324,9 +325,10 @@ func TestEnhanceRowsDoNotDependOnStrips(t *testing.T) {
 		return m
 	}
 	reqs := map[string]json.RawMessage{
-		"enlarge, crop, upscaling pass": request(250, 160, with(map[string]any{"crop_to_fill": true, "upscaling_activated": true, "image_scaling_factor": 2})),
-		"enlarge, fit":                  request(160, 200, all),
-		"shrink":                        request(40, 31, all),
+		"enlarge, crop, upscaling pass":  request(250, 160, with(map[string]any{"crop_to_fill": true, "upscaling_activated": true, "image_scaling_factor": 2})),
+		"enlarge, fit":                   request(160, 200, all),
+		"enlarge 4x, shared source rows": request(360, 280, all),
+		"shrink":                         request(40, 31, all),
 	}
 	for name, req := range reqs {
 		t.Run(name, func(t *testing.T) {
@@ -572,5 +574,30 @@ func referenceDenoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, col
 		// The centre always counts (weight 1), so sum > 0.
 		inv := 1 / sum
 		setPixel(dst[4*x:4*x+4], r*inv, g*inv, b*inv, a*inv)
+	}
+}
+
+// The rows shared by the workers' chains stay a bounded window behind the
+// furthest one: older rows are dropped (a chain that needs one again
+// computes it), and each row held reads back as it was put.
+func TestSharedRowsKeepABoundedWindow(t *testing.T) {
+	s := newSharedRows(4, 3)
+	row := func(v float32) []float32 { return []float32{v, v + 0.25, v + 0.5, v + 0.75} }
+	for y := range 6 {
+		s.put(y, row(float32(y)))
+	}
+	dst := make([]float32, 4)
+	for y := range 6 {
+		held := s.get(y, dst)
+		if want := y >= 3; held != want {
+			t.Errorf("row %d held: %v, want %v", y, held, want)
+		}
+		if held && !slices.Equal(dst, row(float32(y))) {
+			t.Errorf("row %d reads back as %v", y, dst)
+		}
+	}
+	s.put(1, row(9))
+	if s.get(1, dst) || len(s.rows) != 3 {
+		t.Errorf("a row behind the window was taken: %d rows held", len(s.rows))
 	}
 }
