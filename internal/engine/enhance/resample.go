@@ -82,18 +82,7 @@ func (k *kernel) resampleRow(dst, src []float32) {
 		return
 	}
 	for x := range k.start {
-		w := k.weights[x*k.taps : x*k.taps+k.count[x]]
-		s := src[4*k.start[x] : 4*(k.start[x]+len(w))]
-		var r, g, b, a float32
-		for t, wt := range w {
-			p := s[4*t : 4*t+4 : 4*t+4]
-			r += wt * p[0]
-			g += wt * p[1]
-			b += wt * p[2]
-			a += wt * p[3]
-		}
-		d := dst[4*x : 4*x+4 : 4*x+4]
-		d[0], d[1], d[2], d[3] = r, g, b, a
+		k.resamplePixel(dst, src, x)
 	}
 }
 
