@@ -21,7 +21,7 @@ DELIVERER_MAX_BINARY_BYTES := 13000000
 # growth is noticed before a deploy breaks.
 MIN_SPARE_BYTES := 1000000
 
-.PHONY: run test lint repocheck vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance build invoke reset deploy clean
+.PHONY: run test lint repocheck vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance bench-creation build invoke reset deploy clean
 
 # The runner is built and exec'd, so that it is make's own child: make
 # passes a SIGTERM on to it, and it stops the emulators (go run would die and
@@ -78,6 +78,10 @@ bench:
 # Only the enhance engine against libvips (make bench includes it).
 bench-enhance:
 	$(GO) run ./infra/bench enhance
+
+# Only job creation against raw DynamoDB Local writes (make bench includes it).
+bench-creation:
+	$(GO) run ./infra/bench creation
 
 # The reference engines served over Cog's HTTP protocol on 127.0.0.1:5050, one
 # model per endpoint (docs/cogserver.md), outputs uploaded to the server's own

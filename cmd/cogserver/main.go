@@ -23,7 +23,7 @@ import (
 
 	"genjobs/internal/catalog"
 	"genjobs/internal/cogserver"
-	"genjobs/internal/engine"
+	"genjobs/internal/engine/reference"
 	"genjobs/internal/fetch"
 	"genjobs/internal/netguard"
 )
@@ -58,7 +58,7 @@ func run() error {
 	guard := &netguard.Guard{AllowPrivate: *allowPrivate}
 	srv, err := cogserver.New(cogserver.Options{
 		Catalog:      cat,
-		Engines:      engine.Reference(),
+		Engines:      reference.Engines(),
 		Inputs:       fetch.New(guard, nil),
 		Webhooks:     &http.Client{Transport: guard.Transport(), Timeout: 2 * time.Minute},
 		WebhookToken: *token,

@@ -269,7 +269,7 @@ func enhanceTable(results []enhanceResult, vipsErr error, loadBefore, loadAfter 
 		row("libvips", res.vips, false)
 		row("ours, default filters", res.full, true)
 	}
-	t.note("ours: infra/bench/enhancecli, engine.Enhance with the request as the API stores it, the file written through Job.Outputs;")
+	t.note("ours: infra/bench/enhancecli, enhance.Engine with the request as the API stores it, the file written through Job.Outputs;")
 	t.note("  filters 0 = sharpen, denoise and fix_compression at 0 (the plain Lanczos-3 resample vips resize does), default filters = 0.5 each.")
 	t.note("libvips: vips resize IN OUT SCALE --kernel lanczos3, JPEG Q=90, PNG compression=1 (ours: deflate level 4, stripenc.pngLevel), WebP lossless (ours is).")
 	t.note("inputs: synthetic photos, JPEG quality 90 4:2:0, in .local/bench/; each process timed by /usr/bin/time -v; the runs of a case interleaved.")

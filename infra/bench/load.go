@@ -94,10 +94,26 @@ func drive(ctx context.Context, clients, n int, d time.Duration, call func(conte
 // them, job creation (measureLoad), job runs (measureRuns) and webhooks
 // (measureWebhooks), each on a table, queues and buckets of its own: the
 // runs' worker never sees the load's jobs.
-func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byte, tmp string) (*loadReport, *runReport, *webhookReport, error) {
+func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byte, tmp string) (load *loadReport, runs *runReport, hooks *webhookReport, err error) {
+	err = withStack(ctx, root, tmp, func(clients *devstack.Stack) error {
+		if load, err = measureLoad(ctx, tpl, clients); err != nil {
+			return err
+		}
+		if runs, err = measureRuns(ctx, tpl, clients, src); err != nil {
+			return err
+		}
+		hooks, err = measureWebhooks(ctx, tpl, clients, tmp)
+		return err
+	})
+	return load, runs, hooks, err
+}
+
+// withStack starts DynamoDB Local and fauxqs, runs fn on clients of them
+// and stops them.
+func withStack(ctx context.Context, root, tmp string, fn func(*devstack.Stack) error) error {
 	stack, err := emulator.StartStack(ctx, emulator.StackOptions{RepoRoot: root, LogPrefix: "bench-"})
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	defer func() {
 		if err := stack.Stop(); err != nil {
@@ -107,19 +123,7 @@ func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byt
 	clients := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()),
 		emulator.SQSClient(stack.Fauxqs.Endpoint()), emulator.S3Client(stack.Fauxqs.Endpoint()), "")
 	clients.UseMoto(stack.Moto.Endpoint())
-	load, err := measureLoad(ctx, tpl, clients)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	runs, err := measureRuns(ctx, tpl, clients, src)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	hooks, err := measureWebhooks(ctx, tpl, clients, tmp)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return load, runs, hooks, nil
+	return fn(clients)
 }
 
 // loadWorkspace holds the load's jobs. None of them ever runs, so each one

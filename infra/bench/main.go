@@ -12,7 +12,9 @@
 //     of its own (`go run ./infra/bench enhance` prints just that one);
 //   - job creation through the local API (DynamoDB Local, fauxqs, the
 //     gateway and the handlers of `make run`), next to raw PutItem calls of
-//     the same item: the write ceiling of DynamoDB Local on this machine;
+//     the same item: the write ceiling of DynamoDB Local on this machine,
+//     and raw TransactWriteItems of a creation's three writes (`go run
+//     ./infra/bench creation` prints just those rows);
 //   - jobs run to the end on the local stack (a table, queue and buckets of
 //     their own), the worker and the sweeper played from template.yaml by
 //     triggers.Start as `make run` plays them: a synthetic 1024x1024 photo
@@ -57,6 +59,7 @@ import (
 	"syscall"
 	"time"
 
+	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
 )
@@ -84,8 +87,9 @@ type soakOptions struct {
 func main() {
 	enhanceOnly := len(os.Args) > 1 && os.Args[1] == "enhance"
 	startsOnly := len(os.Args) > 1 && os.Args[1] == "starts"
+	creationOnly := len(os.Args) > 1 && os.Args[1] == "creation"
 	var so soakOptions
-	if !enhanceOnly && !startsOnly {
+	if !enhanceOnly && !startsOnly && !creationOnly {
 		flag.DurationVar(&so.d, "soak", defaultSoakFor, "how long the soak sends its fixed rate of requests to make run's runner (0: no soak)")
 		flag.IntVar(&so.rate, "soak-rate", defaultSoakRate, "the soak's requests per second")
 		flag.BoolVar(&so.only, "soak-only", false, "run the soak alone")
@@ -103,6 +107,8 @@ func main() {
 			return runEnhance(root, tmp)
 		case startsOnly:
 			return runStarts(root, tmp)
+		case creationOnly:
+			return runCreation(ctx, root, tmp)
 		case so.only:
 			return runSoakOnly(ctx, root, tmp, begin, so)
 		}
@@ -287,6 +293,32 @@ func runEnhance(root, tmp string) error {
 	t.print(os.Stdout)
 	if failed {
 		return errors.New("some enhance runs failed (see the table)")
+	}
+	return nil
+}
+
+// runCreation is `go run ./infra/bench creation`: job creation through the
+// local API against raw PutItem and TransactWriteItems calls, alone.
+func runCreation(ctx context.Context, root, tmp string) error {
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return err
+	}
+	before := loadAverage()
+	var load *loadReport
+	err = withStack(ctx, root, tmp, func(clients *devstack.Stack) error {
+		load, err = measureLoad(ctx, tpl, clients)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r := &report{t: newReportTable(), host: runtime.GOOS + "/" + runtime.GOARCH}
+	r.load(load)
+	r.t.note("load average (1 min): %s before, %s after.", before, loadAverage())
+	r.t.print(os.Stdout)
+	if r.failed {
+		return errors.New("some checks failed (see the table)")
 	}
 	return nil
 }

@@ -262,8 +262,12 @@ func (d Deps) Lifecycle() *lifecycle.Jobs {
 	return &lifecycle.Jobs{Store: d.Store(), Queue: queue.NewJobs(d.Queues(), d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
 }
 
-// Authenticator resolves API tokens.
-func (d Deps) Authenticator() auth.Authenticator { return auth.Authenticator{Dir: d.Store()} }
+// Authenticator resolves API tokens. It remembers each token and workspace
+// it reads for up to auth.MaxCacheAge, for the life of the function instance:
+// most requests then read neither.
+func (d Deps) Authenticator() auth.Authenticator {
+	return auth.Authenticator{Dir: auth.NewCache(d.Store(), d.Clock)}
+}
 
 // Jobs builds the jobs function's handler.
 func Jobs(d Deps) (http.Handler, error) {

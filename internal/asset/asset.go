@@ -1,17 +1,18 @@
 // Package asset holds the images a client uploads to refer to in generation
 // requests: their ids, where they are stored, the URL the API gives them,
-// which bytes count as an image, and the size limits. It imports no AWS
+// the image types they may have, and the size limits. It imports no AWS
 // package.
 package asset
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
 	"net/url"
 	"strings"
 	"time"
+
+	"genjobs/internal/imagetype"
 )
 
 // Asset is an uploaded image. It belongs to one workspace: only that
@@ -40,11 +41,12 @@ const (
 // UploadLifetime is how long a presigned upload URL stays valid.
 const UploadLifetime = 15 * time.Minute
 
-// The image types an asset may have.
+// The image types an asset may have; imagetype.Sniff tells them from the
+// bytes.
 const (
-	PNG  = "image/png"
-	JPEG = "image/jpeg"
-	WebP = "image/webp"
+	PNG  = imagetype.PNG
+	JPEG = imagetype.JPEG
+	WebP = imagetype.WebP
 )
 
 // ContentTypes lists the accepted types, in the order messages name them.
@@ -133,22 +135,4 @@ func IDFromURL(baseURL, ref string) (id string, ok bool) {
 
 func httpURL(u *url.URL) bool {
 	return (u.Scheme == "http" || u.Scheme == "https") && u.Opaque == "" && u.User == nil && u.Host != ""
-}
-
-// Sniff tells the image type of data from its first bytes: PNG, JPEG or
-// WebP, or ok false for anything else. It reads signatures only; whether the
-// rest decodes is the engine's concern.
-func Sniff(data []byte) (contentType string, ok bool) {
-	switch {
-	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
-		return PNG, true
-	case bytes.HasPrefix(data, []byte("\xff\xd8\xff")):
-		return JPEG, true
-	case len(data) >= 16 && bytes.Equal(data[:4], []byte("RIFF")) && bytes.Equal(data[8:15], []byte("WEBPVP8")):
-		// RIFF, a size, WEBP, then a VP8 / VP8L / VP8X chunk.
-		if c := data[15]; c == ' ' || c == 'L' || c == 'X' {
-			return WebP, true
-		}
-	}
-	return "", false
 }

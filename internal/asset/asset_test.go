@@ -106,34 +106,6 @@ func TestIDFromURL(t *testing.T) {
 	}
 }
 
-func TestSniff(t *testing.T) {
-	cases := []struct {
-		name, data, want string
-	}{
-		{"png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", asset.PNG},
-		{"jpeg", "\xff\xd8\xff\xe0\x00\x10JFIF\x00", asset.JPEG},
-		{"jpeg exif", "\xff\xd8\xff\xe1\x00\x10Exif\x00", asset.JPEG},
-		{"webp lossy", "RIFF\x24\x00\x00\x00WEBPVP8 \x18\x00\x00\x00", asset.WebP},
-		{"webp lossless", "RIFF\x24\x00\x00\x00WEBPVP8L\x18\x00\x00\x00", asset.WebP},
-		{"webp extended", "RIFF\x24\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00", asset.WebP},
-		{"empty", "", ""},
-		{"truncated png", "\x89PNG\r\n", ""},
-		{"gif", "GIF89a\x01\x00\x01\x00", ""},
-		{"riff wave", "RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00", ""},
-		{"webp without a chunk", "RIFF\x24\x00\x00\x00WEBP", ""},
-		{"webp odd chunk", "RIFF\x24\x00\x00\x00WEBPVP8Q\x18\x00\x00\x00", ""},
-		{"json", `{"image":"x"}`, ""},
-		{"svg", `<svg xmlns="http://www.w3.org/2000/svg"/>`, ""},
-		{"bmp", "BM\x3e\x00\x00\x00\x00\x00", ""},
-	}
-	for _, c := range cases {
-		got, ok := asset.Sniff([]byte(c.data))
-		if got != c.want || ok != (c.want != "") {
-			t.Errorf("Sniff(%s) = %q, %v; want %q", c.name, got, ok, c.want)
-		}
-	}
-}
-
 func TestValidContentType(t *testing.T) {
 	for _, ct := range asset.ContentTypes {
 		if !asset.ValidContentType(ct) {

@@ -89,7 +89,8 @@ func NewID(prefix string) string {
 }
 
 // Directory is the storage auth reads. Reads must be strongly consistent so
-// that a revocation takes effect at once.
+// that a revocation takes effect at once, or, through a Cache, within
+// MaxCacheAge.
 type Directory interface {
 	TokenByHash(ctx context.Context, hash string) (Token, error)
 	Workspace(ctx context.Context, id string) (Workspace, error)

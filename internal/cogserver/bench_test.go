@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"genjobs/internal/engine"
+	"genjobs/internal/engine/generate"
+	"genjobs/internal/engine/reference"
 )
 
 // BenchmarkPrediction makes one model-e-4 image (512x512) per iteration
@@ -16,13 +17,13 @@ import (
 // ratio: the protocol's overhead.
 func BenchmarkPrediction(b *testing.B) {
 	input := map[string]any{"prompt": "a lighthouse at dusk", "width": 512, "height": 512}
-	h := newHarness(b, engine.Reference(), nil)
+	h := newHarness(b, reference.Engines(), nil)
 	var direct, served time.Duration
 	i := 0
 	for b.Loop() {
 		i++
 		t0 := time.Now()
-		engineOutput(b, engine.Image{}, "/generate/image/vendor-b/model-e-4", input)
+		engineOutput(b, generate.Image{}, "/generate/image/vendor-b/model-e-4", input)
 		t1 := time.Now()
 		status, _ := h.putAsync("image/vendor-b/model-e-4", fmt.Sprint("bench-", i), map[string]any{
 			"input": input, "webhook": h.hook.url, "webhook_events_filter": []string{"completed"},

@@ -24,6 +24,8 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/cogserver"
 	"genjobs/internal/engine"
+	"genjobs/internal/engine/generate"
+	"genjobs/internal/engine/reference"
 	"genjobs/internal/fetch"
 	"genjobs/internal/netguard"
 )
@@ -270,7 +272,7 @@ var progressLine = regexp.MustCompile(`(?m)^\s*(\d+)%\s*\|.+?\|\s*(\d+)/(\d+)`)
 // and a completed one (succeeded) with the bearer token, the output the
 // engine's own PNG of the asked size.
 func TestAsyncPredictionDeliversTheEngineOutputByWebhook(t *testing.T) {
-	h := newHarness(t, engine.Reference(), nil)
+	h := newHarness(t, reference.Engines(), nil)
 	input := map[string]any{"prompt": "a lighthouse at dusk", "width": 200, "height": 120}
 	status, body := h.putAsync("image/vendor-b/model-e-4", "pred-1", map[string]any{
 		"input": input, "webhook": h.hook.url, "webhook_events_filter": []string{"start", "completed"},
@@ -303,7 +305,7 @@ func TestAsyncPredictionDeliversTheEngineOutputByWebhook(t *testing.T) {
 	if b := img.Bounds(); b.Dx() != 200 || b.Dy() != 120 {
 		t.Errorf("output is %dx%d, want 200x120", b.Dx(), b.Dy())
 	}
-	if want := engineOutput(t, engine.Image{}, "/generate/image/vendor-b/model-e-4", input); !bytes.Equal(data, want) {
+	if want := engineOutput(t, generate.Image{}, "/generate/image/vendor-b/model-e-4", input); !bytes.Equal(data, want) {
 		t.Error("the output is not the reference engine's output for this request")
 	}
 	if !progressLine.MatchString(done["logs"].(string)) {
@@ -327,7 +329,7 @@ func statuses(ds []delivery) []any {
 // progress, output (still processing, the outputs so far as a list) and
 // completed with the one output.
 func TestEnhanceFetchesItsInputAndSendsEveryEvent(t *testing.T) {
-	h := newHarness(t, engine.Reference(), nil)
+	h := newHarness(t, reference.Engines(), nil)
 	src := image.NewRGBA(image.Rect(0, 0, 64, 48))
 	for y := range 48 {
 		for x := range 64 {
@@ -386,7 +388,7 @@ func TestEnhanceFetchesItsInputAndSendsEveryEvent(t *testing.T) {
 
 // A video model answers its animation as one data: URI of the GIF.
 func TestSynchronousVideoPrediction(t *testing.T) {
-	h := newHarness(t, engine.Reference(), nil)
+	h := newHarness(t, reference.Engines(), nil)
 	status, body := h.call(http.MethodPut, "/video/vendor-f/model-f-2.2/predictions/vid-1", map[string]any{
 		"input": map[string]any{"prompt": "waves", "width": 160, "height": 90, "duration": 2},
 	})
@@ -401,8 +403,8 @@ func TestSynchronousVideoPrediction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(anim.Image) != 2*engine.VideoFPS || anim.Config.Width != 160 || anim.Config.Height != 90 {
-		t.Errorf("GIF of %d frames %dx%d, want %d frames 160x90", len(anim.Image), anim.Config.Width, anim.Config.Height, 2*engine.VideoFPS)
+	if len(anim.Image) != 2*generate.VideoFPS || anim.Config.Width != 160 || anim.Config.Height != 90 {
+		t.Errorf("GIF of %d frames %dx%d, want %d frames 160x90", len(anim.Image), anim.Config.Width, anim.Config.Height, 2*generate.VideoFPS)
 	}
 }
 
@@ -448,7 +450,7 @@ func (g *gate) waitStarted(t *testing.T) {
 }
 
 func gated(model string, g *gate) engine.Registry {
-	r := engine.Reference()
+	r := reference.Engines()
 	r[model] = g
 	return r
 }
@@ -456,7 +458,7 @@ func gated(model string, g *gate) engine.Registry {
 // Cancel mid-run ends the engine's context and the prediction canceled;
 // the server forgets it (a second cancel is 404).
 func TestCancelStopsTheEngine(t *testing.T) {
-	g := newGate(engine.Video{})
+	g := newGate(generate.Video{})
 	h := newHarness(t, gated("model-c", g), nil)
 	const model = "video/vendor-c/model-c"
 	status, _ := h.putAsync(model, "vid-cancel", map[string]any{
@@ -495,7 +497,7 @@ func TestCancelStopsTheEngine(t *testing.T) {
 // its state and starts nothing; another id gets 409 (one slot); the body's
 // id must match the URL's.
 func TestIdempotentPutWhileRunning(t *testing.T) {
-	g := newGate(engine.Video{})
+	g := newGate(generate.Video{})
 	h := newHarness(t, gated("model-c", g), nil)
 	const model = "video/vendor-c/model-c"
 	first := map[string]any{"input": map[string]any{"prompt": "a storm", "duration": 3}, "webhook": h.hook.url, "webhook_events_filter": []string{"completed"}}
@@ -547,7 +549,7 @@ func TestIdempotentPutWhileRunning(t *testing.T) {
 // Input the schema refuses: 422 with Cog's detail list naming the rule;
 // nothing runs and no webhook is sent.
 func TestBadInputIsRefusedWith422(t *testing.T) {
-	h := newHarness(t, engine.Reference(), nil)
+	h := newHarness(t, reference.Engines(), nil)
 	const model = "image/vendor-b/model-e-4"
 	for _, tc := range []struct {
 		name string
@@ -592,7 +594,7 @@ func TestBadInputIsRefusedWith422(t *testing.T) {
 
 // An input the fetch cannot use fails the prediction with the reason.
 func TestUnusableInputFailsThePrediction(t *testing.T) {
-	h := newHarness(t, engine.Reference(), nil)
+	h := newHarness(t, reference.Engines(), nil)
 	missing := httptest.NewServer(http.NotFoundHandler())
 	defer missing.Close()
 	h.putAsync("enhance/vendor-a/standard-enhance", "enh-404", map[string]any{
@@ -617,7 +619,7 @@ func TestCompletedWebhookRetries(t *testing.T) {
 		{[]int{429, 500, 502, 504}, 5, "completed webhook delivered"},
 		{[]int{400}, 1, "the completed webhook was refused"},
 	} {
-		h := newHarness(t, engine.Reference(), nil)
+		h := newHarness(t, reference.Engines(), nil)
 		h.hook.refuse = tc.refuse
 		h.putAsync("image/vendor-b/model-e-4", "retry", map[string]any{
 			"input":   map[string]any{"prompt": "x", "width": 64, "height": 64},
@@ -638,7 +640,7 @@ func TestCompletedWebhookRetries(t *testing.T) {
 // POST /predictions makes up an id (Cog's recommended form) when the body
 // has none, and GET /openapi.json shows the endpoint's schema as Input.
 func TestPostPredictionAndOpenAPI(t *testing.T) {
-	h := newHarness(t, engine.Reference(), nil)
+	h := newHarness(t, reference.Engines(), nil)
 	const model = "3d/vendor-g/model-g-3.1-rapid"
 	status, body := h.call(http.MethodPost, "/"+model+"/predictions", map[string]any{
 		"input": map[string]any{"prompt": "a teapot"}, "webhook": h.hook.url, "webhook_events_filter": []string{"completed"},
@@ -666,7 +668,7 @@ func TestPostPredictionAndOpenAPI(t *testing.T) {
 
 // A synchronous client that goes away cancels its prediction, as Cog does.
 func TestSynchronousClientDisconnectCancels(t *testing.T) {
-	g := newGate(engine.Video{})
+	g := newGate(generate.Video{})
 	h := newHarness(t, gated("model-c", g), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -699,7 +701,7 @@ func TestSynchronousClientDisconnectCancels(t *testing.T) {
 // was uploaded to; the server's own /uploads/ serves it, so a webhook stays
 // small however large the output.
 func TestOutputsUploadedToTheServerItself(t *testing.T) {
-	h := newHarness(t, engine.Reference(), func(o *cogserver.Options, base string) { o.UploadURL = base + "/uploads/" })
+	h := newHarness(t, reference.Engines(), func(o *cogserver.Options, base string) { o.UploadURL = base + "/uploads/" })
 	input := map[string]any{"prompt": "a lighthouse at dusk", "width": 300, "height": 200}
 	h.putAsync("image/vendor-b/model-e-4", "up-1", map[string]any{
 		"input": input, "webhook": h.hook.url, "webhook_events_filter": []string{"completed"},
@@ -718,7 +720,7 @@ func TestOutputsUploadedToTheServerItself(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" {
 		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	if want := engineOutput(t, engine.Image{}, "/generate/image/vendor-b/model-e-4", input); !bytes.Equal(data, want) {
+	if want := engineOutput(t, generate.Image{}, "/generate/image/vendor-b/model-e-4", input); !bytes.Equal(data, want) {
 		t.Error("the uploaded file is not the engine's output")
 	}
 
@@ -739,7 +741,7 @@ func TestFailedUploadFailsThePrediction(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
 	defer broken.Close()
-	h := newHarness(t, engine.Reference(), func(o *cogserver.Options, _ string) { o.UploadURL = broken.URL + "/up" })
+	h := newHarness(t, reference.Engines(), func(o *cogserver.Options, _ string) { o.UploadURL = broken.URL + "/up" })
 	h.putAsync("image/vendor-b/model-e-4", "up-2", map[string]any{
 		"input":   map[string]any{"prompt": "x", "width": 64, "height": 64},
 		"webhook": h.hook.url, "webhook_events_filter": []string{"completed"},
@@ -751,7 +753,7 @@ func TestFailedUploadFailsThePrediction(t *testing.T) {
 
 // An empty webhook_events_filter asks for no webhook at all.
 func TestEmptyEventFilterSendsNothing(t *testing.T) {
-	h := newHarness(t, engine.Reference(), nil)
+	h := newHarness(t, reference.Engines(), nil)
 	status, _ := h.putAsync("image/vendor-b/model-e-4", "quiet", map[string]any{
 		"input":   map[string]any{"prompt": "x", "width": 64, "height": 64},
 		"webhook": h.hook.url, "webhook_events_filter": []string{},
@@ -765,7 +767,7 @@ func TestEmptyEventFilterSendsNothing(t *testing.T) {
 
 // An image input given as a data: URI is decoded, not fetched.
 func TestDataURIInput(t *testing.T) {
-	h := newHarness(t, engine.Reference(), nil)
+	h := newHarness(t, reference.Engines(), nil)
 	src := image.NewRGBA(image.Rect(0, 0, 16, 9))
 	for i := range src.Pix {
 		src.Pix[i] = uint8(i * 7)

@@ -1,5 +1,8 @@
-// Package engine turns a validated generation request into output files. One
-// reference engine per model, deterministic for a seed; it imports no AWS
+// Package engine is what every engine shares: the job an engine works on,
+// the files it makes, how it reports progress, and the decoders of the
+// input images. The engines live beneath it, one package each: enhance
+// (standard-enhance), generate (the image and video models) and mesh (the
+// 3D model); reference maps each model to its engine. None imports an AWS
 // package: the worker fetches the inputs and stores the outputs.
 package engine
 

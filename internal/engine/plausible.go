@@ -4,17 +4,17 @@ import "encoding/binary"
 
 // The standard decoders allocate the whole image as soon as they have read
 // its header, so a file of a hundred bytes that claims 14000 x 14000 pixels
-// at 16 bits buys a 1.5 GB allocation before it fails. tooShort refuses
+// at 16 bits buys a 1.5 GB allocation before it fails. TooShort refuses
 // such a file first: its compressed data cannot hold the image it claims.
 
 // maxDeflateRatio is the most deflate can expand: a 258-byte match in
 // about two bits, some 1032:1.
 const maxDeflateRatio = 1032
 
-// tooShort reports whether data, a PNG or JPEG file (by its signature),
+// TooShort reports whether data, a PNG or JPEG file (by its signature),
 // holds fewer compressed bytes than the smallest encoding of the image its
 // header claims. Anything it cannot read is left to the decoder.
-func tooShort(data []byte) bool {
+func TooShort(data []byte) bool {
 	switch {
 	case len(data) >= 8 && string(data[:8]) == "\x89PNG\r\n\x1a\n":
 		return pngTooShort(data)

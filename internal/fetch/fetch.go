@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"genjobs/internal/imagetype"
 	"genjobs/internal/netguard"
 )
 
@@ -195,8 +196,8 @@ func (f *Fetcher) image(field string, data []byte) (Image, error) {
 	if len(data) == 0 {
 		return Image{}, invalid(field, nil, "the file is empty")
 	}
-	ct := sniff(data)
-	if ct == "" {
+	ct, ok := imagetype.Sniff(data)
+	if !ok {
 		msg := "not a PNG, JPEG or WebP image"
 		if seen, _, _ := mime.ParseMediaType(http.DetectContentType(data)); seen != "application/octet-stream" {
 			msg += " (it looks like " + seen + ")"
@@ -204,19 +205,6 @@ func (f *Fetcher) image(field string, data []byte) (Image, error) {
 		return Image{}, invalid(field, nil, "%s", msg)
 	}
 	return Image{ContentType: ct, Data: data}, nil
-}
-
-// sniff returns the content type of data when it is an accepted image, else "".
-func sniff(data []byte) string {
-	// RIFF container, WEBP form, first chunk "VP8 ", "VP8L" or "VP8X".
-	if len(data) >= 16 && string(data[:4]) == "RIFF" && string(data[8:15]) == "WEBPVP8" {
-		return "image/webp"
-	}
-	switch ct := http.DetectContentType(data); ct {
-	case "image/png", "image/jpeg":
-		return ct
-	}
-	return ""
 }
 
 func (f *Fetcher) maxBytes() int64 {

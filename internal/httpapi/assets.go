@@ -15,6 +15,7 @@ import (
 
 	"genjobs/internal/asset"
 	"genjobs/internal/clock"
+	"genjobs/internal/imagetype"
 	"genjobs/internal/job"
 	"genjobs/internal/jsonbody"
 )
@@ -93,7 +94,7 @@ func (h *Assets) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The bytes must be an image, and the image the client said it sends.
-	if sniffed, ok := asset.Sniff(data); !ok || sniffed != declared {
+	if sniffed, ok := imagetype.Sniff(data); !ok || sniffed != declared {
 		writeError(w, http.StatusBadRequest, msgNotAnImage)
 		return
 	}

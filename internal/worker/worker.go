@@ -26,6 +26,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/engine"
 	"genjobs/internal/fetch"
+	"genjobs/internal/imagetype"
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
 )
@@ -435,7 +436,7 @@ func (a *attempt) input(ctx context.Context, ref catalog.ImageRef) (fetch.Image,
 		return fetch.Image{}, err
 	}
 	// A presigned upload is not checked when it lands: sniff it here.
-	ct, ok := asset.Sniff(data)
+	ct, ok := imagetype.Sniff(data)
 	if !ok {
 		return fetch.Image{}, fetch.Invalid("%s: the asset is not a PNG, JPEG or WebP image", ref.Name())
 	}

@@ -28,6 +28,7 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/engine"
+	"genjobs/internal/engine/enhance"
 	"genjobs/internal/fetch"
 	"genjobs/internal/job"
 	"genjobs/internal/lifecycle"
@@ -521,7 +522,7 @@ func TestAssetInputsAreReadFromTheJobsOwnWorkspace(t *testing.T) {
 
 func TestACorruptImageFailsTheJobWithInvalidInput(t *testing.T) {
 	e := newEnv(t)
-	e.w.Engines["standard-enhance"] = engine.Enhance{}
+	e.w.Engines["standard-enhance"] = enhance.Engine{}
 	full := tinyPNG()
 	for name, data := range map[string][]byte{"truncated": full[:len(full)/2], "corrupt": append([]byte{0x89, 'P', 'N', 'G', 0, 0, 0, 0}, full[8:]...)} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -28,6 +27,8 @@ import (
 
 	"genjobs/internal/catalog"
 	"genjobs/internal/engine"
+	"genjobs/internal/engine/enhance"
+	"genjobs/internal/imagetype"
 )
 
 func main() {
@@ -85,14 +86,12 @@ func run() error {
 		return fmt.Errorf("request: %w", err)
 	}
 	sink := &fileSink{path: out}
+	ct, _ := imagetype.Sniff(src) // as the worker's fetcher tells it; the engine refuses what it is not
 	j := engine.Job{
 		Model:   "standard-enhance",
 		Request: req.JSON(),
-		Inputs:  []engine.Input{{Field: "image_url", ContentType: http.DetectContentType(src), Data: src}},
+		Inputs:  []engine.Input{{Field: "image_url", ContentType: ct, Data: src}},
 		Outputs: sink,
-	}
-	if strings.HasPrefix(string(src), "RIFF") {
-		j.Inputs[0].ContentType = "image/webp"
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -105,7 +104,7 @@ func run() error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	files, err := engine.Enhance{}.Run(context.Background(), j, func(engine.Update) error { return nil })
+	files, err := enhance.Engine{}.Run(context.Background(), j, func(engine.Update) error { return nil })
 	if err != nil {
 		return err
 	}

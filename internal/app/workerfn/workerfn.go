@@ -7,7 +7,7 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/catalog"
-	"genjobs/internal/engine"
+	"genjobs/internal/engine/reference"
 	"genjobs/internal/fetch"
 	"genjobs/internal/netguard"
 	"genjobs/internal/worker"
@@ -29,7 +29,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Store:     d.Store(),
 		Ender:     d.Lifecycle(),
 		Catalog:   cat,
-		Engines:   engine.Reference(),
+		Engines:   reference.Engines(),
 		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}, nil),
 		Blobs:     d.Blobs(),
 		Assets:    d.Store(),

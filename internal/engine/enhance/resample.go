@@ -1,0 +1,270 @@
+package enhance
+
+import "math"
+
+// lanczosLobes is the kernel's radius in source pixels at scale 1: three
+// lobes keep edges crisp with little ringing, the usual choice for photos.
+const lanczosLobes = 3
+
+func lanczos(x float64) float64 {
+	x = math.Abs(x)
+	switch {
+	case x == 0:
+		return 1
+	case x >= lanczosLobes:
+		return 0
+	}
+	px := math.Pi * x
+	return lanczosLobes * math.Sin(px) * math.Sin(px/lanczosLobes) / (px * px)
+}
+
+// window is the part of a source axis that maps onto an output axis: from
+// offset, length source pixels, both possibly fractional.
+type window struct {
+	offset, length float64
+}
+
+// kernel holds the taps of one axis of a resample: output i reads source
+// pixels start[i] .. start[i]+count[i]-1 with weights
+// weights[i*taps : i*taps+count[i]].
+type kernel struct {
+	taps    int
+	start   []int
+	count   []int
+	weights []float32
+}
+
+// newKernel maps outN output pixels onto win of a source axis of srcN
+// pixels. Pixel centres line up (output i sits at source
+// offset+(i+0.5)*length/outN-0.5). Downscaling widens the kernel by the
+// ratio so every source pixel counts (no aliasing). Taps outside the source
+// fold onto its edge pixel, as if the edge extended for ever, and the
+// weights of each output sum to exactly one, so a flat image stays flat up
+// to its edges.
+func newKernel(srcN, outN int, win window) *kernel {
+	step := win.length / float64(outN) // source pixels per output pixel
+	stretch := math.Max(step, 1)
+	radius := lanczosLobes * stretch
+	taps := int(math.Ceil(2*radius)) + 1
+	k := &kernel{
+		taps:    taps,
+		start:   make([]int, outN),
+		count:   make([]int, outN),
+		weights: make([]float32, outN*taps),
+	}
+	acc := make([]float64, taps)
+	for i := range outN {
+		centre := win.offset + (float64(i)+0.5)*step - 0.5
+		lo := int(math.Floor(centre-radius)) + 1
+		hi := int(math.Floor(centre + radius))
+		first := min(max(lo, 0), srcN-1)
+		last := min(max(hi, 0), srcN-1)
+		clear(acc)
+		var sum float64
+		for j := lo; j <= hi; j++ {
+			w := lanczos((float64(j) - centre) / stretch)
+			acc[min(max(j, 0), srcN-1)-first] += w
+			sum += w
+		}
+		k.start[i] = first
+		k.count[i] = last - first + 1
+		for t := range k.count[i] {
+			k.weights[i*taps+t] = float32(acc[t] / sum)
+		}
+	}
+	return k
+}
+
+// resampleRow resamples one row of pixels horizontally into dst.
+func (k *kernel) resampleRow(dst, src []float32) {
+	if k.taps == enlargeTaps {
+		k.resampleRow6(dst, src)
+		return
+	}
+	for x := range k.start {
+		k.resamplePixel(dst, src, x)
+	}
+}
+
+// enlargeTaps is the taps of an enlarging kernel: Lanczos-3 reads six
+// source pixels around every point between two of them.
+const enlargeTaps = 2*lanczosLobes + 1
+
+// resampleRow6 is resampleRow for an enlarging kernel, its six taps spelled
+// out (an enlarging kernel reads at most six pixels: floor(c+3)-floor(c-3)):
+// the sums are the loop's, in the same order, so the results are the same,
+// without the loop's bookkeeping and bounds checks.
+func (k *kernel) resampleRow6(dst, src []float32) {
+	for x, start := range k.start {
+		if k.count[x] > 6 || 4*start+24 > len(src) {
+			k.resamplePixel(dst, src, x) // at the row's very end
+			continue
+		}
+		// Past count (an edge folded onto fewer pixels) the weights are 0.
+		w := (*[6]float32)(k.weights[x*enlargeTaps:])
+		s := (*[24]float32)(src[4*start:])
+		d := (*[4]float32)(dst[4*x:])
+		d[0] = w[0]*s[0] + w[1]*s[4] + w[2]*s[8] + w[3]*s[12] + w[4]*s[16] + w[5]*s[20]
+		d[1] = w[0]*s[1] + w[1]*s[5] + w[2]*s[9] + w[3]*s[13] + w[4]*s[17] + w[5]*s[21]
+		d[2] = w[0]*s[2] + w[1]*s[6] + w[2]*s[10] + w[3]*s[14] + w[4]*s[18] + w[5]*s[22]
+		d[3] = w[0]*s[3] + w[1]*s[7] + w[2]*s[11] + w[3]*s[15] + w[4]*s[19] + w[5]*s[23]
+	}
+}
+
+// resamplePixel is output pixel x of resampleRow.
+func (k *kernel) resamplePixel(dst, src []float32, x int) {
+	w := k.weights[x*k.taps : x*k.taps+k.count[x]]
+	s := src[4*k.start[x] : 4*(k.start[x]+len(w))]
+	var r, g, b, a float32
+	for t, wt := range w {
+		p := s[4*t : 4*t+4 : 4*t+4]
+		r += wt * p[0]
+		g += wt * p[1]
+		b += wt * p[2]
+		a += wt * p[3]
+	}
+	d := dst[4*x : 4*x+4 : 4*x+4]
+	d[0], d[1], d[2], d[3] = r, g, b, a
+}
+
+// resampleLuma resamples one row of single values (luminance) into dst.
+// The even and the odd taps are summed apart: one chain of dependent
+// additions would leave the core waiting on each.
+func (k *kernel) resampleLuma(dst, src []float32) {
+	for x := range k.start {
+		w := k.weights[x*k.taps : x*k.taps+k.count[x]]
+		s := src[k.start[x] : k.start[x]+len(w)]
+		s = s[:len(w)]
+		var even, odd float32
+		t := 0
+		for ; t+1 < len(w); t += 2 {
+			even += w[t] * s[t]
+			odd += w[t+1] * s[t+1]
+		}
+		if t < len(w) {
+			even += w[t] * s[t]
+		}
+		dst[x] = even + odd
+	}
+}
+
+// blurred is k followed by a blur of its outputs with the symmetric weights
+// g (outputs past either end repeat the end one): one kernel from k's source
+// straight to the blurred outputs, so that a blur of a resample costs one
+// pass over the source's pixels instead of two over the output's.
+func (k *kernel) blurred(g []float32) *kernel {
+	n, r := len(k.start), len(g)/2
+	at := func(i int) int { return min(max(i, 0), n-1) }
+	b := &kernel{start: make([]int, n), count: make([]int, n)}
+	for i := range n {
+		last := at(i + r) // start and start+count both grow with the output index
+		b.start[i] = k.start[at(i-r)]
+		b.count[i] = k.start[last] + k.count[last] - b.start[i]
+		b.taps = max(b.taps, b.count[i])
+	}
+	b.weights = make([]float32, n*b.taps)
+	acc := make([]float64, b.taps)
+	for i := range n {
+		clear(acc)
+		for t, gt := range g {
+			j := at(i + t - r)
+			off := k.start[j] - b.start[i]
+			for u, w := range k.weights[j*k.taps : j*k.taps+k.count[j]] {
+				acc[off+u] += float64(gt) * float64(w)
+			}
+		}
+		for u := range b.count[i] {
+			b.weights[i*b.taps+u] = float32(acc[u])
+		}
+	}
+	return b
+}
+
+// combine computes row y of a vertical resample into dst; row(j) returns
+// row j of the source, in increasing j.
+func (k *kernel) combine(dst []float32, y int, row func(j int) []float32) {
+	w := k.weights[y*k.taps : y*k.taps+k.count[y]]
+	scaleInto(dst, row(k.start[y]), w[0])
+	for t := 1; t < len(w); t++ {
+		addScaled(dst, row(k.start[y] + t)[:len(dst)], w[t])
+	}
+}
+
+// scaleInto sets dst to w*src.
+func scaleInto(dst, src []float32, w float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = w * v
+	}
+}
+
+// addScaled adds w*src to dst.
+func addScaled(dst, src []float32, w float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] += w * v
+	}
+}
+
+// span is the part of the source axis the kernel reads: [lo, hi).
+func (k *kernel) span() (lo, hi int) {
+	last := len(k.start) - 1
+	return k.start[0], k.start[last] + k.count[last] // both grow with the output index
+}
+
+// maxCount is the most source pixels one output pixel reads.
+func (k *kernel) maxCount() int {
+	n := 1
+	for _, c := range k.count {
+		n = max(n, c)
+	}
+	return n
+}
+
+// shifted is k reading a source whose first pixel is source pixel origin.
+func (k *kernel) shifted(origin int) *kernel {
+	s := *k
+	s.start = make([]int, len(k.start))
+	for i, v := range k.start {
+		s.start[i] = v - origin
+	}
+	return &s
+}
+
+// geometry says where the source lands in the output.
+type geometry struct {
+	outW, outH int
+	// The placed rectangle: the whole output when cropping, the fitted,
+	// centred rectangle otherwise.
+	placeX, placeY, placeW, placeH int
+	winX, winY                     window // the part of the source shown in it
+}
+
+// fitGeometry places a srcW x srcH source in a width x height output.
+//
+// With crop, the source covers the whole output at one scale for both axes
+// and the overflow is cut off equally on both sides (cover, centre crop):
+// nothing is stretched and nothing is padded. Without crop, the whole source
+// fits inside the output at one scale and is centred; the rest of the output
+// is padded (contain). The fitted size is rounded to whole pixels, so the
+// two axes may differ by less than a pixel's worth of scale: that keeps the
+// source's edges on pixel boundaries, so the pad does not bleed into it.
+func fitGeometry(srcW, srcH, width, height int, crop bool) geometry {
+	g := geometry{outW: width, outH: height}
+	sx := float64(width) / float64(srcW)
+	sy := float64(height) / float64(srcH)
+	if crop {
+		s := math.Max(sx, sy)
+		g.placeW, g.placeH = width, height
+		g.winX = window{(float64(srcW) - float64(width)/s) / 2, float64(width) / s}
+		g.winY = window{(float64(srcH) - float64(height)/s) / 2, float64(height) / s}
+		return g
+	}
+	s := math.Min(sx, sy)
+	g.placeW = min(max(int(math.Round(float64(srcW)*s)), 1), width)
+	g.placeH = min(max(int(math.Round(float64(srcH)*s)), 1), height)
+	g.placeX, g.placeY = (width-g.placeW)/2, (height-g.placeH)/2
+	g.winX = window{0, float64(srcW)}
+	g.winY = window{0, float64(srcH)}
+	return g
+}

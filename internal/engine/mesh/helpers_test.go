@@ -1,0 +1,16 @@
+package mesh
+
+import "genjobs/internal/engine/enginetest"
+
+// The helpers every engine's tests share, by the names these tests use.
+var (
+	genRequest   = enginetest.Request
+	genPNGInput  = enginetest.PNGInput
+	genSolid     = enginetest.Solid
+	genRun       = enginetest.Run
+	benchmarkGen = enginetest.Benchmark
+	jpegBytes    = enginetest.JPEGBytes
+	pngBytes     = enginetest.PNGBytes
+	webpBytes    = enginetest.WebPBytes
+	photo        = enginetest.Photo
+)
