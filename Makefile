@@ -123,3 +123,7 @@ build-WorkerFunction:
 	$(call lambda_build,worker)
 build-SweeperFunction:
 	$(call lambda_build,sweeper)
+build-ProviderFunction:
+	$(call lambda_build,provider)
+build-CallbacksFunction:
+	$(call lambda_build,callbacks)

@@ -111,6 +111,15 @@ func serve(args []string) error {
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
 	local.SigningKeyFile = filepath.Join(state, filepath.Base(devstack.SigningKeyFile))
+	// Endpoints routed to model providers (docs/providers.md): the file's
+	// document is the template's ProviderRoutes parameter.
+	if path := os.Getenv("PROVIDER_ROUTES_FILE"); path != "" {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("PROVIDER_ROUTES_FILE: %w", err)
+		}
+		local.ProviderRoutes = string(doc)
+	}
 	stopEmulators := stack.Stop
 	defer func() {
 		if err := stopEmulators(); err != nil {

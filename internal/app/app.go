@@ -31,6 +31,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/openapi"
+	"genjobs/internal/provider"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
 	"genjobs/internal/sweeper"
@@ -89,6 +90,13 @@ type Deps struct {
 	SigningKeyID         string
 	PreviousSigningKeyID string
 	WebhookSchedule      []time.Duration
+	// Model providers (docs/providers.md): the provider queue of routed
+	// jobs' steps (PROVIDER_QUEUE_URL), the routes (PROVIDER_ROUTES, a JSON
+	// document checked at init) and where the providers' secrets live
+	// (PROVIDER_SECRETS_PREFIX, "{stack name}/providers/").
+	ProviderQueueURL      string
+	ProviderRoutes        string
+	ProviderSecretsPrefix string
 	// PricesJSON (PRICES_JSON) overrides entries of the default price list
 	// (prices.Load); empty keeps the defaults.
 	PricesJSON string
@@ -119,6 +127,10 @@ func Config(getenv func(string) string) (Deps, error) {
 		BaseURL:       strings.TrimSuffix(getenv("BASE_URL"), "/"),
 		PricesJSON:    getenv("PRICES_JSON"),
 		AppURL:        strings.TrimSuffix(getenv("APP_URL"), "/"),
+
+		ProviderQueueURL:      getenv("PROVIDER_QUEUE_URL"),
+		ProviderRoutes:        getenv("PROVIDER_ROUTES"),
+		ProviderSecretsPrefix: getenv("PROVIDER_SECRETS_PREFIX"),
 
 		DeliveriesQueueURL:   getenv("DELIVERIES_QUEUE_URL"),
 		DeliveriesDLQURL:     getenv("DELIVERIES_DLQ_URL"),
@@ -227,9 +239,28 @@ func (d Deps) Blobs() *blob.Store {
 	return blob.New(client, d.ResultsBucket, d.AssetsBucket)
 }
 
+// JobQueue sends a job's message to the queue that runs it: the jobs
+// queue, or the provider queue for a routed job.
+func (d Deps) JobQueue() *queue.Jobs {
+	return queue.NewJobs(d.SQS, d.JobsQueueURL).WithProviders(d.ProviderQueueURL)
+}
+
 // Lifecycle ends jobs and promotes backlogs.
 func (d Deps) Lifecycle() *lifecycle.Jobs {
-	return &lifecycle.Jobs{Store: d.Store(), Queue: queue.NewJobs(d.SQS, d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
+	return &lifecycle.Jobs{Store: d.Store(), Queue: d.JobQueue(), Clock: d.Clock, Log: d.Log}
+}
+
+// Routes reads and checks PROVIDER_ROUTES against the catalog: a bad
+// document stops the function at init, naming the entry.
+func (d Deps) Routes(cat *catalog.Catalog) (provider.Routes, error) {
+	routes, err := provider.ParseRoutes(d.ProviderRoutes, cat)
+	if err != nil {
+		return nil, fmt.Errorf("PROVIDER_ROUTES: %w", err)
+	}
+	if len(routes) > 0 && d.ProviderQueueURL == "" {
+		return nil, fmt.Errorf("PROVIDER_ROUTES routes endpoints but PROVIDER_QUEUE_URL is not set")
+	}
+	return routes, nil
 }
 
 // Authenticator resolves API tokens.
@@ -251,13 +282,18 @@ func Generate(d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PRICES_JSON: %w", err)
 	}
+	routes, err := d.Routes(cat)
+	if err != nil {
+		return nil, err
+	}
 	g := &httpapi.Generate{
+		Providers:         routes,
 		Auth:              d.Authenticator(),
 		Catalog:           cat,
 		Jobs:              d.Store(),
 		Prices:            list,
 		Results:           d.Blobs(),
-		Queue:             queue.NewJobs(d.SQS, d.JobsQueueURL),
+		Queue:             d.JobQueue(),
 		Assets:            d.Store(),
 		Clock:             d.Clock,
 		BaseURL:           d.BaseURL,
@@ -342,7 +378,7 @@ func Sweeper(d Deps) (ScheduleHandler, error) {
 		return nil, err
 	}
 	d = d.For(awsclient.Events)
-	q := queue.NewJobs(d.SQS, d.JobsQueueURL)
+	q := d.JobQueue()
 	s := &sweeper.Sweeper{
 		Store:        d.Store(),
 		Lifecycle:    d.Lifecycle(),

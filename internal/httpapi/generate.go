@@ -15,6 +15,7 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
+	"genjobs/internal/provider"
 )
 
 // JobCreator stores a new job with its reservation, deciding whether it is
@@ -33,7 +34,7 @@ type Pricer interface {
 
 // Enqueuer hands a stored job to the workers.
 type Enqueuer interface {
-	Enqueue(ctx context.Context, jobID string) error
+	Enqueue(ctx context.Context, j *job.Job) error
 }
 
 // AssetReader finds uploaded assets (store.Store).
@@ -56,6 +57,10 @@ type Generate struct {
 	// AllowHTTPWebhooks accepts http:// webhook URLs: only where private
 	// destinations are allowed (local development).
 	AllowHTTPWebhooks bool
+	// Providers are the endpoints the deployment runs on a model provider: a
+	// job of one is marked with its provider and deadline, and its message
+	// goes to the provider queue. Nil routes nothing.
+	Providers provider.Routes
 }
 
 // MaxWebhookURLLength bounds X-Webhook-URL (API-DECISIONS 4).
@@ -146,6 +151,9 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 		WebhookURL:  webhook,
 		Price:       price,
 	}
+	if rt, ok := g.Providers.For(j.Endpoint); ok {
+		j.Provider, j.Deadline = rt.Provider, rt.Deadline()
+	}
 	if key != "" {
 		j.Idempotency = &job.Idempotency{
 			Key: key, RequestHash: job.RequestHash(j.Endpoint, j.Request, webhook),
@@ -180,7 +188,7 @@ func (g *Generate) create(w http.ResponseWriter, r *http.Request) {
 	log := logger(r.Context()).With("job_id", j.ID, "workspace_id", j.WorkspaceID)
 	// A backlogged job is enqueued when it is promoted.
 	if j.Status == job.Queued {
-		if err := g.Queue.Enqueue(r.Context(), j.ID); err != nil {
+		if err := g.Queue.Enqueue(r.Context(), j); err != nil {
 			// The job is durable; the sweeper enqueues queued jobs that have no
 			// message, so the client still gets its job.
 			log.Error("enqueue failed; left for the sweeper", "error", err.Error())
