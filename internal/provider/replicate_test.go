@@ -136,14 +136,8 @@ func TestCallbacksThatFailVerification(t *testing.T) {
 	e.steps(a.ID, 1)
 	e.steps(b.ID, 1)
 	var pa, pb providertest.RPrediction
-	for _, id := range []string{"rpred0001xyz", "rpred0002xyz"} {
-		url, _, _ := rep.Webhook(id, time.Now())
-		if strings.Contains(url, a.ID) {
-			pa.ID, pa.Webhook = id, url
-		} else {
-			pb.ID, pb.Webhook = id, url
-		}
-	}
+	pa.ID, _ = rep.ForJob(a.ID)
+	pb.ID, _ = rep.ForJob(b.ID)
 	out := e.files.Put("/out/a.png", providertest.File{ContentType: "image/png", Data: pngBytes})
 	rep.Set(pa.ID, "succeeded", "", []string{out}, "")
 	before := e.job(a.ID)

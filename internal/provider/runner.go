@@ -453,11 +453,10 @@ func (s *step) nextAs(ctx context.Context, delay time.Duration, to job.Status, p
 // ours: after Retry-After when the provider gave one, else a backoff.
 func (s *step) retry(ctx context.Context, what string, err error) error {
 	r := s.r
-	delay := RetryAfter(err)
+	delay := RetryAfter(err) // honoured as given (a wait over 15 minutes is a chain of messages)
 	if delay == 0 {
-		delay = r.RetryBase << min(max(s.sub.Tries-1, 0), 10)
+		delay = min(r.RetryBase<<min(max(s.sub.Tries-1, 0), 10), r.MaxPoll)
 	}
-	delay = min(delay, r.MaxPoll)
 	s.log.Warn("provider step failed; retrying", "step", what, "retry_in", delay.String(), "error", err.Error())
 	if s.lease == "" {
 		return err // a callback's step: SQS delivers it again

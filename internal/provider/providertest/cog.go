@@ -243,4 +243,3 @@ func (f *Files) serve(w http.ResponseWriter, req *http.Request) {
 		hijackClose(w)
 	}
 }
-

@@ -133,6 +133,18 @@ func (r *Replicate) Only(t testing.TB) RPrediction {
 	return *r.preds[r.order[0]]
 }
 
+// ForJob returns the id of the prediction whose webhook names the job.
+func (r *Replicate) ForJob(jobID string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range r.order {
+		if strings.Contains(r.preds[id].Webhook, "/"+jobID+"/") {
+			return id, true
+		}
+	}
+	return "", false
+}
+
 // Set changes a prediction: status, logs, output (any JSON value), error.
 func (r *Replicate) Set(id, status, logs string, output any, errMsg string) {
 	r.mu.Lock()
