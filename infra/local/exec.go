@@ -94,8 +94,8 @@ func runExec(args []string) error {
 			fmt.Fprintln(os.Stderr, "local:", err)
 		}
 	}()
-	fmt.Fprintf(os.Stderr, "local: DynamoDB Local at %s, fauxqs at %s (ready in %s; logs in %s)\n",
-		stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), time.Since(begin).Round(100*time.Millisecond), emulator.LogDir(root))
+	fmt.Fprintf(os.Stderr, "local: DynamoDB Local at %s, fauxqs at %s, moto at %s (ready in %s; logs in %s)\n",
+		stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), stack.Moto.Endpoint(), time.Since(begin).Round(100*time.Millisecond), emulator.LogDir(root))
 
 	cmd := exec.Command(path, args[1:]...)
 	cmd.Args[0] = args[0]
@@ -103,6 +103,7 @@ func runExec(args []string) error {
 	cmd.Env = withEnv(os.Environ(), map[string]string{
 		"GENJOBS_TEST_DYNAMODB_ENDPOINT": stack.DynamoDB.Endpoint(),
 		"GENJOBS_TEST_SQS_ENDPOINT":      stack.Fauxqs.Endpoint(),
+		"GENJOBS_TEST_MOTO_ENDPOINT":     stack.Moto.Endpoint(),
 		"AWS_ACCESS_KEY_ID":              emulator.AccessKey,
 		"AWS_SECRET_ACCESS_KEY":          emulator.SecretKey,
 		"AWS_REGION":                     emulator.Region,

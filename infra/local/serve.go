@@ -23,9 +23,9 @@ import (
 	"genjobs/internal/store"
 )
 
-// ports are the local stack's ports (API-DECISIONS 10), each overridable
-// from the environment.
-type ports struct{ api, dynamodb, fauxqs int }
+// ports are the local stack's ports, each overridable from the
+// environment.
+type ports struct{ api, dynamodb, fauxqs, moto int }
 
 func localPorts() (ports, error) {
 	var p ports
@@ -36,7 +36,12 @@ func localPorts() (ports, error) {
 	if p.dynamodb, err = envPort("DYNAMODB_PORT", 8000); err != nil {
 		return p, err
 	}
-	p.fauxqs, err = envPort("FAUXQS_PORT", 4566)
+	if p.fauxqs, err = envPort("FAUXQS_PORT", 4566); err != nil {
+		return p, err
+	}
+	// Not moto's own default, 5000: that one is often taken (macOS's
+	// AirPlay receiver, Flask apps).
+	p.moto, err = envPort("MOTO_PORT", 4567)
 	return p, err
 }
 
@@ -80,6 +85,13 @@ func serve(args []string) error {
 			return err
 		}
 	}
+	// A bad secrets file is said before anything starts.
+	var providerSecrets devstack.ProviderSecrets
+	if path := os.Getenv(devstack.ProviderSecretsFileEnv); path != "" {
+		if providerSecrets, err = devstack.ReadProviderSecrets(path); err != nil {
+			return err
+		}
+	}
 	// Take the API's port first: failing after a minute of install is worse.
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(apiPort)))
 	if err != nil {
@@ -90,11 +102,12 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	begin := time.Now()
-	fmt.Println("Starting DynamoDB Local and fauxqs (the first run installs them)...")
+	fmt.Println("Starting DynamoDB Local, fauxqs and moto (the first run installs them)...")
 	stack, err := emulator.StartStack(ctx, emulator.StackOptions{
 		RepoRoot:     root,
 		DynamoDBPort: p.dynamodb,
 		FauxqsPort:   p.fauxqs,
+		MotoPort:     p.moto,
 		DynamoDBPath: filepath.Join(state, "dynamodb"),
 		LogDir:       filepath.Join(state, "logs"),
 	})
@@ -120,6 +133,8 @@ func serve(args []string) error {
 		}
 		local.ProviderRoutes = string(doc)
 	}
+	local.UseMoto(stack.Moto.Endpoint())
+	local.Secrets = providerSecrets
 	stopEmulators := stack.Stop
 	defer func() {
 		if err := stopEmulators(); err != nil {
@@ -135,7 +150,7 @@ func serve(args []string) error {
 	// From here an emulator that exits is started again on its port:
 	// DynamoDB Local with its data under .local/, fauxqs empty, its queues
 	// and buckets made again here, with the messages of the webhook
-	// deliveries still due; the triggers' pollers reconnect by themselves,
+	// deliveries still due, moto empty, the provider secrets loaded again; the triggers' pollers reconnect by themselves,
 	// and the sweeper sends the lost messages of unfinished jobs again.
 	resend := func(ctx context.Context) error {
 		n, err := local.ResendDeliveries(ctx, time.Now())
@@ -192,6 +207,7 @@ func serve(args []string) error {
 Generation job API on %[1]s (ready in %.1fs)
   DynamoDB Local  %[3]s   (data in %[9]s; make reset wipes .local/)
   fauxqs (SQS/S3) %[4]s   (queue %[5]s; files in memory only)
+  moto (KMS, SM)  %[10]s   (Secrets Manager: %[11]s)
   triggers        %[8]s
 
 Demo workspace %[6]s, 25 USD, token:
@@ -204,7 +220,8 @@ Try:
 
 Ctrl-C stops everything.
 `, baseURL, time.Since(begin).Seconds(), stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), local.JobsQueueURL, devstack.DemoWorkspace, token,
-		strings.Join(runner.Triggers(), "\n                  "), relative(root, filepath.Join(state, "dynamodb")))
+		strings.Join(runner.Triggers(), "\n                  "), relative(root, filepath.Join(state, "dynamodb")),
+		stack.Moto.Endpoint(), secretsNote(providerSecrets, local.SecretsPrefix()))
 
 	select {
 	case <-ctx.Done():
@@ -217,6 +234,14 @@ Ctrl-C stops everything.
 	stopTriggers()
 	runner.Wait() // invocations in flight finish, or end at their timeout
 	return err
+}
+
+// secretsNote says which provider secrets were loaded, by name only.
+func secretsNote(p devstack.ProviderSecrets, prefix string) string {
+	if len(p) == 0 {
+		return "no provider secrets; set " + devstack.ProviderSecretsFileEnv + " to load some"
+	}
+	return fmt.Sprintf("provider secrets %s under %s", strings.Join(p.Names(), ", "), prefix)
 }
 
 // relative names path from the repository when it is inside it.

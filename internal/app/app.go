@@ -67,6 +67,9 @@ type Deps struct {
 	SQS      *sqs.Client
 	// S3 is set by the local runner; in Lambda it is made from AWS by the
 	// functions that use it, so that the others do not link the S3 client.
+	// AWS builds the clients a function makes for itself (KMS, Secrets
+	// Manager): locally its BaseEndpoint is moto's server, so that those
+	// clients are built by the same code as in Lambda.
 	S3  *s3.Client
 	AWS *aws.Config
 
@@ -91,11 +94,12 @@ type Deps struct {
 	PreviousSigningKeyID string
 	WebhookSchedule      []time.Duration
 	// Model providers (docs/providers.md): the provider queue of routed
-	// jobs' steps (PROVIDER_QUEUE_URL), the routes (PROVIDER_ROUTES, a JSON
-	// document checked at init) and where the providers' secrets live
-	// (PROVIDER_SECRETS_PREFIX, "{stack name}/providers/").
-	ProviderQueueURL      string
-	ProviderRoutes        string
+	// jobs' steps (PROVIDER_QUEUE_URL) and the routes (PROVIDER_ROUTES, a
+	// JSON document checked at init).
+	ProviderQueueURL string
+	ProviderRoutes   string
+	// ProviderSecretsPrefix (PROVIDER_SECRETS_PREFIX) is where the model
+	// providers' secrets are: "{stack name}/providers/" (internal/secrets).
 	ProviderSecretsPrefix string
 	// PricesJSON (PRICES_JSON) overrides entries of the default price list
 	// (prices.Load); empty keeps the defaults.
@@ -128,9 +132,8 @@ func Config(getenv func(string) string) (Deps, error) {
 		PricesJSON:    getenv("PRICES_JSON"),
 		AppURL:        strings.TrimSuffix(getenv("APP_URL"), "/"),
 
-		ProviderQueueURL:      getenv("PROVIDER_QUEUE_URL"),
-		ProviderRoutes:        getenv("PROVIDER_ROUTES"),
-		ProviderSecretsPrefix: getenv("PROVIDER_SECRETS_PREFIX"),
+		ProviderQueueURL: getenv("PROVIDER_QUEUE_URL"),
+		ProviderRoutes:   getenv("PROVIDER_ROUTES"),
 
 		DeliveriesQueueURL:   getenv("DELIVERIES_QUEUE_URL"),
 		DeliveriesDLQURL:     getenv("DELIVERIES_DLQ_URL"),
@@ -140,6 +143,7 @@ func Config(getenv func(string) string) (Deps, error) {
 		Clock:                clock.System{},
 		Log:                  slog.New(slog.NewJSONHandler(os.Stdout, nil)),
 	}
+	d.ProviderSecretsPrefix = getenv("PROVIDER_SECRETS_PREFIX")
 	if v := getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -58,6 +58,9 @@ type Policy struct {
 // Profile is the policies of a function's clients.
 type Profile struct {
 	DynamoDB, SQS, S3, KMS Policy
+	// SecretsManager reads provider credentials (internal/secrets), once
+	// per secret and execution environment.
+	SecretsManager Policy
 }
 
 // Requests is the profile of the HTTP functions (Timeout 10 s, deadline 9 s
@@ -67,7 +70,7 @@ type Profile struct {
 // to answer in milliseconds when well (S3 once it has an upload's last
 // byte), so 2 s without an answer is an outage, not a slow answer.
 var Requests = Profile{
-	DynamoDB: requests, SQS: requests, S3: requests, KMS: requests,
+	DynamoDB: requests, SQS: requests, S3: requests, KMS: requests, SecretsManager: requests,
 }
 
 var requests = Policy{MaxAttempts: 3, MaxBackoff: time.Second, ConnectTimeout: time.Second, ResponseHeaderTimeout: 2 * time.Second}
@@ -78,7 +81,7 @@ var requests = Policy{MaxAttempts: 3, MaxBackoff: time.Second, ConnectTimeout: t
 // without an answer + 4 x 2 s of backoff = 23 s, inside the shortest
 // deadline (27 s).
 var Events = Profile{
-	DynamoDB: background, SQS: background, S3: background, KMS: background,
+	DynamoDB: background, SQS: background, S3: background, KMS: background, SecretsManager: background,
 }
 
 var background = Policy{MaxAttempts: 5, MaxBackoff: 2 * time.Second, ConnectTimeout: time.Second, ResponseHeaderTimeout: 3 * time.Second}
@@ -209,7 +212,8 @@ func (marking) HandleInitialize(ctx context.Context, in middleware.InitializeInp
 
 // unavailableCodes are the error codes of a dependency that cannot serve the
 // call now: the SDK's throttling codes, and the server-side and timeout codes
-// of DynamoDB, SQS, S3 and KMS (most arrive with a 5xx status as well).
+// of DynamoDB, SQS, S3, KMS and Secrets Manager (most arrive with a 5xx
+// status as well).
 var unavailableCodes = func() map[string]bool {
 	codes := map[string]bool{
 		"RequestTimeout": true, "RequestTimeoutException": true,
@@ -217,6 +221,7 @@ var unavailableCodes = func() map[string]bool {
 		"InternalServerError":          true, "InternalFailure": true, "InternalError": true,
 		"ServiceUnavailable": true, "ServiceUnavailableException": true,
 		"KMSInternalException": true, "DependencyTimeoutException": true, "KeyUnavailableException": true,
+		"InternalServiceError": true, // Secrets Manager's
 	}
 	for c := range retry.DefaultThrottleErrorCodes {
 		codes[c] = true

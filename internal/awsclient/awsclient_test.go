@@ -64,6 +64,7 @@ func TestClassify(t *testing.T) {
 		{"server error", httpError(500, apiError("InternalServerError")), "InternalServerError"},
 		{"bare 503", httpError(503, errors.New("not JSON")), "HTTP 503"},
 		{"KMS dependency timeout", httpError(503, apiError("DependencyTimeoutException")), "DependencyTimeoutException"},
+		{"Secrets Manager internal error", httpError(500, apiError("InternalServiceError")), "InternalServiceError"},
 		{"retries exhausted", &retry.MaxAttemptsError{Attempt: 3, Err: httpError(400, apiError("ThrottlingException"))}, "ThrottlingException"},
 		{"quota exhausted after throttling", errors.Join(httpError(400, apiError("Throttling")), fmt.Errorf("token: %w", ratelimit.QuotaExceededError{})), "Throttling"},
 		{"quota exhausted", fmt.Errorf("token: %w", ratelimit.QuotaExceededError{}), "RetryQuotaExceeded"},

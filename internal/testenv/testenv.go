@@ -1,12 +1,13 @@
-// Package testenv gives tests real AWS emulators: DynamoDB Local and fauxqs.
+// Package testenv gives tests real AWS emulators: DynamoDB Local, fauxqs
+// (SQS and S3) and moto's server (KMS and Secrets Manager).
 //
 // A package using it declares
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 //
 // Under `go run ./infra/local exec -- go test ./...` all test binaries share
-// the emulators named by GENJOBS_TEST_DYNAMODB_ENDPOINT and
-// GENJOBS_TEST_SQS_ENDPOINT; without them, each test binary starts its own
+// the emulators named by GENJOBS_TEST_DYNAMODB_ENDPOINT,
+// GENJOBS_TEST_SQS_ENDPOINT and GENJOBS_TEST_MOTO_ENDPOINT; without them, each test binary starts its own
 // (so `go test ./internal/store` works alone, a couple of seconds slower).
 // Tests never skip for want of emulators: they fail.
 package testenv
@@ -25,7 +26,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/infra/local/emulator"
@@ -35,10 +38,11 @@ import (
 const (
 	DynamoDBEndpointEnv = "GENJOBS_TEST_DYNAMODB_ENDPOINT"
 	SQSEndpointEnv      = "GENJOBS_TEST_SQS_ENDPOINT"
+	MotoEndpointEnv     = "GENJOBS_TEST_MOTO_ENDPOINT"
 )
 
 // endpoints are set once by Main, before any test runs.
-var endpoints struct{ dynamodb, sqs string }
+var endpoints struct{ dynamodb, sqs, moto string }
 
 // Main runs the tests against the emulators and exits; call it from TestMain.
 func Main(m *testing.M) {
@@ -46,9 +50,9 @@ func Main(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ddb, sq := os.Getenv(DynamoDBEndpointEnv), os.Getenv(SQSEndpointEnv)
-	if (ddb == "") != (sq == "") {
-		fmt.Fprintf(os.Stderr, "testenv: set both %s and %s, or neither\n", DynamoDBEndpointEnv, SQSEndpointEnv)
+	ddb, sq, mo := os.Getenv(DynamoDBEndpointEnv), os.Getenv(SQSEndpointEnv), os.Getenv(MotoEndpointEnv)
+	if (ddb == "") != (sq == "") || (ddb == "") != (mo == "") {
+		fmt.Fprintf(os.Stderr, "testenv: set all of %s, %s and %s, or none\n", DynamoDBEndpointEnv, SQSEndpointEnv, MotoEndpointEnv)
 		return 2
 	}
 	if ddb == "" {
@@ -62,9 +66,9 @@ func run(m *testing.M) int {
 				fmt.Fprintln(os.Stderr, "testenv:", err)
 			}
 		}()
-		ddb, sq = stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint()
+		ddb, sq, mo = stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), stack.Moto.Endpoint()
 	}
-	endpoints.dynamodb, endpoints.sqs = ddb, sq
+	endpoints.dynamodb, endpoints.sqs, endpoints.moto = ddb, sq, mo
 	return m.Run()
 }
 
@@ -92,9 +96,13 @@ func DynamoDBEndpoint() string { return endpoints.dynamodb }
 // see S3 and NewBucket).
 func SQSEndpoint() string { return endpoints.sqs }
 
+// MotoEndpoint is the endpoint of moto's server the tests use (KMS and
+// Secrets Manager).
+func MotoEndpoint() string { return endpoints.moto }
+
 func mustHaveMain(t testing.TB) {
 	t.Helper()
-	if endpoints.dynamodb == "" || endpoints.sqs == "" {
+	if endpoints.dynamodb == "" || endpoints.sqs == "" || endpoints.moto == "" {
 		t.Fatal("testenv: no emulators; the package needs func TestMain(m *testing.M) { testenv.Main(m) }")
 	}
 }
@@ -127,6 +135,20 @@ func S3(t testing.TB) *s3.Client {
 	t.Helper()
 	mustHaveMain(t)
 	return emulator.S3Client(endpoints.sqs)
+}
+
+// KMS returns a client for the tests' moto KMS.
+func KMS(t testing.TB) *kms.Client {
+	t.Helper()
+	mustHaveMain(t)
+	return emulator.KMSClient(endpoints.moto)
+}
+
+// SecretsManager returns a client for the tests' moto Secrets Manager.
+func SecretsManager(t testing.TB) *secretsmanager.Client {
+	t.Helper()
+	mustHaveMain(t)
+	return emulator.SecretsManagerClient(endpoints.moto)
 }
 
 // UniqueName returns a fresh name for a table or queue of this test:

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -87,6 +88,13 @@ type Stack struct {
 	Streams  *dynamodbstreams.Client // the table's stream, on DynamoDB's endpoint
 	SQS      *sqs.Client
 	S3       *s3.Client
+	// SecretsManager is moto's; AWS is the configuration the functions
+	// build their own clients from (KMS, Secrets Manager), its BaseEndpoint
+	// moto's server. Both nil: no moto.
+	SecretsManager *secretsmanager.Client
+	AWS            *aws.Config
+	// Secrets are the provider secrets Provision loads (LoadSecrets).
+	Secrets ProviderSecrets
 
 	Table, JobsQueue, DeliveriesQueue, ResultsBucket, AssetsBucket string
 	BaseURL                                                        string // the API's address
@@ -120,7 +128,8 @@ func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stac
 	return st
 }
 
-// Provision creates the table, the queues and the buckets unless they exist.
+// Provision creates the table, the queues and the buckets unless they
+// exist, and loads the provider secrets.
 func (s *Stack) Provision(ctx context.Context) error {
 	if err := store.CreateTable(ctx, s.DynamoDB, s.Table); err != nil {
 		return err
@@ -132,7 +141,10 @@ func (s *Stack) Provision(ctx context.Context) error {
 	if s.DeliveriesQueueURL, s.DeliveriesDLQURL, err = queue.CreateDeliveries(ctx, s.SQS, s.DeliveriesQueue); err != nil {
 		return err
 	}
-	return blob.CreateBuckets(ctx, s.S3, s.ResultsBucket, s.AssetsBucket)
+	if err := blob.CreateBuckets(ctx, s.S3, s.ResultsBucket, s.AssetsBucket); err != nil {
+		return err
+	}
+	return s.LoadSecrets(ctx)
 }
 
 // ProvisionQueues creates the template's queues other than Provision's (the
@@ -298,7 +310,8 @@ func (s *Stack) Resolve() map[string]string {
 		"AllowPrivateDestinations":     "true", // API-DECISIONS 10: a receiver on 127.0.0.1 works
 		"AppUrl":                       s.BaseURL + AppPath,
 		"ProviderRoutes":               s.ProviderRoutes,
-		"AWS::StackName":               s.Table,
+		// The table's name stands for the stack's (SecretsPrefix).
+		"AWS::StackName": s.Table,
 	} {
 		out[k] = v
 	}
@@ -360,6 +373,7 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 		return triggers.Handlers{}, fmt.Errorf("%s: %w", id, err)
 	}
 	d.DynamoDB, d.SQS, d.S3, d.Log = s.DynamoDB, s.SQS, s.S3, log
+	d.AWS = s.AWS
 	fn, ok := Functions[app.FunctionName(id)]
 	if !ok {
 		return triggers.Handlers{}, fmt.Errorf("%s: no builder in devstack.Functions for functions/%s", id, app.FunctionName(id))

@@ -1,6 +1,7 @@
 // Package emulator installs, starts and stops the local AWS emulators the
-// project runs on one machine: DynamoDB Local (AWS's own jar) and fauxqs
-// (SQS, SNS and S3, a Node program), each as a child process in its own
+// project runs on one machine: DynamoDB Local (AWS's own jar), fauxqs
+// (SQS, SNS and S3, a Node program) and moto's server (KMS and Secrets
+// Manager, a Python program), each as a child process in its own
 // process group so that nothing outlives its parent.
 package emulator
 

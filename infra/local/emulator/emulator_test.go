@@ -265,6 +265,7 @@ func TestChildBindFailureIsPortTaken(t *testing.T) {
 	for name, s := range map[string]spec{
 		"dynamodb": dynamoDBSpec(DynamoDBOptions{Dir: inst.DynamoDBDir, LogFile: filepath.Join(logs, "emulator-test-dynamodb.log")}, []string{"-inMemory"}),
 		"fauxqs":   fauxqsSpec(FauxqsOptions{Script: inst.FauxqsScript, LogFile: filepath.Join(logs, "emulator-test-fauxqs.log")}),
+		"moto":     motoSpec(MotoOptions{Python: motoPython(t), LogFile: filepath.Join(logs, "emulator-test-moto.log")}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := startOnce(context.Background(), s, port)

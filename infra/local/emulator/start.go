@@ -125,28 +125,28 @@ func fauxqsSpec(o FauxqsOptions) spec {
 	}
 }
 
-// StackOptions says how to run both emulators together.
+// StackOptions says how to run the emulators together.
 type StackOptions struct {
 	// RepoRoot is the directory holding go.mod (see RepoRoot).
 	RepoRoot string
 	// CacheDir defaults to CacheDir(RepoRoot); LogDir to LogDir(RepoRoot).
 	CacheDir, LogDir string
-	// LogPrefix starts the log file names: <LogDir>/<LogPrefix>dynamodb.log
-	// and <LogDir>/<LogPrefix>fauxqs.log.
+	// LogPrefix starts the log file names: <LogDir>/<LogPrefix>dynamodb.log,
+	// <LogDir>/<LogPrefix>fauxqs.log and <LogDir>/<LogPrefix>moto.log.
 	LogPrefix string
 	// Ports; 0 picks free ones.
-	DynamoDBPort, FauxqsPort int
+	DynamoDBPort, FauxqsPort, MotoPort int
 	// DynamoDBPath keeps DynamoDB data there; empty means in memory.
 	DynamoDBPath string
 }
 
-// Stack is DynamoDB Local and fauxqs, running.
+// Stack is DynamoDB Local, fauxqs and moto's server, running.
 type Stack struct {
-	DynamoDB, Fauxqs *Process
+	DynamoDB, Fauxqs, Moto *Process
 }
 
-// StartStack installs what is missing, then starts both emulators at once.
-// On error nothing is left running.
+// StartStack installs what is missing, then starts the three emulators at
+// once. On error nothing is left running.
 func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if o.RepoRoot == "" {
 		return nil, errors.New("StackOptions.RepoRoot is required")
@@ -157,13 +157,31 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 	if o.LogDir == "" {
 		o.LogDir = LogDir(o.RepoRoot)
 	}
-	inst, err := Install(ctx, o.RepoRoot, o.CacheDir)
-	if err != nil {
-		return nil, err
-	}
 	type result struct {
 		p   *Process
 		err error
+	}
+	// moto needs no npm: it starts while the others install.
+	moto := make(chan result, 1)
+	go func() {
+		py, err := MotoPython(ctx)
+		if err != nil {
+			moto <- result{nil, err}
+			return
+		}
+		p, err := StartMoto(ctx, MotoOptions{
+			Python:  py,
+			Port:    o.MotoPort,
+			LogFile: filepath.Join(o.LogDir, o.LogPrefix+"moto.log"),
+		})
+		moto <- result{p, err}
+	}()
+	inst, err := Install(ctx, o.RepoRoot, o.CacheDir)
+	if err != nil {
+		if m := <-moto; m.p != nil {
+			_ = m.p.Stop()
+		}
+		return nil, err
 	}
 	ddb := make(chan result, 1)
 	go func() {
@@ -180,20 +198,20 @@ func StartStack(ctx context.Context, o StackOptions) (*Stack, error) {
 		Port:    o.FauxqsPort,
 		LogFile: filepath.Join(o.LogDir, o.LogPrefix+"fauxqs.log"),
 	})
-	d := <-ddb
-	if err := errors.Join(d.err, ferr); err != nil {
-		s := &Stack{DynamoDB: d.p, Fauxqs: fq}
+	d, m := <-ddb, <-moto
+	if err := errors.Join(d.err, ferr, m.err); err != nil {
+		s := &Stack{DynamoDB: d.p, Fauxqs: fq, Moto: m.p}
 		_ = s.Stop()
 		return nil, err
 	}
-	return &Stack{DynamoDB: d.p, Fauxqs: fq}, nil
+	return &Stack{DynamoDB: d.p, Fauxqs: fq, Moto: m.p}, nil
 }
 
-// Stop stops both emulators (those that are running), at once.
+// Stop stops the emulators (those that are running), at once.
 func (s *Stack) Stop() error {
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	n := 0
-	for _, p := range []*Process{s.DynamoDB, s.Fauxqs} {
+	for _, p := range []*Process{s.DynamoDB, s.Fauxqs, s.Moto} {
 		if p != nil {
 			n++
 			go func() { errs <- p.Stop() }()

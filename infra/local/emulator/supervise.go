@@ -195,23 +195,36 @@ func lastLines(tail string, n int) string {
 	return strings.Join(out, " | ")
 }
 
-// Supervised is both emulators of a Stack under a Supervisor each.
+// Supervised is the emulators of a Stack under a Supervisor each.
 type Supervised struct {
-	DynamoDB, Fauxqs *Supervisor
+	DynamoDB, Fauxqs, Moto *Supervisor
 }
 
-// Supervise puts both emulators under supervision, with the same options
-// (o.Restarted runs after either is restarted); stop the result rather than
-// s from then on.
+// Supervise puts the emulators under supervision (moto if the stack has
+// it), with the same options: o.Restarted runs after any of them is
+// restarted, so it must be harmless for those that kept their state. Stop
+// the result rather than s from then on.
 func (s *Stack) Supervise(o SuperviseOptions) *Supervised {
-	return &Supervised{DynamoDB: Supervise(s.DynamoDB, o), Fauxqs: Supervise(s.Fauxqs, o)}
+	sup := &Supervised{DynamoDB: Supervise(s.DynamoDB, o), Fauxqs: Supervise(s.Fauxqs, o)}
+	if s.Moto != nil {
+		sup.Moto = Supervise(s.Moto, o)
+	}
+	return sup
 }
 
-// Stop stops both supervisors and their emulators, at once.
+// Stop stops the supervisors and their emulators, at once.
 func (s *Supervised) Stop() error {
-	errs := make(chan error, 2)
-	for _, sup := range []*Supervisor{s.DynamoDB, s.Fauxqs} {
+	sups := []*Supervisor{s.DynamoDB, s.Fauxqs}
+	if s.Moto != nil {
+		sups = append(sups, s.Moto)
+	}
+	errs := make(chan error, len(sups))
+	for _, sup := range sups {
 		go func() { errs <- sup.Stop() }()
 	}
-	return errors.Join(<-errs, <-errs)
+	var all []error
+	for range sups {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }

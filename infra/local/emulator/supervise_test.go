@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -63,8 +65,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // A killed DynamoDB Local comes back on its port with its data, and a
-// killed fauxqs comes back empty, its queues made again by Restarted: the
-// clients made before the kill work on.
+// killed fauxqs or moto comes back empty, its queues or secrets made again
+// by Restarted: the clients made before the kill work on.
 func TestSupervisorRestartsAKilledEmulatorOnItsPort(t *testing.T) {
 	inst, logs := install(t)
 	ctx := context.Background()
@@ -77,12 +79,25 @@ func TestSupervisorRestartsAKilledEmulatorOnItsPort(t *testing.T) {
 		_ = ddb.Stop()
 		t.Fatal(err)
 	}
-	db, q := DynamoDBClient(ddb.Endpoint()), SQSClient(fq.Endpoint())
-	createQueue := func(ctx context.Context) error {
-		_, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("supervised")})
+	mo, err := StartMoto(ctx, MotoOptions{Python: motoPython(t), LogFile: filepath.Join(logs, "emulator-test-moto.log")})
+	if err != nil {
+		_, _ = ddb.Stop(), fq.Stop()
+		t.Fatal(err)
+	}
+	db, q, sm := DynamoDBClient(ddb.Endpoint()), SQSClient(fq.Endpoint()), SecretsManagerClient(mo.Endpoint())
+	// What Restarted makes again: harmless for the emulators that kept it.
+	createQueueAndSecret := func(ctx context.Context) error {
+		if _, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("supervised")}); err != nil {
+			return err
+		}
+		_, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("supervised"), SecretString: aws.String("{}")})
+		var exists *smtypes.ResourceExistsException
+		if errors.As(err, &exists) {
+			return nil
+		}
 		return err
 	}
-	if err := createQueue(ctx); err != nil {
+	if err := createQueueAndSecret(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -95,12 +110,12 @@ func TestSupervisorRestartsAKilledEmulatorOnItsPort(t *testing.T) {
 	}
 	var setups atomic.Int32
 	logBuf := &syncBuffer{}
-	stack := &Stack{DynamoDB: ddb, Fauxqs: fq}
+	stack := &Stack{DynamoDB: ddb, Fauxqs: fq, Moto: mo}
 	sup := stack.Supervise(SuperviseOptions{
 		Log: slog.New(slog.NewJSONHandler(logBuf, nil)),
 		Restarted: func(ctx context.Context) error {
 			setups.Add(1)
-			return createQueue(ctx)
+			return createQueueAndSecret(ctx)
 		},
 	})
 	defer func() {
@@ -109,9 +124,10 @@ func TestSupervisorRestartsAKilledEmulatorOnItsPort(t *testing.T) {
 		}
 		assertGroupGone(t, sup.DynamoDB.Process())
 		assertGroupGone(t, sup.Fauxqs.Process())
+		assertGroupGone(t, sup.Moto.Process())
 	}()
 
-	for _, s := range []*Supervisor{sup.DynamoDB, sup.Fauxqs} {
+	for _, s := range []*Supervisor{sup.DynamoDB, sup.Fauxqs, sup.Moto} {
 		old := s.Process()
 		if err := syscall.Kill(old.Pid(), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -129,13 +145,16 @@ func TestSupervisorRestartsAKilledEmulatorOnItsPort(t *testing.T) {
 		_, err := q.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("supervised")})
 		return err == nil
 	})
+	if _, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String("supervised")}); err != nil {
+		t.Errorf("the secret made again after moto's restart: %v", err)
+	}
 	var exits []string
 	for _, r := range logBuf.records(t) {
 		if r["msg"] == "the emulator exited; restarting it on the same port" {
 			exits = append(exits, r["emulator"].(string)+": "+r["exit"].(string))
 		}
 	}
-	if want := []string{"DynamoDB Local: signal: killed", "fauxqs: signal: killed"}; !slices.Equal(exits, want) {
+	if want := []string{"DynamoDB Local: signal: killed", "fauxqs: signal: killed", "moto: signal: killed"}; !slices.Equal(exits, want) {
 		t.Errorf("logged exits %q; want %q", exits, want)
 	}
 }

@@ -6,15 +6,29 @@ import (
 
 	"genjobs/internal/app"
 	"genjobs/internal/provider"
+	"genjobs/internal/secrets"
 )
 
-// Secrets is where the providers' secrets are read.
+// Secrets builds the store of the providers' secrets
+// (PROVIDER_SECRETS_PREFIX in Secrets Manager). It does no I/O: a secret is
+// read when a route first needs it.
 func Secrets(d app.Deps) (provider.Secrets, error) {
-	return noSecrets{}, nil
+	if err := app.Need([2]string{"PROVIDER_SECRETS_PREFIX", d.ProviderSecretsPrefix}); err != nil {
+		return nil, err
+	}
+	if d.AWS == nil {
+		return nil, errors.New("no AWS configuration for Secrets Manager")
+	}
+	return store{secrets.New(secrets.NewClient(*d.AWS, d.Retries.SecretsManager), d.ProviderSecretsPrefix)}, nil
 }
 
-type noSecrets struct{}
+// store adapts internal/secrets to the provider package's Secrets.
+type store struct{ s *secrets.Store }
 
-func (noSecrets) Get(context.Context, string) (provider.Secret, error) {
-	return provider.Secret{}, errors.New("no secrets store is configured")
+func (s store) Get(ctx context.Context, name string) (provider.Secret, error) {
+	v, err := s.s.Get(ctx, name)
+	if err != nil {
+		return provider.Secret{}, err
+	}
+	return provider.Secret{Token: v.Token, WebhookSecret: v.WebhookSecret, WebhookToken: v.WebhookToken}, nil
 }

@@ -1,0 +1,111 @@
+package devstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+
+	"genjobs/infra/local/emulator"
+	"genjobs/internal/secrets"
+)
+
+// ProviderSecretsFileEnv names the file of provider secrets `make run`
+// loads into moto's Secrets Manager.
+const ProviderSecretsFileEnv = "PROVIDER_SECRETS_FILE"
+
+// ProviderSecrets are the secrets of a PROVIDER_SECRETS_FILE by name, each
+// value the JSON object as the file gives it.
+type ProviderSecrets map[string]json.RawMessage
+
+// ReadProviderSecrets reads and checks a secrets file:
+//
+//	{"<name>": {"token": "...", "webhook_secret": "...", "webhook_token": "..."}, ...}
+//
+// Errors name the file, the entry and the problem, never a value.
+func ReadProviderSecrets(path string) (ProviderSecrets, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ProviderSecretsFileEnv, err)
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%s %s: %s", ProviderSecretsFileEnv, path, fmt.Sprintf(format, a...))
+	}
+	var all ProviderSecrets
+	if err := json.Unmarshal(data, &all); err != nil {
+		// json's messages can quote the input: give the place only.
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			line := 1 + bytes.Count(data[:min(int(syntax.Offset), len(data))], []byte("\n"))
+			return nil, bad("not valid JSON (line %d, byte %d)", line, syntax.Offset)
+		}
+		return nil, bad(`must be a JSON object of secrets by name: {"<name>": {"token": ...}}`)
+	}
+	if all == nil {
+		return nil, bad(`must be a JSON object of secrets by name: {"<name>": {"token": ...}}`)
+	}
+	for _, name := range all.Names() {
+		if err := secrets.ValidName(name); err != nil {
+			return nil, bad("%v", err)
+		}
+		if _, err := secrets.Parse(fmt.Sprintf("entry %q", name), all[name]); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	return all, nil
+}
+
+// Names are the secrets' names, sorted.
+func (p ProviderSecrets) Names() []string {
+	names := make([]string, 0, len(p))
+	for name := range p {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// SecretsPrefix is where the functions look for provider secrets: the
+// template's "${AWS::StackName}/providers/", the table's name standing for
+// the stack's locally.
+func (s *Stack) SecretsPrefix() string { return s.Table + "/providers/" }
+
+// LoadSecrets writes s.Secrets into Secrets Manager under SecretsPrefix,
+// creating each secret or giving it the file's value. It runs at start and
+// after moto restarts (its state is in memory only).
+func (s *Stack) LoadSecrets(ctx context.Context) error {
+	if len(s.Secrets) == 0 {
+		return nil
+	}
+	if s.SecretsManager == nil {
+		return errors.New("devstack: provider secrets to load but no Secrets Manager client")
+	}
+	for _, name := range s.Secrets.Names() {
+		id := aws.String(s.SecretsPrefix() + name)
+		value := aws.String(string(s.Secrets[name]))
+		_, err := s.SecretsManager.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: id, SecretString: value})
+		var exists *smtypes.ResourceExistsException
+		if errors.As(err, &exists) {
+			_, err = s.SecretsManager.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: id, SecretString: value})
+		}
+		if err != nil {
+			return fmt.Errorf("load provider secret %s into Secrets Manager: %w", *id, err)
+		}
+	}
+	return nil
+}
+
+// UseMoto points the stack's Secrets Manager and the functions' own AWS
+// clients at moto's server at endpoint.
+func (s *Stack) UseMoto(endpoint string) {
+	cfg := emulator.MotoConfig(endpoint)
+	s.AWS = &cfg
+	s.SecretsManager = emulator.SecretsManagerClient(endpoint)
+}
