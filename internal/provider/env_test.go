@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/internal/app/providerfn"
@@ -31,6 +32,7 @@ import (
 	"genjobs/internal/provider/providertest"
 	"genjobs/internal/provider/replicate"
 	"genjobs/internal/queue"
+	"genjobs/internal/secrets"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"
 )
@@ -38,17 +40,6 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 const ws = "ws_p"
-
-// secrets holds the test's provider secrets, as the secrets store would.
-type secrets map[string]provider.Secret
-
-func (s secrets) Get(_ context.Context, name string) (provider.Secret, error) {
-	v, ok := s[name]
-	if !ok {
-		return provider.Secret{}, errors.New("no such secret")
-	}
-	return v, nil
-}
 
 // env is the local stack (DynamoDB Local, fauxqs' SQS and S3) with the
 // provider steps, the callback route on 127.0.0.1 and fakes of the providers.
@@ -135,10 +126,19 @@ func newEnv(t *testing.T, routes func(e *env) string) *env {
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
 	jobsQueue := queue.NewJobs(sq, jq).WithProviders(pq)
 	e.life = &lifecycle.Jobs{Store: st, Queue: jobsQueue, Clock: e.clock, Log: log}
-	sec := secrets{
-		"replicate": {Token: e.rep.Token, WebhookSecret: e.rep.WebhookSecret},
-		"cog":       {WebhookToken: "cog-webhook-token"},
+	// The providers' secrets in moto's Secrets Manager, read as the
+	// functions read them.
+	sm := testenv.SecretsManager(t)
+	prefix := testenv.UniqueName(t, "stack") + "/providers/"
+	for name, value := range map[string]string{
+		"replicate": fmt.Sprintf(`{"token": %q, "webhook_secret": %q}`, e.rep.Token, e.rep.WebhookSecret),
+		"cog":       `{"webhook_token": "cog-webhook-token"}`,
+	} {
+		if _, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(prefix + name), SecretString: aws.String(value)}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	sec := providerfn.SecretStore{S: secrets.New(sm, prefix)}
 	hc := &http.Client{Timeout: 5 * time.Second}
 	clients := map[string]provider.Client{provider.Replicate: replicate.New(hc), provider.Cog: cog.New(hc)}
 	timings := provider.DefaultTimings

@@ -19,14 +19,15 @@ func Secrets(d app.Deps) (provider.Secrets, error) {
 	if d.AWS == nil {
 		return nil, errors.New("no AWS configuration for Secrets Manager")
 	}
-	return store{secrets.New(secrets.NewClient(*d.AWS, d.Retries.SecretsManager), d.ProviderSecretsPrefix)}, nil
+	return SecretStore{secrets.New(secrets.NewClient(*d.AWS, d.Retries.SecretsManager), d.ProviderSecretsPrefix)}, nil
 }
 
-// store adapts internal/secrets to the provider package's Secrets.
-type store struct{ s *secrets.Store }
+// SecretStore adapts internal/secrets to the provider package's Secrets.
+type SecretStore struct{ S *secrets.Store }
 
-func (s store) Get(ctx context.Context, name string) (provider.Secret, error) {
-	v, err := s.s.Get(ctx, name)
+// Get reads the secret called name.
+func (s SecretStore) Get(ctx context.Context, name string) (provider.Secret, error) {
+	v, err := s.S.Get(ctx, name)
 	if err != nil {
 		return provider.Secret{}, err
 	}
