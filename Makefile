@@ -65,6 +65,15 @@ bench:
 bench-enhance:
 	$(GO) run ./infra/bench enhance
 
+# The reference engines served over Cog's HTTP protocol on 127.0.0.1:5050, one
+# model per endpoint (docs/cogserver.md), outputs uploaded to the server's own
+# /uploads/ so that callbacks stay small. COGSERVER_FLAGS="-webhook-token T".
+.PHONY: cogserver
+COGSERVER_PORT ?= 5050
+COGSERVER_FLAGS ?=
+cogserver:
+	$(GO) run ./cmd/cogserver -port $(COGSERVER_PORT) -upload-url http://127.0.0.1:$(COGSERVER_PORT)/uploads/ $(COGSERVER_FLAGS)
+
 # `make invoke FN=generate EVENT=events/generate-valid.json` runs one function's
 # handler on one event against the local stack (`make run` must be up).
 invoke:
