@@ -40,7 +40,7 @@ func (c *Callbacks) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body) > provider.MaxCallbackBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, "The body is larger than 10 MiB.")
+		writeError(w, http.StatusRequestEntityTooLarge, "The body is larger than 6 MiB.")
 		return
 	}
 	err = c.Receiver.Receive(r.Context(), r.PathValue("provider"), r.PathValue("job_id"), r.PathValue("token"), r.Header, body)

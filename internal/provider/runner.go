@@ -126,8 +126,10 @@ var DefaultTimings = Timings{
 	MaxOutputBytes: 2 << 30,
 }
 
-// MaxCallbackBytes bounds a callback's body (API Gateway's own limit).
-const MaxCallbackBytes = 10 << 20
+// MaxCallbackBytes bounds a callback's body: a Lambda invocation takes at
+// most 6 MB, so a Cog server whose outputs (data: URIs) are larger must
+// upload them (Cog's --upload-url) and send URLs.
+const MaxCallbackBytes = 6 << 20
 
 // HandleSQS runs each message's step; a step that could not run (a store
 // or queue failure) is reported for SQS to deliver again.
