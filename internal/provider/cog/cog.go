@@ -31,8 +31,9 @@ func New(hc *http.Client) *Client {
 	return &Client{HTTP: hc}
 }
 
-// Events are the webhook events asked for.
-var Events = []string{"start", "completed"}
+// Events are the webhook events asked for: Cog cannot be read, so its logs
+// (at most two a second) carry the progress.
+var Events = []string{"start", "logs", "completed"}
 
 type prediction struct {
 	ID     string          `json:"id"`
