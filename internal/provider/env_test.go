@@ -44,7 +44,7 @@ const ws = "ws_p"
 // env is the local stack (DynamoDB Local, fauxqs' SQS and S3) with the
 // provider steps, the callback route on 127.0.0.1 and fakes of the providers.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	store   *store.Store
 	s3      *s3.Client
@@ -84,7 +84,7 @@ func (s *syncBuffer) String() string {
 
 // newEnv builds the stack; routes gives the routes document, which may
 // name e's fakes.
-func newEnv(t *testing.T, routes func(e *env) string) *env {
+func newEnv(t testing.TB, routes func(e *env) string) *env {
 	t.Helper()
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
