@@ -29,7 +29,8 @@ func served(t *testing.T) (api, token string) {
 	ctx := context.Background()
 	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
 	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
-	local.DeliveriesQueue, local.SigningKeyFile = testenv.UniqueName(t, "dlv"), filepath.Join(t.TempDir(), "key.pem")
+	local.DeliveriesQueue = testenv.UniqueName(t, "dlv")
+	local.UseMoto(testenv.MotoEndpoint())
 	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
 	tpl, err := sam.Load("../../template.yaml")
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,7 +106,7 @@ func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byt
 	}()
 	clients := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()),
 		emulator.SQSClient(stack.Fauxqs.Endpoint()), emulator.S3Client(stack.Fauxqs.Endpoint()), "")
-	clients.SigningKeyFile = filepath.Join(tmp, "webhook-key.pem")
+	clients.UseMoto(stack.Moto.Endpoint())
 	load, err := measureLoad(ctx, tpl, clients)
 	if err != nil {
 		return nil, nil, nil, err

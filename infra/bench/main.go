@@ -167,7 +167,7 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 		return err
 	}
 
-	signs := measureSigning(ctx)
+	signs := measureSigning(ctx, root)
 
 	loadAtLoad := loadAverage()
 	fmt.Fprintln(os.Stderr, "bench: starting DynamoDB Local and fauxqs...")

@@ -146,7 +146,7 @@ func (r *report) signing(s loadStats) {
 	if len(s.errs) > 0 {
 		note = r.fail("%d of %d failed: %s", len(s.errs), len(s.lat)+len(s.errs), failureSummary(s.errs))
 	}
-	r.t.add("webhook signing, KMS path", "SDK client → KMS test server (real P-256 key)", strconv.Itoa(len(s.lat)),
+	r.t.add("webhook signing, KMS path", "SDK client → moto's KMS (ECC_NIST_P256 key)", strconv.Itoa(len(s.lat)),
 		fmt.Sprintf("%.0f tokens/s", s.rate()), ms(percentile(s.lat, 50)), ms(percentile(s.lat, 99)), note)
 }
 

@@ -101,6 +101,7 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 		o.APIOptions = append(slices.Clone(o.APIOptions), marks.claimed.firstStatusWrite)
 	})
 	local := devstack.New(db, clients.SQS, clients.S3, "")
+	local.UseMoto(clients.MotoEndpoint)
 	local.Table, local.JobsQueue = "genjobs-bench-runs", "genjobs-bench-runs-jobs"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-runs-results", "genjobs-bench-runs-assets"
 	if err := local.Provision(ctx); err != nil {

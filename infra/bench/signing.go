@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
+
+	"genjobs/infra/local/emulator"
 	"genjobs/internal/signing"
-	"genjobs/internal/signing/kmstest"
 )
 
 // Bounds of the signing run: whichever comes first.
@@ -18,14 +22,27 @@ const (
 )
 
 // measureSigning makes webhook tokens through the KMS path: the SDK's KMS
-// client against a protocol-level KMS server backed by a real P-256 key (no
-// KMS emulator exists here), the DER signature turned into r||s, the JWT
-// built and checked. In AWS each token is one KMS Sign over the network;
-// here it shows what our side of it costs.
-func measureSigning(ctx context.Context) loadStats {
-	srv := kmstest.Start()
-	defer srv.Close()
-	key := signing.NewKMS(srv.Client(), srv.KeyID)
+// client against moto's KMS (an ECC_NIST_P256 key, as the template's), the
+// DER signature turned into r||s, the JWT built and checked. In AWS each
+// token is one KMS Sign over the network; here it shows what our side of it
+// costs, with moto's (Python) side on top.
+func measureSigning(ctx context.Context, root string) loadStats {
+	failed := func(err error) loadStats { return loadStats{errs: []string{err.Error()}, elapsed: time.Nanosecond} }
+	py, err := emulator.MotoPython(ctx)
+	if err != nil {
+		return failed(err)
+	}
+	mo, err := emulator.StartMoto(ctx, emulator.MotoOptions{Python: py, LogFile: filepath.Join(emulator.LogDir(root), "bench-moto.log")})
+	if err != nil {
+		return failed(err)
+	}
+	defer mo.Stop()
+	client := emulator.KMSClient(mo.Endpoint())
+	created, err := client.CreateKey(ctx, &kms.CreateKeyInput{KeySpec: kmstypes.KeySpecEccNistP256, KeyUsage: kmstypes.KeyUsageTypeSignVerify})
+	if err != nil {
+		return failed(err)
+	}
+	key := signing.NewKMS(client, *created.KeyMetadata.KeyId)
 	body := []byte(`{"job_id":"0194b3a0-5c6e-7d2f-9a01-23456789abcd","status":"completed","created_at":"2026-11-21T20:33:00.120Z","completed_at":"2026-11-21T20:33:04.511Z","result":{"urls":["https://example.com/r.png"]},"progress":1}`)
 	call := func(ctx context.Context) error {
 		_, err := signing.WebhookToken(ctx, key, signing.WebhookClaims{
@@ -34,7 +51,7 @@ func measureSigning(ctx context.Context) loadStats {
 		})
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "bench: webhook signing through the KMS client (%d clients)...\n", signClients)
-	drive(ctx, signClients, 200, signDuration, call) // warm-up: the public key fetch, the JIT of nothing, the pools
+	fmt.Fprintf(os.Stderr, "bench: webhook signing through the KMS client and moto (%d clients)...\n", signClients)
+	drive(ctx, signClients, 200, signDuration, call) // warm-up: the public key fetch, the pools
 	return drive(ctx, signClients, signRequests, signDuration, call)
 }

@@ -107,6 +107,7 @@ func measureStylesStack(ctx context.Context, root string, tpl *sam.Template) (*s
 	}()
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()),
 		emulator.SQSClient(stack.Fauxqs.Endpoint()), emulator.S3Client(stack.Fauxqs.Endpoint()), "")
+	local.UseMoto(stack.Moto.Endpoint())
 	local.Table, local.JobsQueue = "genjobs-bench-styles", "genjobs-bench-styles-jobs"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-styles-results", "genjobs-bench-styles-assets"
 	if err := local.Provision(ctx); err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -43,7 +42,7 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 	local := devstack.New(clients.DynamoDB, clients.SQS, clients.S3, "")
 	local.Table, local.JobsQueue, local.DeliveriesQueue = "genjobs-bench-webhooks", "genjobs-bench-webhooks-jobs", "genjobs-bench-webhooks-deliveries"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-webhooks-results", "genjobs-bench-webhooks-assets"
-	local.SigningKeyFile = filepath.Join(tmp, "webhook-key.pem")
+	local.UseMoto(clients.MotoEndpoint)
 	if err := local.Provision(ctx); err != nil {
 		return nil, err
 	}

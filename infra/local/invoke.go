@@ -57,7 +57,7 @@ func invoke(args []string) error {
 	db := emulator.DynamoDBClient("http://127.0.0.1:" + strconv.Itoa(p.dynamodb))
 	q := emulator.SQSClient("http://127.0.0.1:" + strconv.Itoa(p.fauxqs))
 	local := devstack.New(db, q, emulator.S3Client("http://127.0.0.1:"+strconv.Itoa(p.fauxqs)), "http://127.0.0.1:"+strconv.Itoa(p.api))
-	local.SigningKeyFile = filepath.Join(root, devstack.SigningKeyFile)
+	local.UseMoto("http://127.0.0.1:" + strconv.Itoa(p.moto))
 	for _, name := range []struct {
 		url   *string
 		queue string

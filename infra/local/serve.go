@@ -62,7 +62,7 @@ func envPort(name string, def int) (int, error) {
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	verbose := fs.Bool("v", false, "log every request the functions serve")
-	stateDir := fs.String("state", "", "the `directory` of the stack's data: DynamoDB's tables, the demo token, the stream positions, the webhook key and the logs (default <repo>/.local)")
+	stateDir := fs.String("state", "", "the `directory` of the stack's data: DynamoDB's tables, the demo token, the stream positions and the logs (default <repo>/.local)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -123,7 +123,6 @@ func serve(args []string) error {
 	baseURL := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
-	local.SigningKeyFile = filepath.Join(state, filepath.Base(devstack.SigningKeyFile))
 	// Endpoints routed to model providers (docs/providers.md): the file's
 	// document is the template's ProviderRoutes parameter.
 	if path := os.Getenv("PROVIDER_ROUTES_FILE"); path != "" {
@@ -150,8 +149,10 @@ func serve(args []string) error {
 	// From here an emulator that exits is started again on its port:
 	// DynamoDB Local with its data under .local/, fauxqs empty, its queues
 	// and buckets made again here, with the messages of the webhook
-	// deliveries still due, moto empty, the provider secrets loaded again; the triggers' pollers reconnect by themselves,
-	// and the sweeper sends the lost messages of unfinished jobs again.
+	// deliveries still due; moto empty, the webhook signing key made anew
+	// and the provider secrets loaded again; the triggers' pollers
+	// reconnect by themselves, and the sweeper sends the lost messages of
+	// unfinished jobs again.
 	resend := func(ctx context.Context) error {
 		n, err := local.ResendDeliveries(ctx, time.Now())
 		if n > 0 {
@@ -207,7 +208,7 @@ func serve(args []string) error {
 Generation job API on %[1]s (ready in %.1fs)
   DynamoDB Local  %[3]s   (data in %[9]s; make reset wipes .local/)
   fauxqs (SQS/S3) %[4]s   (queue %[5]s; files in memory only)
-  moto (KMS, SM)  %[10]s   (Secrets Manager: %[11]s)
+  moto (KMS, SM)  %[10]s   (webhook key %[12]s; %[11]s)
   triggers        %[8]s
 
 Demo workspace %[6]s, 25 USD, token:
@@ -221,7 +222,7 @@ Try:
 Ctrl-C stops everything.
 `, baseURL, time.Since(begin).Seconds(), stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), local.JobsQueueURL, devstack.DemoWorkspace, token,
 		strings.Join(runner.Triggers(), "\n                  "), relative(root, filepath.Join(state, "dynamodb")),
-		stack.Moto.Endpoint(), secretsNote(providerSecrets, local.SecretsPrefix()))
+		stack.Moto.Endpoint(), secretsNote(providerSecrets, local.SecretsPrefix()), local.SigningKeyAlias())
 
 	select {
 	case <-ctx.Done():

@@ -84,8 +84,8 @@ type Deps struct {
 	// input fetches reach loopback and private addresses: local development.
 	AllowPrivateDestinations bool
 	// Webhooks: the deliveries queue and its DLQ (DELIVERIES_QUEUE_URL,
-	// DELIVERIES_DLQ_URL), the signing key (SIGNING_KEY_ID: a KMS key id or
-	// ARN, or file:PATH for a local P-256 key file), the key before the last
+	// DELIVERIES_DLQ_URL), the signing key (SIGNING_KEY_ID: a KMS key id,
+	// ARN or alias; locally moto's), the key before the last
 	// rotation (SIGNING_PREVIOUS_KEY_ID, listed in the JWKS), and a
 	// compressed retry schedule for local use (WEBHOOK_SCHEDULE, "5s,5m,...").
 	DeliveriesQueueURL   string

@@ -14,9 +14,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
+	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
 	"genjobs/internal/app/webhookfn"
 	"genjobs/internal/app/workerfn"
@@ -24,7 +26,6 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/fault"
 	"genjobs/internal/job"
-	"genjobs/internal/signing/kmstest"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
 )
@@ -191,14 +192,19 @@ func TestASweepGoesOnPastWhatFailsAndReportsIt(t *testing.T) {
 // GET /.well-known/jwks.json needs KMS's GetPublicKey once: while KMS is
 // down it answers 503, and the first request after builds the document.
 func TestTheJWKSAnswers503WhileKMSIsDown(t *testing.T) {
-	srv := kmstest.NewServer(t)
-	kms := testenv.NewFaults(t, srv.URL)
-	d, err := app.Config(func(k string) string { return map[string]string{"SIGNING_KEY_ID": srv.KeyID}[k] })
+	key, err := testenv.KMS(t).CreateKey(context.Background(), &awskms.CreateKeyInput{
+		KeySpec: kmstypes.KeySpecEccNistP256, KeyUsage: kmstypes.KeyUsageTypeSignVerify,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.AWS = &aws.Config{Region: kmstest.Region, BaseEndpoint: aws.String(kms.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("kmstest", "kmstest", "")}
+	kms := testenv.NewFaults(t, testenv.MotoEndpoint())
+	d, err := app.Config(func(k string) string { return map[string]string{"SIGNING_KEY_ID": *key.KeyMetadata.Arn}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := emulator.MotoConfig(kms.URL)
+	d.AWS = &cfg
 	d.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	h, err := webhookfn.JWKS(d)
 	if err != nil {

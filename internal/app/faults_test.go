@@ -9,13 +9,15 @@ import (
 	"image/png"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 
 	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
@@ -85,12 +87,18 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	key, err := testenv.KMS(t).CreateKey(ctx, &awskms.CreateKeyInput{
+		KeySpec: kmstypes.KeySpecEccNistP256, KeyUsage: kmstypes.KeyUsageTypeSignVerify,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{
 		"TABLE_NAME": table, "JOBS_QUEUE_URL": jobsURL, "JOBS_DLQ_URL": jobsDLQ,
 		"DELIVERIES_QUEUE_URL": delURL, "DELIVERIES_DLQ_URL": delDLQ,
 		"RESULTS_BUCKET": testenv.NewBucket(t), "ASSETS_BUCKET": testenv.NewBucket(t),
 		"BASE_URL": "https://api.test", "APP_URL": "https://app.test", "ALLOW_PRIVATE_DESTINATIONS": "true",
-		"SIGNING_KEY_ID": "file:" + filepath.Join(t.TempDir(), "key.pem"), "WEBHOOK_SCHEDULE": "1s,2s",
+		"SIGNING_KEY_ID": aws.ToString(key.KeyMetadata.Arn), "WEBHOOK_SCHEDULE": "1s,2s",
 	}
 	s.d, err = app.Config(func(k string) string { return env[k] })
 	if err != nil {
@@ -102,6 +110,8 @@ func newStack(t *testing.T) *stack {
 	s.d.SQS = emulator.SQSClient(s.queues.URL)
 	s.d.S3 = emulator.S3Client(s.queues.URL)
 	s.d.Log = slog.New(slog.NewJSONHandler(s.logs, nil))
+	moto := emulator.MotoConfig(testenv.MotoEndpoint())
+	s.d.AWS = &moto
 	return s
 }
 

@@ -6,12 +6,13 @@ import (
 )
 
 // JWKS serves GET /.well-known/jwks.json, public: the keys that verify
-// webhook signatures. build makes the document (a KMS GetPublicKey per key)
-// at the first request, not at init; it is kept for the instance's life,
-// since a key rotation is a deployment; a failed build is tried again by the
-// next request. Receivers may cache it 5 minutes.
+// webhook signatures. build makes the document at each request, not at
+// init: the signers behind it keep their public keys and read them from KMS
+// again only when those are old (signing.KMS.MaxAge), so a key made anew
+// under the alias is published without a deployment. A failed build is a
+// 500 and is tried again by the next request. Receivers may cache the
+// document 5 minutes.
 func JWKS(build func(ctx context.Context) ([]byte, error)) *http.ServeMux {
-	var doc []byte
 	// One build at a time; a request waiting for another's ends with its
 	// own deadline, as a 503, rather than queueing behind a slow KMS.
 	turn := make(chan struct{}, 1)
@@ -23,17 +24,12 @@ func JWKS(build func(ctx context.Context) ([]byte, error)) *http.ServeMux {
 			internalError(w, r, "wait for the JWKS", r.Context().Err())
 			return
 		}
-		if doc == nil {
-			b, err := build(r.Context())
-			if err != nil {
-				<-turn
-				internalError(w, r, "build the JWKS", err)
-				return
-			}
-			doc = b
-		}
-		body := doc
+		body, err := build(r.Context())
 		<-turn
+		if err != nil {
+			internalError(w, r, "build the JWKS", err)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		w.WriteHeader(http.StatusOK)

@@ -10,7 +10,9 @@ import (
 	"genjobs/internal/signing"
 )
 
-func TestJWKSIsBuiltOnceAndCacheable(t *testing.T) {
+// The document is built per request (its signers keep their keys), so a
+// key that changes behind it is published at once; a failed build is a 500.
+func TestJWKSIsBuiltPerRequestAndCacheable(t *testing.T) {
 	current, _ := signing.GenerateLocalKey()
 	previous, _ := signing.GenerateLocalKey()
 	builds, fail := 0, true
@@ -55,7 +57,17 @@ func TestJWKSIsBuiltOnceAndCacheable(t *testing.T) {
 			}
 		}
 	}
-	if builds != 2 {
-		t.Errorf("built %d times; want once after the failure", builds)
+	if builds != 4 {
+		t.Errorf("built %d times; want once per request", builds)
+	}
+	replaced, _ := signing.GenerateLocalKey()
+	current = replaced
+	keys, err := signing.ParseJWKS(get().Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := replaced.PublicKey(context.Background())
+	if _, ok := keys.Lookup(p.ID); !ok {
+		t.Error("a key changed behind the JWKS is not in the next document")
 	}
 }

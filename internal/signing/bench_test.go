@@ -2,24 +2,21 @@ package signing_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"testing"
 	"time"
 
 	"genjobs/internal/signing"
-	"genjobs/internal/signing/kmstest"
 )
 
-// BenchmarkKMSSign measures signing throughput through the SDK and the
-// protocol-level KMS server, both on this machine: the client's SigV4
-// signing, JSON, HTTP on loopback, the server's ECDSA and the DER
-// conversion. It bounds what one process can sign locally, not what AWS KMS
+// BenchmarkKMSSign measures signing throughput through the SDK and moto's
+// KMS, both on this machine: the client's SigV4 signing, JSON, HTTP on
+// loopback, moto's Python and ECDSA, and the DER conversion. It bounds what one process can sign locally, not what AWS KMS
 // allows (its ECC signing request quota does that in production).
 func BenchmarkKMSSign(b *testing.B) {
-	srv := kmstest.NewServer(b)
-	signer := signing.NewKMS(srv.Client(), srv.KeyID)
+	client, _ := motoKMS(b)
+	signer := signing.NewKMS(client, newKey(b))
 	ctx := context.Background()
-	digest := sha256.Sum256([]byte("benchmark"))
+	msg := []byte("benchmark")
 	if _, err := signer.PublicKey(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -27,7 +24,7 @@ func BenchmarkKMSSign(b *testing.B) {
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := signer.Sign(ctx, digest); err != nil {
+			if _, err := signer.Sign(ctx, msg); err != nil {
 				b.Error(err)
 				return
 			}
@@ -39,8 +36,8 @@ func BenchmarkKMSSign(b *testing.B) {
 // BenchmarkWebhookToken is one whole token through the KMS path: claims,
 // JSON, the KMS signature and the self-check against the public key.
 func BenchmarkWebhookToken(b *testing.B) {
-	srv := kmstest.NewServer(b)
-	signer := signing.NewKMS(srv.Client(), srv.KeyID)
+	client, _ := motoKMS(b)
+	signer := signing.NewKMS(client, newKey(b))
 	ctx := context.Background()
 	c := signing.WebhookClaims{Issuer: "https://api.example.com", Audience: "https://hooks.example.com/in",
 		Subject: "job_1", ID: "wh_1", IssuedAt: time.Now(), Body: make([]byte, 2048)}

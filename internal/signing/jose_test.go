@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"genjobs/internal/signing"
-	"genjobs/internal/signing/kmstest"
 )
 
 // joseInstall is what installs the independent verifier; `make test` runs
@@ -40,18 +39,18 @@ type joseResult struct {
 }
 
 // TestJoseVerifies has the npm package jose, an implementation that shares
-// no code with ours, verify KMS-signed webhook tokens against our JWKS: the
+// no code with ours, verify webhook tokens signed by moto's KMS against our
+// JWKS: the
 // current key and a previous one as during a rotation, signatures with short
 // r or s among them, and the tokens a receiver must refuse. It also
 // recomputes every kid as an RFC 7638 thumbprint.
 func TestJoseVerifies(t *testing.T) {
 	node := joseReady(t)
 
-	srv := kmstest.NewServer(t)
-	client := srv.Client()
-	cur := signing.NewKMS(client, srv.KeyID)
-	prev := signing.NewKMS(client, srv.AddKey())
-	stranger := signing.NewKMS(client, srv.AddKey()) // not in the JWKS
+	client, _ := motoKMS(t)
+	cur := signing.NewKMS(client, newKey(t))
+	prev := signing.NewKMS(client, newKey(t))
+	stranger := signing.NewKMS(client, newKey(t)) // not in the JWKS
 	ctx := context.Background()
 	doc, err := signing.JWKS(pubOf(t, cur), pubOf(t, prev))
 	if err != nil {

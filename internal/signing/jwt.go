@@ -99,7 +99,7 @@ func WebhookToken(ctx context.Context, s Signer, c WebhookClaims) (string, error
 	return token, nil
 }
 
-// method is a jwt.SigningMethod for ES256 that hands the digest to a
+// method is a jwt.SigningMethod for ES256 that hands the signing input to a
 // Signer. jwt's SigningMethod.Sign takes no context, so each token gets a
 // method value of its own carrying the caller's; it is never registered with
 // jwt.RegisterSigningMethod, which would make it global.
@@ -113,11 +113,11 @@ func (m *method) Alg() string { return Algorithm }
 
 // Sign ignores key: the Signer holds it.
 func (m *method) Sign(signingString string, _ any) ([]byte, error) {
-	digest := sha256.Sum256([]byte(signingString))
-	sig, err := m.signer.Sign(m.ctx, digest)
+	sig, err := m.signer.Sign(m.ctx, []byte(signingString))
 	if err != nil {
 		return nil, err
 	}
+	digest := sha256.Sum256([]byte(signingString))
 	if !verifyRaw(m.pub.Key, digest[:], sig) {
 		return nil, fmt.Errorf("signing: the signature does not verify with key %s", m.pub.ID)
 	}

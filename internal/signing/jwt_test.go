@@ -133,12 +133,12 @@ func TestSigningMethodNotRegistered(t *testing.T) {
 // brokenSigner signs with one key and publishes another.
 type brokenSigner struct{ signing.Signer }
 
-func (b brokenSigner) Sign(ctx context.Context, d [32]byte) ([]byte, error) {
+func (b brokenSigner) Sign(ctx context.Context, message []byte) ([]byte, error) {
 	other, err := signing.GenerateLocalKey()
 	if err != nil {
 		return nil, err
 	}
-	return other.Sign(ctx, d)
+	return other.Sign(ctx, message)
 }
 
 func TestWebhookTokenRefuses(t *testing.T) {

@@ -9,29 +9,44 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
+
+	"genjobs/internal/clock"
 )
 
 // ErrKeyNotFound is returned when KMS has no key by the configured id.
 var ErrKeyNotFound = errors.New("signing: KMS key not found")
 
 // KMS signs with an AWS KMS key of spec ECC_NIST_P256 and usage
-// SIGN_VERIFY (ECDSA_SHA_256 over a DIGEST). It needs kms:GetPublicKey and
-// kms:Sign on the key.
+// SIGN_VERIFY: ECDSA_SHA_256 over the message itself (MessageType RAW: KMS
+// hashes it). It needs kms:GetPublicKey and kms:Sign on the key. Locally the
+// same code runs against moto's KMS, which mishandles MessageType DIGEST
+// (it hashes the digest again) and leaves KeySpec out of GetPublicKey's
+// answer: RAW is correct in both, and the curve is read from the key itself.
 //
 // The public key is fetched with GetPublicKey on first use, not at
-// construction, and kept for the life of the process (one Lambda execution
-// environment): concurrent first callers share one request, and a failed
+// construction: concurrent first callers share one request, and a failed
 // fetch is tried again by the next caller. Signing names the key by the ARN
 // that GetPublicKey answered, so when the configured id is an alias that is
-// moved to another key, this process goes on signing with the key whose kid
-// it publishes until it restarts.
+// moved to another key, Sign goes on with the key whose kid this process
+// publishes until KMS says that key is gone, disabled or pending deletion:
+// then the copy is dropped and the next call resolves the id again (locally,
+// the key made again under the alias after moto restarted).
 type KMS struct {
 	client *kms.Client
 	keyID  string
+
+	// MaxAge, when set, is how long PublicKey trusts its copy of the key
+	// before it asks KMS again, so that a JWKS publishes an alias's new key
+	// within it; if that read fails, the copy is kept. Zero keeps the copy
+	// for the life of the process (one Lambda execution environment).
+	MaxAge time.Duration
+	// Clock dates the copy; nil is the system clock.
+	Clock clock.Clock
 
 	mu  sync.Mutex // held while fetching the key
 	key atomic.Pointer[kmsKey]
@@ -39,8 +54,9 @@ type KMS struct {
 
 // kmsKey is what GetPublicKey told about the key.
 type kmsKey struct {
-	arn string
-	pub PublicKey
+	arn     string
+	pub     PublicKey
+	fetched time.Time
 }
 
 // NewKMS returns a Signer on the KMS key keyID (a key id, key ARN, alias
@@ -49,8 +65,15 @@ func NewKMS(client *kms.Client, keyID string) *KMS {
 	return &KMS{client: client, keyID: keyID}
 }
 
-// PublicKey returns the key's public half and kid, fetched once.
+// PublicKey returns the key's public half and kid, fetched once (or once
+// per MaxAge).
 func (k *KMS) PublicKey(ctx context.Context) (PublicKey, error) {
+	if key := k.key.Load(); key != nil && k.MaxAge > 0 && k.now().Sub(key.fetched) >= k.MaxAge {
+		if fresh, err := k.refresh(ctx, key); err == nil {
+			return fresh.pub, nil
+		}
+		return key.pub, nil // the copy stays good until KMS answers
+	}
 	key, err := k.load(ctx)
 	if err != nil {
 		return PublicKey{}, err
@@ -58,20 +81,26 @@ func (k *KMS) PublicKey(ctx context.Context) (PublicKey, error) {
 	return key.pub, nil
 }
 
-// Sign signs digest with the key (MessageType DIGEST: KMS does not hash
-// again) and returns the 64-byte r||s.
-func (k *KMS) Sign(ctx context.Context, digest [32]byte) ([]byte, error) {
+// Sign signs message with the key (MessageType RAW: KMS hashes it with
+// SHA-256) and returns the 64-byte r||s.
+func (k *KMS) Sign(ctx context.Context, message []byte) ([]byte, error) {
+	if len(message) > MaxMessageSize {
+		return nil, fmt.Errorf("signing: a %d-byte message is over the %d bytes KMS signs", len(message), MaxMessageSize)
+	}
 	key, err := k.load(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out, err := k.client.Sign(ctx, &kms.SignInput{
 		KeyId:            aws.String(key.arn),
-		Message:          digest[:],
-		MessageType:      types.MessageTypeDigest,
+		Message:          message,
+		MessageType:      types.MessageTypeRaw,
 		SigningAlgorithm: types.SigningAlgorithmSpecEcdsaSha256,
 	})
 	if err != nil {
+		if gone(err) {
+			k.key.CompareAndSwap(key, nil)
+		}
 		return nil, k.wrap("sign with", err)
 	}
 	sig, err := rawSignature(out.Signature)
@@ -79,6 +108,38 @@ func (k *KMS) Sign(ctx context.Context, digest [32]byte) ([]byte, error) {
 		return nil, fmt.Errorf("signing: KMS key %s: %w", key.arn, err)
 	}
 	return sig, nil
+}
+
+// gone reports a key that can no longer sign: deleted, disabled or pending
+// deletion.
+func gone(err error) bool {
+	var nf *types.NotFoundException
+	var disabled *types.DisabledException
+	var state *types.KMSInvalidStateException
+	return errors.As(err, &nf) || errors.As(err, &disabled) || errors.As(err, &state)
+}
+
+func (k *KMS) now() time.Time {
+	if k.Clock == nil {
+		return time.Now()
+	}
+	return k.Clock.Now()
+}
+
+// refresh fetches the key again unless another caller has since replaced
+// stale.
+func (k *KMS) refresh(ctx context.Context, stale *kmsKey) (*kmsKey, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if key := k.key.Load(); key != stale && key != nil {
+		return key, nil
+	}
+	key, err := k.fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k.key.Store(key)
+	return key, nil
 }
 
 // load returns the cached key, fetching it if this is the first use.
@@ -104,7 +165,9 @@ func (k *KMS) fetch(ctx context.Context) (*kmsKey, error) {
 	if err != nil {
 		return nil, k.wrap("get the public key of", err)
 	}
-	if out.KeySpec != types.KeySpecEccNistP256 || out.KeyUsage != types.KeyUsageTypeSignVerify {
+	// moto answers no KeySpec: the key's own DER says its curve below.
+	if (out.KeySpec != "" && out.KeySpec != types.KeySpecEccNistP256) ||
+		(out.KeyUsage != "" && out.KeyUsage != types.KeyUsageTypeSignVerify) {
 		return nil, fmt.Errorf("signing: KMS key %s is %s for %s; webhooks need an ECC_NIST_P256 key for SIGN_VERIFY",
 			k.keyID, out.KeySpec, out.KeyUsage)
 	}
@@ -124,7 +187,7 @@ func (k *KMS) fetch(ctx context.Context) (*kmsKey, error) {
 	if arn == "" {
 		arn = k.keyID
 	}
-	return &kmsKey{arn: arn, pub: pub}, nil
+	return &kmsKey{arn: arn, pub: pub, fetched: k.now()}, nil
 }
 
 // wrap names the key in a KMS error and marks a missing key ErrKeyNotFound.

@@ -2,8 +2,9 @@
 // signers behind it and the JWKS document that publishes their keys.
 //
 // A [Signer] holds one P-256 key. Two implement it: [KMS], the AWS KMS
-// adapter (the only code that speaks to KMS), and [LocalKey], a key file for
-// `make run`. [WebhookToken] builds one delivery attempt's token with
+// adapter (the only code that speaks to KMS; `make run` and the tests run it
+// against moto's KMS), and [LocalKey], a key in memory for receivers' tests
+// and examples. [WebhookToken] builds one delivery attempt's token with
 // golang-jwt through a signing method of this package's own, never registered
 // globally; [JWKS] writes the document served at GET /.well-known/jwks.json;
 // [Verify] is what a receiver does with a delivery.
@@ -11,7 +12,7 @@
 // Key ids: a key's `kid` is its RFC 7638 JWK thumbprint (SHA-256, base64url).
 // It is computed from the public key alone, so it is the same whichever KMS
 // alias, key id or ARN names the key, it reveals no account or key ARN, a
-// receiver can recompute it, and the local key gets one by the same rule.
+// receiver can recompute it, and an in-memory key gets one by the same rule.
 package signing
 
 import (
@@ -33,13 +34,18 @@ const Algorithm = "ES256"
 // SignatureSize is the length of an ES256 signature: r and s, 32 bytes each.
 const SignatureSize = 64
 
-// Signer signs SHA-256 digests with one P-256 key.
+// MaxMessageSize is the longest message a Signer signs: KMS's limit for a
+// RAW message, which it hashes itself. A webhook token's signing input is
+// well under 1 KB (the body travels as its hash).
+const MaxMessageSize = 4096
+
+// Signer signs messages with one P-256 key: ECDSA over the message's SHA-256.
 type Signer interface {
 	// PublicKey returns the key that verifies Sign's signatures, with its kid.
 	PublicKey(ctx context.Context) (PublicKey, error)
-	// Sign signs a SHA-256 digest. The signature is the 64-byte r||s of JWS,
-	// r and s each left-padded to 32 bytes.
-	Sign(ctx context.Context, digest [32]byte) ([]byte, error)
+	// Sign signs message (at most MaxMessageSize bytes). The signature is the
+	// 64-byte r||s of JWS, r and s each left-padded to 32 bytes.
+	Sign(ctx context.Context, message []byte) ([]byte, error)
 }
 
 // PublicKey is a verification key and its kid.

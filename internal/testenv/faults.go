@@ -34,10 +34,9 @@ const (
 )
 
 // Faults is an HTTP proxy in front of an emulator (or any endpoint of a
-// test, such as kmstest's) that fails the calls a test chooses and passes
-// the rest, so a test can make one dependency fail the way an outage does
-// without harming the emulators other tests share. Point a client's
-// BaseEndpoint at URL.
+// test) that fails the calls a test chooses and passes the rest, so a test
+// can make one dependency fail the way an outage does without harming the
+// emulators other tests share. Point a client's BaseEndpoint at URL.
 type Faults struct {
 	URL string
 

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -49,9 +50,6 @@ const (
 	DeliveriesQueue = "genjobs-deliveries"
 	ResultsBucket   = "genjobs-results"
 	AssetsBucket    = "genjobs-assets"
-	// SigningKeyFile is the local webhook signing key (no KMS here),
-	// relative to the repository: created on first use, kept with .local/.
-	SigningKeyFile = ".local/webhook-key.pem"
 )
 
 // The demo workspace of API-DECISIONS 10.
@@ -88,17 +86,18 @@ type Stack struct {
 	Streams  *dynamodbstreams.Client // the table's stream, on DynamoDB's endpoint
 	SQS      *sqs.Client
 	S3       *s3.Client
-	// SecretsManager is moto's; AWS is the configuration the functions
-	// build their own clients from (KMS, Secrets Manager), its BaseEndpoint
-	// moto's server. Both nil: no moto.
+	// KMS and SecretsManager are moto's; AWS is the configuration the
+	// functions build their own clients from (KMS, Secrets Manager), its
+	// BaseEndpoint moto's server (UseMoto sets them all).
+	KMS            *kms.Client
 	SecretsManager *secretsmanager.Client
 	AWS            *aws.Config
+	MotoEndpoint   string
 	// Secrets are the provider secrets Provision loads (LoadSecrets).
 	Secrets ProviderSecrets
 
 	Table, JobsQueue, DeliveriesQueue, ResultsBucket, AssetsBucket string
 	BaseURL                                                        string // the API's address
-	SigningKeyFile                                                 string // the webhook key, a P-256 PEM file
 
 	// Set by Provision.
 	JobsQueueURL, JobsDLQURL             string
@@ -121,15 +120,15 @@ type Stack struct {
 func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stack {
 	st := &Stack{DynamoDB: db, SQS: q, S3: s, BaseURL: baseURL,
 		Table: Table, JobsQueue: JobsQueue, DeliveriesQueue: DeliveriesQueue, ResultsBucket: ResultsBucket,
-		AssetsBucket: AssetsBucket, SigningKeyFile: SigningKeyFile}
+		AssetsBucket: AssetsBucket}
 	if ep := db.Options().BaseEndpoint; ep != nil {
 		st.Streams = emulator.DynamoDBStreamsClient(*ep)
 	}
 	return st
 }
 
-// Provision creates the table, the queues and the buckets unless they
-// exist, and loads the provider secrets.
+// Provision creates the table, the queues, the buckets and (with moto) the
+// webhook signing key unless they exist, and loads the provider secrets.
 func (s *Stack) Provision(ctx context.Context) error {
 	if err := store.CreateTable(ctx, s.DynamoDB, s.Table); err != nil {
 		return err
@@ -143,6 +142,11 @@ func (s *Stack) Provision(ctx context.Context) error {
 	}
 	if err := blob.CreateBuckets(ctx, s.S3, s.ResultsBucket, s.AssetsBucket); err != nil {
 		return err
+	}
+	if s.KMS != nil {
+		if err := s.ProvisionSigningKey(ctx); err != nil {
+			return err
+		}
 	}
 	return s.LoadSecrets(ctx)
 }
@@ -301,8 +305,8 @@ func (s *Stack) Resolve() map[string]string {
 		"JobsDLQ":         s.JobsDLQURL,
 		"DeliveriesQueue": s.DeliveriesQueueURL,
 		"DeliveriesDLQ":   s.DeliveriesDLQURL,
-		// No KMS here: the signing functions read a local key file.
-		"WebhookSigningKey.Arn":        "file:" + s.SigningKeyFile,
+		// moto's KMS, by alias (ProvisionSigningKey).
+		"WebhookSigningKey.Arn":        s.SigningKeyAlias(),
 		"PreviousWebhookSigningKeyArn": "",
 		"ResultsBucket":                s.ResultsBucket,
 		"AssetsBucket":                 s.AssetsBucket,

@@ -42,7 +42,7 @@ func stackWith(t *testing.T) (*devstack.Stack, map[string]triggers.Handlers, *st
 	ctx := context.Background()
 	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
 	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
-	local.DeliveriesQueue, local.SigningKeyFile = testenv.UniqueName(t, "dlv"), filepath.Join(t.TempDir(), "webhook-key.pem")
+	local.DeliveriesQueue = testenv.UniqueName(t, "dlv")
 	local.UseMoto(testenv.MotoEndpoint())
 	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
 	if err := local.Provision(ctx); err != nil {

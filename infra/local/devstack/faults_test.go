@@ -104,7 +104,7 @@ func startFaultStack(t *testing.T) *faultStack {
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
 		emulator.S3Client(stack.Fauxqs.Endpoint()), "http://127.0.0.1:3000")
-	local.SigningKeyFile = filepath.Join(t.TempDir(), "webhook-key.pem")
+	local.UseMoto(stack.Moto.Endpoint())
 	// The sweeper re-sends a lost message after 5 s rather than 2 minutes,
 	// and a claim whose worker could not release it lapses after 10 s
 	// rather than 150 s (jobs here take well under a second), so that each

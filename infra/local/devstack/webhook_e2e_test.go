@@ -2,15 +2,26 @@ package devstack_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
 	"genjobs/internal/signing"
+	"genjobs/internal/testenv"
 )
 
 // A job created with X-Webhook-URL pointing at a receiver on 127.0.0.1 runs
@@ -82,6 +93,20 @@ func TestWebhookThroughTheLocalStack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the signature does not verify against the API's JWKS: %v", err)
 	}
+	// The key is moto's KMS key under the stack's alias: what signed is KMS.
+	out, err := testenv.KMS(t).GetPublicKey(context.Background(), &kms.GetPublicKeyInput{KeyId: aws.String(local.SigningKeyAlias())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kmsKey, err := x509.ParsePKIXPublicKey(out.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := keys.Lookup(kidOf(t, got.header.Get("X-Service-Webhook-Signature"))); !ok || !k.Equal(kmsKey) {
+		t.Errorf("the token's kid is not the KMS key %s of the JWKS", local.SigningKeyAlias())
+	}
+	// And jose, which shares no code with ours, agrees.
+	joseVerify(t, doc, local.BaseURL, hookURL, got.header.Get("X-Service-Webhook-Signature"), got.body)
 	if claims.Subject != created.ID || claims.ID != got.header.Get("X-Service-Webhook-Id") ||
 		strconv.FormatInt(claims.IssuedAt.Unix(), 10) != got.header.Get("X-Service-Webhook-Timestamp") {
 		t.Errorf("claims %+v do not match the headers %v", claims, got.header)
@@ -109,5 +134,67 @@ func TestWebhookThroughTheLocalStack(t *testing.T) {
 	resp.Body.Close()
 	if len(log2.Items) != 1 || log2.Items[0].StatusCode == nil || *log2.Items[0].StatusCode != 204 {
 		t.Errorf("deliveries %+v; want one attempt answered 204", log2.Items)
+	}
+}
+
+// kidOf reads the kid of a compact JWS's header.
+func kidOf(t *testing.T, token string) string {
+	t.Helper()
+	head, _, _ := strings.Cut(token, ".")
+	b, err := base64.RawURLEncoding.DecodeString(head)
+	var h struct {
+		Kid string `json:"kid"`
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &h)
+	}
+	if err != nil || h.Kid == "" {
+		t.Fatalf("token header %q: %v", head, err)
+	}
+	return h.Kid
+}
+
+// joseVerify has the npm package jose verify one delivery against the JWKS
+// document, with internal/signing's verifier script (make test installs
+// jose there first).
+func joseVerify(t *testing.T, jwks []byte, issuer, audience, token string, body []byte) {
+	t.Helper()
+	dir := filepath.Join(repo, "internal", "signing", "testdata")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "jose", "package.json")); err != nil {
+		t.Fatalf("jose is not installed; run: cd internal/signing/testdata && npm ci --no-audit --no-fund --silent (%v)", err)
+	}
+	in, err := json.Marshal(map[string]any{
+		"jwks": json.RawMessage(jwks), "issuer": issuer, "now": time.Now().Unix(),
+		"cases": []map[string]any{{"name": "delivery", "token": token, "audience": audience, "body": body}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := filepath.Join(t.TempDir(), "input.json")
+	if err := os.WriteFile(input, in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "verify-jose.mjs", input)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node verify-jose.mjs: %v\n%s", err, stderr.String())
+	}
+	var out struct {
+		Results []struct {
+			OK      bool   `json:"ok"`
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil || len(out.Results) != 1 {
+		t.Fatalf("jose output %s: %v", stdout, err)
+	}
+	if r := out.Results[0]; !r.OK {
+		t.Fatalf("jose refuses the delivery: %s %s", r.Code, r.Message)
 	}
 }

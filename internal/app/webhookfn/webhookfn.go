@@ -7,7 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
@@ -21,16 +21,10 @@ import (
 	"genjobs/internal/webhook"
 )
 
-// localKeyPrefix marks a SIGNING_KEY_ID that names a local P-256 key file
-// (make run) rather than a KMS key.
-const localKeyPrefix = "file:"
-
-// signer is the key SIGNING_KEY_ID (or SIGNING_PREVIOUS_KEY_ID) names. It
-// does no I/O: a KMS key's public half is fetched on first use.
-func signer(d app.Deps, id string) (signing.Signer, error) {
-	if path, ok := strings.CutPrefix(id, localKeyPrefix); ok {
-		return signing.LoadOrCreateLocalKey(path)
-	}
+// signer is the KMS key SIGNING_KEY_ID (or SIGNING_PREVIOUS_KEY_ID) names,
+// with a client built from d.AWS (locally, moto's KMS). It does no I/O: the
+// key's public half is fetched on first use.
+func signer(d app.Deps, id string) (*signing.KMS, error) {
 	if d.AWS == nil {
 		return nil, fmt.Errorf("signing key %s: no AWS configuration for KMS", id)
 	}
@@ -40,8 +34,16 @@ func signer(d app.Deps, id string) (signing.Signer, error) {
 		o.HTTPClient = p.HTTPClient(o.HTTPClient)
 		o.APIOptions = p.APIOptions(o.APIOptions)
 	})
-	return signing.NewKMS(client, id), nil
+	k := signing.NewKMS(client, id)
+	k.Clock = d.Clock
+	return k, nil
 }
+
+// JWKSKeyMaxAge is how long the JWKS serves a key before reading it from
+// KMS again: an alias moved to a new key (or, locally, the key made again
+// after moto restarted) is published within it. Its clients cache the
+// document for 5 minutes anyway.
+const JWKSKeyMaxAge = time.Minute
 
 // JWKS builds the handler of GET /.well-known/jwks.json: the current key,
 // and the previous one during a rotation.
@@ -59,6 +61,7 @@ func JWKS(d app.Deps) (http.Handler, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.MaxAge = JWKSKeyMaxAge
 		keys = append(keys, s)
 	}
 	build := func(ctx context.Context) ([]byte, error) {

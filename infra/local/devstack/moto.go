@@ -10,6 +10,8 @@ import (
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
@@ -102,10 +104,52 @@ func (s *Stack) LoadSecrets(ctx context.Context) error {
 	return nil
 }
 
-// UseMoto points the stack's Secrets Manager and the functions' own AWS
-// clients at moto's server at endpoint.
+// UseMoto points the stack's KMS and Secrets Manager, and the functions'
+// own AWS clients, at moto's server at endpoint.
 func (s *Stack) UseMoto(endpoint string) {
 	cfg := emulator.MotoConfig(endpoint)
-	s.AWS = &cfg
+	s.AWS, s.MotoEndpoint = &cfg, endpoint
+	s.KMS = emulator.KMSClient(endpoint)
 	s.SecretsManager = emulator.SecretsManagerClient(endpoint)
+}
+
+// SigningKeyAlias names the webhook signing key in KMS: what the functions
+// get as SIGNING_KEY_ID where the template gives WebhookSigningKey.Arn.
+func (s *Stack) SigningKeyAlias() string { return "alias/" + s.Table + "-webhook-signing" }
+
+// ProvisionSigningKey makes the webhook signing key, an ECC_NIST_P256 key
+// for SIGN_VERIFY as template.yaml's, under SigningKeyAlias unless the
+// alias exists. moto keeps keys in memory only: after it restarts, this
+// makes a new key under the same alias, which the signers take when KMS
+// tells them their key is gone, and the JWKS within its key's MaxAge.
+// Signatures made with the old key can no longer be verified.
+func (s *Stack) ProvisionSigningKey(ctx context.Context) error {
+	if s.KMS == nil {
+		return errors.New("devstack: no KMS client (UseMoto)")
+	}
+	alias := s.SigningKeyAlias()
+	_, err := s.KMS.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: aws.String(alias)})
+	var nf *kmstypes.NotFoundException
+	if err == nil || !errors.As(err, &nf) {
+		return err
+	}
+	key, err := s.KMS.CreateKey(ctx, &kms.CreateKeyInput{
+		Description: aws.String("Signs webhook deliveries (ES256), local stack " + s.Table),
+		KeySpec:     kmstypes.KeySpecEccNistP256,
+		KeyUsage:    kmstypes.KeyUsageTypeSignVerify,
+	})
+	if err != nil {
+		return fmt.Errorf("create the webhook signing key: %w", err)
+	}
+	_, err = s.KMS.CreateAlias(ctx, &kms.CreateAliasInput{AliasName: aws.String(alias), TargetKeyId: key.KeyMetadata.KeyId})
+	var exists *kmstypes.AlreadyExistsException
+	if errors.As(err, &exists) {
+		// Another process made it first: its key serves, this one is unused.
+		_, _ = s.KMS.ScheduleKeyDeletion(ctx, &kms.ScheduleKeyDeletionInput{KeyId: key.KeyMetadata.KeyId, PendingWindowInDays: aws.Int32(7)})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("name the webhook signing key %s: %w", alias, err)
+	}
+	return nil
 }
