@@ -15,7 +15,9 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 # image codecs and engines, and has a budget of its own.
 MAX_BINARY_BYTES := 12000000
 WORKER_MAX_BINARY_BYTES := 16000000
-# The deliverer carries the KMS client and the JWT code on top of the rest.
+# The deliverer carries the KMS client and the JWT code on top of the rest;
+# the provider and callbacks functions the Secrets Manager client and the
+# provider adapters (docs/providers.md): the same budget.
 DELIVERER_MAX_BINARY_BYTES := 13000000
 # Every function keeps this much of its budget free, so that a dependency's
 # growth is noticed before a deploy breaks.
@@ -108,7 +110,7 @@ sizes: build
 	@for fn in $(FUNCTIONS); do \
 		size=$$(stat -c %s bin/$$fn/bootstrap); echo "$$fn: $$size bytes (linux/arm64)"; \
 		budget=$(MAX_BINARY_BYTES); [ $$fn = worker ] && budget=$(WORKER_MAX_BINARY_BYTES); \
-		[ $$fn = deliverer ] && budget=$(DELIVERER_MAX_BINARY_BYTES); \
+		case $$fn in deliverer|provider|callbacks) budget=$(DELIVERER_MAX_BINARY_BYTES);; esac; \
 		[ $$size -lt $$budget ] || { echo "$$fn is over the $$budget-byte budget"; exit 1; }; \
 		[ $$(( budget - size )) -ge $(MIN_SPARE_BYTES) ] || { echo "$$fn has less than $(MIN_SPARE_BYTES) bytes to spare under its $$budget-byte budget"; exit 1; }; \
 	done
@@ -151,3 +153,7 @@ build-WorkerFunction:
 	$(call lambda_build,worker)
 build-SweeperFunction:
 	$(call lambda_build,sweeper)
+build-ProviderFunction:
+	$(call lambda_build,provider)
+build-CallbacksFunction:
+	$(call lambda_build,callbacks)

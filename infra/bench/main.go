@@ -71,7 +71,9 @@ const (
 	sizeLimit       = 12_000_000
 	workerSizeLimit = 16_000_000
 	// The deliverer carries the KMS client and the JWT code besides the
-	// DynamoDB, SQS and S3 clients (the Makefile's sizes target agrees).
+	// DynamoDB, SQS and S3 clients, the provider and callbacks functions
+	// the Secrets Manager client and the provider adapters (the Makefile's
+	// sizes target agrees).
 	delivererSizeLimit = 13_000_000
 	// coldRuns is the number of measured starts per binary.
 	coldRuns = 20

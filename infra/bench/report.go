@@ -45,7 +45,7 @@ func (r *report) sizes(ts []target, size map[string]int64) {
 		switch t.name {
 		case "worker":
 			limit = workerSizeLimit
-		case "deliverer":
+		case "deliverer", "provider", "callbacks":
 			limit = delivererSizeLimit
 		}
 		var note string

@@ -124,6 +124,15 @@ func serve(args []string) error {
 	baseURL := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()), emulator.SQSClient(stack.Fauxqs.Endpoint()),
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
+	// Endpoints routed to model providers (docs/providers.md): the file's
+	// document is the template's ProviderRoutes parameter.
+	if path := os.Getenv("PROVIDER_ROUTES_FILE"); path != "" {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("PROVIDER_ROUTES_FILE: %w", err)
+		}
+		local.ProviderRoutes = string(doc)
+	}
 	local.UseMoto(stack.Moto.Endpoint())
 	local.Secrets = providerSecrets
 	if v := os.Getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {

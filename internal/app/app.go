@@ -93,6 +93,11 @@ type Deps struct {
 	SigningKeyID         string
 	PreviousSigningKeyID string
 	WebhookSchedule      []time.Duration
+	// Model providers (docs/providers.md): the provider queue of routed
+	// jobs' steps (PROVIDER_QUEUE_URL) and the routes (PROVIDER_ROUTES, a
+	// JSON document checked at init).
+	ProviderQueueURL string
+	ProviderRoutes   string
 	// ProviderSecretsPrefix (PROVIDER_SECRETS_PREFIX) is where the model
 	// providers' secrets are: "{stack name}/providers/" (internal/secrets).
 	ProviderSecretsPrefix string
@@ -126,6 +131,9 @@ func Config(getenv func(string) string) (Deps, error) {
 		BaseURL:       strings.TrimSuffix(getenv("BASE_URL"), "/"),
 		PricesJSON:    getenv("PRICES_JSON"),
 		AppURL:        strings.TrimSuffix(getenv("APP_URL"), "/"),
+
+		ProviderQueueURL: getenv("PROVIDER_QUEUE_URL"),
+		ProviderRoutes:   getenv("PROVIDER_ROUTES"),
 
 		DeliveriesQueueURL:   getenv("DELIVERIES_QUEUE_URL"),
 		DeliveriesDLQURL:     getenv("DELIVERIES_DLQ_URL"),
@@ -257,9 +265,15 @@ func (d Deps) ResultLinks() blob.ResultLinks {
 	return blob.NewResultLinks(blob.NewPresigner(d.AWS.Credentials, d.AWS.Region, endpoint), d.ResultsBucket)
 }
 
+// JobQueue sends a job's message to the queue that runs it: the jobs
+// queue, or the provider queue for a routed job.
+func (d Deps) JobQueue() *queue.Jobs {
+	return queue.NewJobs(d.Queues(), d.JobsQueueURL).WithProviders(d.ProviderQueueURL)
+}
+
 // Lifecycle ends jobs and promotes backlogs.
 func (d Deps) Lifecycle() *lifecycle.Jobs {
-	return &lifecycle.Jobs{Store: d.Store(), Queue: queue.NewJobs(d.Queues(), d.JobsQueueURL), Clock: d.Clock, Log: d.Log}
+	return &lifecycle.Jobs{Store: d.Store(), Queue: d.JobQueue(), Clock: d.Clock, Log: d.Log}
 }
 
 // Authenticator resolves API tokens. It remembers each token and workspace
@@ -342,7 +356,7 @@ func Sweeper(d Deps) (ScheduleHandler, error) {
 		return nil, err
 	}
 	d = d.For(awsclient.Events)
-	q := queue.NewJobs(d.Queues(), d.JobsQueueURL)
+	q := d.JobQueue()
 	s := &sweeper.Sweeper{
 		Store:        d.Store(),
 		Lifecycle:    d.Lifecycle(),

@@ -34,6 +34,9 @@ const (
 	// AssetURLLifetime: the target of GET /assets/{id}'s redirect is followed
 	// at once, so it lives only minutes.
 	AssetURLLifetime = 5 * time.Minute
+	// SharedAssetURLLifetime: an input image sent to a model provider as a
+	// URL must outlive its queue and the job's deadline (at most 2 hours).
+	SharedAssetURLLifetime = 3 * time.Hour
 )
 
 // Store reads and writes the results and assets buckets.
@@ -88,6 +91,32 @@ func (s *Store) PutAsset(ctx context.Context, key, contentType string, data []by
 // AssetURL is a presigned GET of an asset, valid for AssetURLLifetime.
 func (s *Store) AssetURL(ctx context.Context, key string) (string, error) {
 	return s.getURL(ctx, s.assets, key, AssetURLLifetime)
+}
+
+// SharedAssetURL is a presigned GET of an asset for a model provider, which
+// may start on it long after submission: valid for SharedAssetURLLifetime.
+func (s *Store) SharedAssetURL(ctx context.Context, key string) (string, error) {
+	return s.getURL(ctx, s.assets, key, SharedAssetURLLifetime)
+}
+
+// ReadResult reads an object of the results bucket of at most max bytes.
+func (s *Store) ReadResult(ctx context.Context, key string, max int64) ([]byte, error) {
+	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.results), Key: aws.String(key)})
+	if notFound(err) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get s3://%s/%s: %w", s.results, key, err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(out.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read s3://%s/%s: %w", s.results, key, err)
+	}
+	if int64(len(data)) > max {
+		return nil, ErrTooLarge
+	}
+	return data, nil
 }
 
 // AssetUploadURL is a presigned PUT of an asset, valid for expires. Its

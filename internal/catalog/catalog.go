@@ -296,3 +296,15 @@ type Deprecation struct {
 	Deprecated  time.Time // when it was deprecated
 	Sunset      time.Time // from this instant on it is refused
 }
+
+// HasField reports whether the endpoint's request schema has a property
+// named name.
+func (e *Endpoint) HasField(name string) bool { return e.props[name] != nil }
+
+// ImageField reports whether the property name holds images (format
+// image-ref, or an array of them): values an outside reader must be able
+// to fetch.
+func (e *Endpoint) ImageField(name string) bool {
+	n := e.props[name]
+	return n != nil && (n.Format == "image-ref" || n.Items != nil && n.Items.Format == "image-ref")
+}

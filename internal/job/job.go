@@ -122,6 +122,7 @@ const (
 	CodeInputBlocked = "input_blocked" // an input URL was refused by the network policy
 	CodeEngineError  = "engine_error"
 	CodeTimeout      = "timeout"
+	CodeProvider     = "provider_error" // the model provider refused the request or failed
 	CodeInternal     = "internal"
 )
 
@@ -272,7 +273,36 @@ type Job struct {
 	// Idempotency is the client's Idempotency-Key of the creation, if any;
 	// only creation reads it.
 	Idempotency *Idempotency
+	// Provider names the model provider the job runs on (replicate, cog):
+	// set at creation for an endpoint the deployment routes, empty for the
+	// reference engines. Its messages go to the provider queue.
+	Provider string
+	// Deadline is how long the job may take from queued to its end when
+	// it is not the default (a route's deadline_minutes).
+	Deadline time.Duration
 }
+
+// Submission is what the service knows of a routed job's prediction.
+type Submission struct {
+	// Marker is written before each submission is sent, so that a step
+	// that finds it without a PredictionID knows an answer may be lost.
+	Marker   string
+	MarkedAt time.Time
+	Tries    int // submissions sent
+	// PredictionID is the provider's id, once known.
+	PredictionID string
+	// TokenHashes are the hashes of the callback URLs' tokens: one per
+	// submission, so the callbacks of each stay verifiable.
+	TokenHashes []string
+	// Callback is the blob key of the body of a verified callback that
+	// ended the prediction, until a step has acted on it.
+	Callback string
+	// Cancelled: the provider has answered a cancellation.
+	Cancelled bool
+}
+
+// Submitted reports whether a submission may have reached the provider.
+func (s Submission) Submitted() bool { return s.Marker != "" }
 
 // Idempotency ties a creation to the client's Idempotency-Key
 // (docs/api.md, "Idempotent creation"): a retry with the same key and request gets the same

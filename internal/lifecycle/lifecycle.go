@@ -22,7 +22,7 @@ type Store interface {
 
 // Queue hands a job to the workers.
 type Queue interface {
-	Enqueue(ctx context.Context, jobID string) error
+	Enqueue(ctx context.Context, j *job.Job) error
 }
 
 // Jobs ends and promotes jobs.
@@ -40,6 +40,14 @@ func (l *Jobs) End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, err
 	ended, err := l.Store.Transition(ctx, j, c, l.Clock.Now())
 	if err != nil {
 		return ended, err
+	}
+	if ended.Provider != "" && ended.Status != job.Completed {
+		// The provider is told: a step of the provider queue cancels the
+		// job's prediction, if one was made (it knows when none need be).
+		if err := l.Queue.Enqueue(ctx, ended); err != nil {
+			l.Log.Error("could not hand the cancellation of the job's prediction on; the prediction runs until it ends",
+				"job_id", j.ID, "error", err.Error())
+		}
 	}
 	if _, err := l.Promote(ctx, j.WorkspaceID); err != nil {
 		l.Log.Error("promotion after a job ended failed; the sweeper will retry",
@@ -77,7 +85,7 @@ func (l *Jobs) Promote(ctx context.Context, ws string) (int, error) {
 			return n, err
 		}
 		n++
-		if err := l.Queue.Enqueue(ctx, promoted.ID); err != nil {
+		if err := l.Queue.Enqueue(ctx, promoted); err != nil {
 			// Queued and durable: the sweeper enqueues queued jobs that lack a message.
 			l.Log.Error("enqueue of a promoted job failed; left for the sweeper",
 				"job_id", promoted.ID, "workspace_id", ws, "error", err.Error())

@@ -5,12 +5,15 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"genjobs/internal/job"
 )
 
 // Message is the body of a jobs-queue message: only the id, so the worker
@@ -19,26 +22,47 @@ type Message struct {
 	JobID string `json:"job_id"`
 }
 
-// Jobs sends job ids to the jobs queue.
+// Jobs sends job ids to the queue that runs them: the one place that
+// decides where a job's message goes. A job of an endpoint routed to a
+// model provider (job.Job.Provider) goes to the provider queue, any other
+// to the jobs queue of the engine workers.
 type Jobs struct {
-	sqs *sqs.Client
-	url string
+	sqs         *sqs.Client
+	url         string
+	providerURL string
 }
 
-// NewJobs returns a sender to the queue at url. It does no I/O.
+// NewJobs returns a sender to the jobs queue at url. It does no I/O.
 func NewJobs(client *sqs.Client, url string) *Jobs {
 	return &Jobs{sqs: client, url: url}
 }
 
-// Enqueue sends one job id.
-func (q *Jobs) Enqueue(ctx context.Context, jobID string) error {
-	body, _ := json.Marshal(Message{JobID: jobID})
+// WithProviders returns q sending routed jobs to the provider queue at url.
+func (q *Jobs) WithProviders(url string) *Jobs {
+	c := *q
+	c.providerURL = url
+	return &c
+}
+
+// ErrNoProviderQueue: a routed job's message has nowhere to go.
+var ErrNoProviderQueue = errors.New("no provider queue is configured (PROVIDER_QUEUE_URL)")
+
+// Enqueue sends the job's id to the queue that runs it.
+func (q *Jobs) Enqueue(ctx context.Context, j *job.Job) error {
+	url := q.url
+	if j.Provider != "" {
+		if q.providerURL == "" {
+			return fmt.Errorf("enqueue job %s: %w", j.ID, ErrNoProviderQueue)
+		}
+		url = q.providerURL
+	}
+	body, _ := json.Marshal(Message{JobID: j.ID})
 	_, err := q.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:    aws.String(q.url),
+		QueueUrl:    aws.String(url),
 		MessageBody: aws.String(string(body)),
 	})
 	if err != nil {
-		return fmt.Errorf("enqueue job %s: %w", jobID, err)
+		return fmt.Errorf("enqueue job %s: %w", j.ID, err)
 	}
 	return nil
 }
@@ -55,6 +79,13 @@ const (
 // tests use it; in AWS the template creates them.
 func Create(ctx context.Context, client *sqs.Client, name string) (url, dlqURL string, err error) {
 	return create(ctx, client, name, VisibilityTimeoutSeconds, MaxReceiveCount)
+}
+
+// CreateWithDLQ makes the queue named name, with the visibility timeout
+// and the dead-letter queue name+"-dlq" after maxReceives receives, unless
+// they exist, and returns both URLs.
+func CreateWithDLQ(ctx context.Context, client *sqs.Client, name string, visibility, maxReceives int) (url, dlqURL string, err error) {
+	return create(ctx, client, name, visibility, maxReceives)
 }
 
 func create(ctx context.Context, client *sqs.Client, name string, visibility, maxReceives int) (url, dlqURL string, err error) {

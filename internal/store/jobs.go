@@ -51,6 +51,9 @@ type jobItem struct {
 	// settled: written with the terminal status, on the condition that it
 	// is absent, so nothing is settled twice.
 	Settlement string `dynamodbav:"settlement,omitempty"`
+	// Provider and DeadlineMinutes: a routed job's (job.Job.Provider).
+	Provider        string `dynamodbav:"provider,omitempty"`
+	DeadlineMinutes int    `dynamodbav:"deadline_minutes,omitempty"`
 }
 
 func jobPK(id string) string           { return "JOB#" + id }
@@ -90,7 +93,7 @@ func toJobItem(j *job.Job) jobItem {
 		CreatedAt: created, UpdatedAt: job.At(updated).String(),
 		Progress: j.Progress, Endpoint: j.Endpoint, Request: string(j.Request),
 		BaseURL: j.BaseURL, WebhookURL: j.WebhookURL, Attempts: j.Attempts,
-		Price: int64(j.Price),
+		Price: int64(j.Price), Provider: j.Provider, DeadlineMinutes: int(j.Deadline / time.Minute),
 	}
 	if len(j.Outputs) > 0 {
 		b, _ := json.Marshal(j.Outputs)
@@ -123,7 +126,7 @@ func (it *jobItem) toJob() (*job.Job, error) {
 	j := &job.Job{
 		ID: it.JobID, WorkspaceID: it.WorkspaceID, Status: st, Progress: it.Progress,
 		Endpoint: it.Endpoint, BaseURL: it.BaseURL, WebhookURL: it.WebhookURL, Attempts: it.Attempts,
-		Price: billing.Micros(it.Price),
+		Price: billing.Micros(it.Price), Provider: it.Provider, Deadline: time.Duration(it.DeadlineMinutes) * time.Minute,
 	}
 	var err error
 	parse := func(s string) time.Time {

@@ -34,7 +34,7 @@ type Lifecycle interface {
 
 // Queue re-sends a job's message.
 type Queue interface {
-	Enqueue(ctx context.Context, jobID string) error
+	Enqueue(ctx context.Context, j *job.Job) error
 }
 
 // Deliveries finds and reads webhook deliveries (store.Store).
@@ -246,9 +246,13 @@ func (s *Sweeper) check(ctx context.Context, ref *job.Job, r *Report) error {
 	if j.Status.Terminal() {
 		return nil
 	}
-	if j.QueuedAt != nil && now.Sub(*j.QueuedAt) >= s.Deadline {
+	deadline := s.Deadline
+	if j.Deadline > 0 { // a routed job's own (its route's deadline_minutes)
+		deadline = j.Deadline
+	}
+	if j.QueuedAt != nil && now.Sub(*j.QueuedAt) >= deadline {
 		_, err := s.Lifecycle.End(ctx, j, job.Change{To: job.Failed, Error: &job.Error{
-			Code: job.CodeTimeout, Message: fmt.Sprintf("The job did not finish within %s of being queued.", formatDuration(s.Deadline)),
+			Code: job.CodeTimeout, Message: fmt.Sprintf("The job did not finish within %s of being queued.", formatDuration(deadline)),
 		}})
 		if errors.Is(err, job.ErrConflict) {
 			return nil // it ended meanwhile
@@ -278,7 +282,7 @@ func (s *Sweeper) check(ctx context.Context, ref *job.Job, r *Report) error {
 	if now.Sub(last) < s.RequeueAfter {
 		return nil
 	}
-	if err := s.Queue.Enqueue(ctx, j.ID); err != nil {
+	if err := s.Queue.Enqueue(ctx, j); err != nil {
 		return err
 	}
 	r.Requeued++

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/queue"
+	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/store"
 	"genjobs/internal/sweeper"
 	"genjobs/internal/testenv"
@@ -257,5 +259,48 @@ func TestARunningJobWhoseWorkerDiedIsSentAgain(t *testing.T) {
 	}
 	if got := e.status(j.ID); got.Status != job.Processing {
 		t.Errorf("the re-send changed the job: %s", got.Status)
+	}
+}
+
+// TestRoutedJobKeepsItsRoutesDeadline: a job routed to a model provider is
+// re-sent to the provider queue, not the workers', and times out at its
+// route's deadline, not the default 30 minutes; its end hands the
+// prediction's cancellation to the provider queue.
+func TestRoutedJobKeepsItsRoutesDeadline(t *testing.T) {
+	e := newEnv(t)
+	pq, _, err := providerqueue.Create(e.ctx, e.sqs, testenv.UniqueName(t, "prov"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue.NewJobs(e.sqs, e.url).WithProviders(pq)
+	e.sweep.Queue = q
+	e.sweep.Lifecycle = &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	e.workspace("ws_r", 5)
+	j := &job.Job{ID: job.NewID(e.clock.T), WorkspaceID: "ws_r", CreatedAt: e.clock.T,
+		Endpoint: "/generate/image/vendor-b/model-e-4", Request: []byte(`{}`), Provider: "replicate", Deadline: time.Hour}
+	if err := e.store.CreateJob(e.ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.T = t0.Add(45 * time.Minute)
+	r := e.run()
+	if r.TimedOut != 0 || e.status(j.ID).Status != job.Queued {
+		t.Fatalf("a routed job with a 60-minute deadline timed out at 45 minutes: %+v", r)
+	}
+	if got := e.messages(pq); len(got) != 1 || got[0] != j.ID {
+		t.Fatalf("provider queue held %v; want the job's message", got)
+	}
+	if got := e.messages(e.url); len(got) != 0 {
+		t.Fatalf("the workers' queue held %v", got)
+	}
+	e.clock.T = t0.Add(61 * time.Minute)
+	if r := e.run(); r.TimedOut != 1 {
+		t.Fatalf("sweep %+v; want the job timed out at its route's deadline", r)
+	}
+	got := e.status(j.ID)
+	if got.Status != job.Failed || got.Error.Code != job.CodeTimeout || !strings.Contains(got.Error.Message, "60 minutes") {
+		t.Fatalf("job %s %+v", got.Status, got.Error)
+	}
+	if msgs := e.messages(pq); len(msgs) != 1 {
+		t.Fatalf("provider queue held %v after the timeout; want the cancellation's step", msgs)
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
 	"genjobs/internal/app/generatefn"
+	"genjobs/internal/app/providerfn"
 	"genjobs/internal/app/webhookfn"
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/auth"
@@ -75,6 +76,8 @@ var Functions = map[string]app.Function{
 	"notfound":  {HTTP: app.NotFound},
 	"worker":    {SQS: workerfn.Build},
 	"sweeper":   {Schedule: app.Sweeper},
+	"provider":  {SQS: providerfn.Provider},
+	"callbacks": {HTTP: providerfn.Callbacks},
 }
 
 // Stack is the local stack: the emulators' clients and the names of the
@@ -104,6 +107,9 @@ type Stack struct {
 	// mapping's on-failure destination, ...) by logical id, set by
 	// ProvisionQueues.
 	Queues map[string]string
+	// ProviderRoutes is the value of the template's ProviderRoutes
+	// parameter: make run reads it from the file PROVIDER_ROUTES_FILE names.
+	ProviderRoutes string
 	// Env is added to every function's environment over the template's,
 	// as `sam local --env-vars` does: tests shorten the sweeper's and the
 	// worker's timings with it (SWEEPER_REQUEUE_AFTER, WORKER_LEASE).
@@ -313,6 +319,7 @@ func (s *Stack) Resolve() map[string]string {
 		"BaseUrl":                      s.BaseURL,
 		"AllowPrivateDestinations":     strconv.FormatBool(s.AllowPrivateDestinations),
 		"AppUrl":                       s.BaseURL + AppPath,
+		"ProviderRoutes":               s.ProviderRoutes,
 		// The table's name stands for the stack's (SecretsPrefix).
 		"AWS::StackName": s.Table,
 	} {

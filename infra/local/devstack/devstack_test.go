@@ -209,6 +209,8 @@ var eventStatus = map[string]struct {
 	"jobs-deliveries.json":                {"JobsFunction", 200},
 	"deliverer-attempt.json":              {"DelivererFunction", 0},
 	"usage-invalid-days.json":             {"UsageFunction", 400},
+	"callbacks-unverified.json":           {"CallbacksFunction", 401},
+	"provider-step.json":                  {"ProviderFunction", 0},
 }
 
 func TestSampleEvents(t *testing.T) {

@@ -99,6 +99,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"GET /usage -> UsageFunction",
 		"POST /assets -> AssetsFunction",
 		"POST /assets/uploads -> AssetsFunction",
+		"POST /callbacks/{provider}/{job_id}/{token} -> CallbacksFunction",
 		"POST /generate/{kind}/{vendor}/{model} -> GenerateFunction",
 	}
 	if fmt.Sprint(keys) != fmt.Sprint(want) {

@@ -13,7 +13,7 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/generate"
-	"genjobs/internal/queue"
+	"genjobs/internal/provider"
 )
 
 // Build builds the generate function's handler.
@@ -32,13 +32,18 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PRICES_JSON: %w", err)
 	}
+	routes, err := provider.LoadRoutes(d.ProviderRoutes, d.ProviderQueueURL, cat)
+	if err != nil {
+		return nil, err
+	}
 	g := &generate.Handler{
+		Providers:         routes,
 		Auth:              d.Authenticator(),
 		Catalog:           cat,
 		Jobs:              d.Store(),
 		Prices:            list,
 		Results:           d.ResultLinks(),
-		Queue:             queue.NewJobs(d.Queues(), d.JobsQueueURL),
+		Queue:             d.JobQueue(),
 		Assets:            d.Store(),
 		Clock:             d.Clock,
 		BaseURL:           d.BaseURL,

@@ -21,6 +21,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
+	"genjobs/internal/provider"
 )
 
 // JobCreator stores a new job with its reservation, deciding whether it is
@@ -39,7 +40,7 @@ type Pricer interface {
 
 // Enqueuer hands a stored job to the workers.
 type Enqueuer interface {
-	Enqueue(ctx context.Context, jobID string) error
+	Enqueue(ctx context.Context, j *job.Job) error
 }
 
 // AssetReader finds uploaded assets (store.Store).
@@ -62,6 +63,10 @@ type Handler struct {
 	// AllowHTTPWebhooks accepts http:// webhook URLs: only where private
 	// destinations are allowed (local development).
 	AllowHTTPWebhooks bool
+	// Providers are the endpoints the deployment runs on a model provider: a
+	// job of one is marked with its provider and deadline, and its message
+	// goes to the provider queue. Nil routes nothing.
+	Providers provider.Routes
 }
 
 // MaxWebhookURLLength bounds X-Webhook-URL (docs/api.md, "Webhooks").
@@ -152,6 +157,9 @@ func (g *Handler) create(w http.ResponseWriter, r *http.Request) {
 		WebhookURL:  webhook,
 		Price:       price,
 	}
+	if rt, ok := g.Providers.For(j.Endpoint); ok {
+		j.Provider, j.Deadline = rt.Provider, rt.Deadline()
+	}
 	if key != "" {
 		j.Idempotency = &job.Idempotency{
 			Key: key, RequestHash: job.RequestHash(j.Endpoint, j.Request, webhook),
@@ -186,7 +194,7 @@ func (g *Handler) create(w http.ResponseWriter, r *http.Request) {
 	log := httpapi.Logger(r.Context()).With("job_id", j.ID, "workspace_id", j.WorkspaceID)
 	// A backlogged job is enqueued when it is promoted.
 	if j.Status == job.Queued {
-		if err := g.Queue.Enqueue(r.Context(), j.ID); err != nil {
+		if err := g.Queue.Enqueue(r.Context(), j); err != nil {
 			// The job is durable; the sweeper enqueues queued jobs that have no
 			// message, so the client still gets its job.
 			log.Error("enqueue failed; left for the sweeper", "error", err.Error())

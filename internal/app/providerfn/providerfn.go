@@ -1,0 +1,118 @@
+// Package providerfn wires the functions of routed jobs: the provider
+// function (the steps of the provider queue) and the callbacks function
+// (the providers' webhooks). It stands apart from package app so that only
+// their binaries link the provider adapters and the Secrets Manager client.
+package providerfn
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"genjobs/internal/app"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/blob"
+	"genjobs/internal/catalog"
+	"genjobs/internal/httpapi"
+	"genjobs/internal/httpapi/callbacks"
+	"genjobs/internal/netguard"
+	"genjobs/internal/provider"
+	"genjobs/internal/provider/cog"
+	"genjobs/internal/provider/replicate"
+	"genjobs/internal/queue/providerqueue"
+)
+
+// clients are the adapters by provider name. Their requests go to the
+// routes' base_url, which the operator configured: not through the guard.
+func clients() map[string]provider.Client {
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: trustedTransport()}
+	return map[string]provider.Client{provider.Replicate: replicate.New(hc), provider.Cog: cog.New(hc)}
+}
+
+func trustedTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	return t
+}
+
+// Provider builds the provider function's handler of the provider queue.
+func Provider(d app.Deps) (app.SQSHandler, error) {
+	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"PROVIDER_QUEUE_URL", d.ProviderQueueURL},
+		[2]string{"RESULTS_BUCKET", d.ResultsBucket}, [2]string{"ASSETS_BUCKET", d.AssetsBucket})
+	if err != nil {
+		return nil, err
+	}
+	d = d.For(awsclient.Events)
+	cat, err := catalog.New()
+	if err != nil {
+		return nil, err
+	}
+	routes, err := provider.LoadRoutes(d.ProviderRoutes, d.ProviderQueueURL, cat)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := Secrets(d)
+	if err != nil {
+		return nil, err
+	}
+	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
+	r := &provider.Runner{
+		Store:   d.Store(),
+		Ender:   d.Lifecycle(),
+		Queue:   providerqueue.New(d.Queues(), d.ProviderQueueURL),
+		Blobs:   Blobs{d.Blobs()},
+		Assets:  d.Store(),
+		Secrets: secrets,
+		Clients: clients(),
+		Routes:  routes,
+		Catalog: cat,
+		Fetch:   &http.Client{Transport: guard.Transport()},
+		Trusted: &http.Client{Transport: trustedTransport()},
+		Clock:   d.Clock,
+		Log:     d.Log,
+		Timings: provider.DefaultTimings,
+	}
+	return app.WithMargin(r.HandleSQS), nil
+}
+
+// Callbacks builds the handler of POST /callbacks/{provider}/{job_id}/{token}.
+func Callbacks(d app.Deps) (http.Handler, error) {
+	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"PROVIDER_QUEUE_URL", d.ProviderQueueURL},
+		[2]string{"RESULTS_BUCKET", d.ResultsBucket})
+	if err != nil {
+		return nil, err
+	}
+	d = d.For(awsclient.Requests)
+	cat, err := catalog.New()
+	if err != nil {
+		return nil, err
+	}
+	routes, err := provider.LoadRoutes(d.ProviderRoutes, d.ProviderQueueURL, cat)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := Secrets(d)
+	if err != nil {
+		return nil, err
+	}
+	c := &provider.Callbacks{
+		Store:   d.Store(),
+		Blobs:   Blobs{d.Blobs()},
+		Queue:   providerqueue.New(d.Queues(), d.ProviderQueueURL),
+		Secrets: secrets,
+		Clients: clients(),
+		Routes:  routes,
+		Clock:   d.Clock,
+		Log:     d.Log,
+	}
+	h := &callbacks.Handler{Receiver: c}
+	return httpapi.Middleware(d.Log, h.Routes()), nil
+}
+
+// Blobs is the S3 adapter as the provider steps use it.
+type Blobs struct{ *blob.Store }
+
+// CreateResult starts a streamed upload of an output.
+func (b Blobs) CreateResult(ctx context.Context, key, contentType string) provider.Upload {
+	return b.Store.CreateResult(ctx, key, contentType)
+}

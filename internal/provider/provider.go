@@ -1,0 +1,293 @@
+// Package provider runs the jobs of routed endpoints on a model provider
+// (Replicate's hosted API, or a model server speaking Cog's HTTP protocol)
+// instead of the reference engines: the routes, the provider interface its
+// adapters (packages replicate and cog) implement, and the short,
+// message-driven steps that submit a prediction, read it, take its
+// callbacks, copy its outputs and cancel it. No step waits for the model:
+// each does its few requests and hands the rest to a delayed message. It
+// imports no AWS package.
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Status is a prediction's status, in Replicate's and Cog's words.
+type Status string
+
+// Prediction statuses.
+const (
+	Starting   Status = "starting"
+	Processing Status = "processing"
+	Succeeded  Status = "succeeded"
+	Failed     Status = "failed"
+	Canceled   Status = "canceled"
+	Aborted    Status = "aborted" // Replicate: ended before it started
+)
+
+// Ended reports whether the prediction can change no more.
+func (s Status) Ended() bool {
+	return s == Succeeded || s == Failed || s == Canceled || s == Aborted
+}
+
+// Prediction is a provider's prediction as the service reads it.
+type Prediction struct {
+	ID       string
+	Status   Status
+	Progress *float64 // 0..1 when the provider's logs report a percentage
+	Outputs  []string // URLs and data: URIs, in order
+	Error    string   // the provider's reason when it failed
+}
+
+// Secret is a provider's credentials: the API token, the Standard Webhooks
+// secret (whsec_...) and the bearer token of Cog's webhooks. Each is
+// optional; none is ever logged.
+type Secret struct {
+	Token         string `json:"token"`
+	WebhookSecret string `json:"webhook_secret"`
+	WebhookToken  string `json:"webhook_token"`
+}
+
+// Secrets reads named secrets (internal/secrets).
+type Secrets interface {
+	Get(ctx context.Context, name string) (Secret, error)
+}
+
+// Submission is one creation of a prediction.
+type Submission struct {
+	JobID string
+	// ID is the prediction's id where the client chooses it (Cog); the
+	// same id makes a resubmission idempotent while the prediction runs.
+	ID      string
+	Input   map[string]any
+	Webhook string // the callback URL of this service
+}
+
+// Client speaks one provider's protocol. Build one per provider, once.
+type Client interface {
+	Submit(ctx context.Context, r *Route, s Secret, sub Submission) (Prediction, error)
+	// Read returns the prediction as it stands: ErrUnreadable where the
+	// protocol has no read (Cog).
+	Read(ctx context.Context, r *Route, s Secret, id string) (Prediction, error)
+	// Find looks for the prediction of job jobID created since since, after
+	// a submission whose answer was lost: found false when there is none.
+	Find(ctx context.Context, r *Route, s Secret, jobID string, since time.Time) (p Prediction, found bool, err error)
+	Cancel(ctx context.Context, r *Route, s Secret, id string) error
+	// Verify checks a callback's proof of origin: nil when it holds.
+	Verify(h http.Header, body []byte, s Secret, now time.Time) error
+	// Parse reads a callback's body.
+	Parse(body []byte) (Prediction, error)
+	// Readable reports whether Read works: a protocol that cannot be read
+	// is checked by submitting again with the same id.
+	Readable() bool
+}
+
+// Errors of the adapters.
+var (
+	// ErrUnreadable: the protocol cannot read a prediction.
+	ErrUnreadable = errors.New("provider: predictions cannot be read")
+	// ErrUnverified: a callback failed verification.
+	ErrUnverified = errors.New("provider: callback not verified")
+)
+
+// Error is a provider's answer other than success.
+type Error struct {
+	StatusCode int           // 0 for a connection error
+	Message    string        // the provider's own words, trimmed
+	RetryAfter time.Duration // from Retry-After, when given
+	Err        error         // the connection error, if any
+}
+
+func (e *Error) Error() string {
+	if e.StatusCode == 0 {
+		return "provider unreachable: " + e.Err.Error()
+	}
+	return fmt.Sprintf("provider answered %d: %s", e.StatusCode, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Refused reports whether the provider refused the request for good: a 4xx
+// other than 408, 409 (Cog: its slots are busy) and 429. Everything else
+// (5xx, 429, connection errors) is retried.
+func (e *Error) Refused() bool {
+	return e.StatusCode >= 400 && e.StatusCode < 500 &&
+		e.StatusCode != http.StatusRequestTimeout && e.StatusCode != http.StatusConflict &&
+		e.StatusCode != http.StatusTooManyRequests
+}
+
+// Refused reports whether err is a provider's refusal for good.
+func Refused(err error) bool {
+	var pe *Error
+	return errors.As(err, &pe) && pe.Refused()
+}
+
+// RetryAfter is the wait a provider asked for with err, or 0.
+func RetryAfter(err error) time.Duration {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.RetryAfter
+	}
+	return 0
+}
+
+// MaxMessage is how much of a provider's message a job's error keeps.
+const MaxMessage = 300
+
+// Trim cuts a provider's message to MaxMessage characters on a rune boundary.
+func Trim(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if utf8.RuneCountInString(msg) <= MaxMessage {
+		return msg
+	}
+	r := []rune(msg)
+	return string(r[:MaxMessage-1]) + "…"
+}
+
+// maxAnswer bounds a provider's JSON answer (not its outputs, which are
+// streamed): a Cog prediction's data: URIs make it large.
+const maxAnswer = 64 << 20
+
+// Do sends req with client and returns the body of a 2xx answer; any other
+// answer is an *Error with the provider's message (a JSON "detail",
+// "error" or "title", else the body's text) and its Retry-After.
+func Do(client *http.Client, req *http.Request) ([]byte, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return body, nil
+	}
+	return nil, &Error{StatusCode: resp.StatusCode, Message: Trim(message(body)), RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+}
+
+// NewRequest builds a JSON request; body nil sends none.
+func NewRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
+func message(body []byte) string {
+	var m struct {
+		Detail any    `json:"detail"`
+		Error  any    `json:"error"`
+		Title  string `json:"title"`
+	}
+	if json.Unmarshal(body, &m) == nil {
+		for _, v := range []any{m.Detail, m.Error} {
+			switch x := v.(type) {
+			case string:
+				if x != "" {
+					return x
+				}
+			case nil:
+			default: // a validation error's list: its JSON says it all
+				b, _ := json.Marshal(x)
+				return string(b)
+			}
+		}
+		if m.Title != "" {
+			return m.Title
+		}
+	}
+	return string(body)
+}
+
+// retryAfter reads Retry-After: seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// Outputs lists the URLs and data: URIs in a prediction's output, whatever
+// its shape (a string, a list, an object of them), in order: object keys
+// sorted.
+func Outputs(output json.RawMessage) []string {
+	var v any
+	if len(output) == 0 || json.Unmarshal(output, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if strings.HasPrefix(x, "https://") || strings.HasPrefix(x, "http://") || strings.HasPrefix(x, "data:") {
+				out = append(out, x)
+			}
+		case []any:
+			for _, item := range x {
+				walk(item)
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				walk(x[k])
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+// percent finds progress bars in logs ("45%|####   | 45/100", tqdm's form).
+var percent = regexp.MustCompile(`(\d{1,3})%\|`)
+
+// Progress reads the last percentage a model's logs report, as 0..1.
+func Progress(logs string) *float64 {
+	m := percent.FindAllStringSubmatch(logs, -1)
+	if len(m) == 0 {
+		return nil
+	}
+	n, _ := strconv.Atoi(m[len(m)-1][1])
+	if n > 100 {
+		return nil
+	}
+	p := float64(n) / 100
+	return &p
+}

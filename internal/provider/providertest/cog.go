@@ -1,0 +1,245 @@
+package providertest
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// CogPrediction is a prediction the Cog fake runs.
+type CogPrediction struct {
+	ID      string         `json:"id"`
+	Status  string         `json:"status"`
+	Input   map[string]any `json:"input"`
+	Output  any            `json:"output,omitempty"`
+	Error   any            `json:"error,omitempty"`
+	Logs    string         `json:"logs"`
+	Webhook string         `json:"-"`
+	Filter  []string       `json:"-"`
+}
+
+// Cog fakes a Cog model server under a path prefix (as the repository's
+// model server serves one model per prefix): PUT {prefix}/predictions/{id}
+// with Prefer: respond-async, idempotent while the prediction runs and
+// forgotten once it has ended; POST {prefix}/predictions/{id}/cancel;
+// webhooks with Authorization: Bearer WebhookToken when it is set.
+type Cog struct {
+	URL          string // the base_url of a route: server address and prefix
+	WebhookToken string
+
+	mu      sync.Mutex
+	running map[string]*CogPrediction
+	creates int
+	puts    int
+	cancels []string
+	faults  []Fault
+}
+
+// NewCog starts a fake on 127.0.0.1 serving under prefix (e.g.
+// /image/vendor-b/model-e-4).
+func NewCog(t testing.TB, prefix string) *Cog {
+	c := &Cog{running: map[string]*CogPrediction{}, WebhookToken: "cog-webhook-token"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT "+prefix+"/predictions/{id}", c.put)
+	mux.HandleFunc("POST "+prefix+"/predictions/{id}/cancel", c.cancel)
+	c.URL = Listen(t, mux).URL + prefix
+	return c
+}
+
+// FailNext queues answers given to the next PUTs instead of their own.
+func (c *Cog) FailNext(f ...Fault) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, f...)
+}
+
+// Creates is how many predictions were started (a PUT of a running id
+// starts none).
+func (c *Cog) Creates() int { c.mu.Lock(); defer c.mu.Unlock(); return c.creates }
+
+// Puts is how many PUTs were answered.
+func (c *Cog) Puts() int { c.mu.Lock(); defer c.mu.Unlock(); return c.puts }
+
+// Cancels lists the ids whose cancellation was asked for.
+func (c *Cog) Cancels() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.cancels...)
+}
+
+// Running returns the running prediction of id.
+func (c *Cog) Running(id string) (CogPrediction, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.running[id]
+	if !ok {
+		return CogPrediction{}, false
+	}
+	return *p, true
+}
+
+func (c *Cog) put(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		ID      string         `json:"id"`
+		Input   map[string]any `json:"input"`
+		Webhook string         `json:"webhook"`
+		Filter  []string       `json:"webhook_events_filter"`
+	}
+	dec := json.NewDecoder(req.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&body); err != nil || body.Input == nil {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{{"loc": []string{"body", "input"}, "msg": "field required"}}})
+		return
+	}
+	id := req.PathValue("id")
+	c.mu.Lock()
+	c.puts++
+	if len(c.faults) > 0 {
+		f := c.faults[0]
+		c.faults = c.faults[1:]
+		c.mu.Unlock()
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		w.WriteHeader(f.Status)
+		_, _ = w.Write([]byte(f.Body))
+		return
+	}
+	p, ok := c.running[id]
+	if !ok {
+		p = &CogPrediction{ID: id, Status: "starting", Input: body.Input, Webhook: body.Webhook, Filter: body.Filter}
+		c.running[id] = p
+		c.creates++
+	}
+	out := *p
+	c.mu.Unlock()
+	if req.Header.Get("Prefer") != "respond-async" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"detail": "this fake serves asynchronous predictions only"})
+		return
+	}
+	writeJSON(w, http.StatusAccepted, out)
+}
+
+func (c *Cog) cancel(w http.ResponseWriter, req *http.Request) {
+	id := req.PathValue("id")
+	c.mu.Lock()
+	c.cancels = append(c.cancels, id)
+	p, ok := c.running[id]
+	if ok {
+		p.Status = "canceled"
+		delete(c.running, id)
+	}
+	c.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// Start moves a prediction to processing with logs and sends its webhook
+// (as the output/logs events would), returning the answer's status code.
+func (c *Cog) Start(t testing.TB, id, logs string) int {
+	t.Helper()
+	c.mu.Lock()
+	p := c.running[id]
+	p.Status, p.Logs = "processing", logs
+	out := *p
+	c.mu.Unlock()
+	return c.send(t, out)
+}
+
+// Finish ends a prediction (succeeded with output, or failed with errMsg),
+// forgets it as Cog does, and sends its completed webhook unless lose.
+func (c *Cog) Finish(t testing.TB, id string, output any, errMsg string, lose bool) int {
+	t.Helper()
+	c.mu.Lock()
+	p := c.running[id]
+	if p == nil {
+		c.mu.Unlock()
+		t.Fatalf("cog fake: no running prediction %s", id)
+	}
+	p.Status, p.Output = "succeeded", output
+	if errMsg != "" {
+		p.Status, p.Error = "failed", errMsg
+	}
+	out := *p
+	delete(c.running, id)
+	c.mu.Unlock()
+	if lose {
+		return 0
+	}
+	return c.send(t, out)
+}
+
+func (c *Cog) send(t testing.TB, p CogPrediction) int {
+	body, _ := json.Marshal(p)
+	h := http.Header{"Content-Type": {"application/json"}}
+	if c.WebhookToken != "" {
+		h.Set("Authorization", "Bearer "+c.WebhookToken)
+	}
+	return Send(t, p.Webhook, body, h)
+}
+
+// Files serves output files on 127.0.0.1, each in a way a test chooses.
+type Files struct {
+	URL   string
+	mu    sync.Mutex
+	files map[string]File
+}
+
+// File is one served file.
+type File struct {
+	ContentType string
+	Data        []byte
+	Status      int  // answered instead of the file when set
+	StopAfter   int  // when > 0: the connection drops after this many bytes
+	ClaimLength bool // send Content-Length of Data (with StopAfter: more than is sent)
+}
+
+// NewFiles starts a file server on 127.0.0.1.
+func NewFiles(t testing.TB) *Files {
+	f := &Files{files: map[string]File{}}
+	f.URL = Listen(t, http.HandlerFunc(f.serve)).URL
+	return f
+}
+
+// Put serves file at path and returns its URL.
+func (f *Files) Put(path string, file File) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.files[path] = file
+	return f.URL + path
+}
+
+func (f *Files) serve(w http.ResponseWriter, req *http.Request) {
+	f.mu.Lock()
+	file, ok := f.files[req.URL.Path]
+	f.mu.Unlock()
+	if !ok {
+		http.NotFound(w, req)
+		return
+	}
+	if file.Status != 0 {
+		w.WriteHeader(file.Status)
+		return
+	}
+	w.Header().Set("Content-Type", file.ContentType)
+	if file.ClaimLength || file.StopAfter > 0 {
+		w.Header().Set("Content-Length", strconv.Itoa(len(file.Data)))
+	}
+	data := file.Data
+	if file.StopAfter > 0 {
+		data = data[:file.StopAfter]
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+	if file.StopAfter > 0 {
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		hijackClose(w)
+	}
+}

@@ -1,0 +1,196 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"genjobs/internal/catalog"
+)
+
+// Names of the providers a route may name.
+const (
+	Replicate = "replicate"
+	Cog       = "cog"
+)
+
+// DefaultReplicateURL is Replicate's API, the base_url of a replicate route
+// that names none.
+const DefaultReplicateURL = "https://api.replicate.com"
+
+// Deadlines of a route: how long a routed job may take from queued to its end.
+const (
+	DefaultDeadline = 30 * time.Minute
+	MaxDeadline     = 120 * time.Minute
+)
+
+// Route sends one endpoint's jobs to a model provider.
+type Route struct {
+	Endpoint string `json:"-"` // the generation path the route is keyed by
+	Provider string `json:"provider"`
+	BaseURL  string `json:"base_url"`
+	// Model ("owner/name") or Version (64 hex digits): Replicate's model.
+	Model   string `json:"model"`
+	Version string `json:"version"`
+	// Input maps our request's fields (defaults applied) to the provider's
+	// input names; only these are sent.
+	Input     map[string]string `json:"input"`
+	Constants map[string]any    `json:"constants"`
+	// Secret names the secret holding the credentials (token,
+	// webhook_secret, webhook_token); optional for cog.
+	Secret          string `json:"secret"`
+	DeadlineMinutes int    `json:"deadline_minutes"`
+}
+
+// Deadline is how long a job of the route may take from queued to its end.
+func (r *Route) Deadline() time.Duration {
+	if r.DeadlineMinutes == 0 {
+		return DefaultDeadline
+	}
+	return time.Duration(r.DeadlineMinutes) * time.Minute
+}
+
+// Host is the host:port of the route's base_url: output URLs there are
+// the operator's own server, exempt from the network guard.
+func (r *Route) Host() string {
+	u, err := url.Parse(r.BaseURL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// Routes are the deployment's routes by endpoint path. A nil Routes routes
+// nothing.
+type Routes map[string]*Route
+
+// For returns the route of an endpoint path.
+func (rs Routes) For(endpoint string) (*Route, bool) {
+	r, ok := rs[endpoint]
+	return r, ok
+}
+
+var (
+	modelName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*$`)
+	versionID = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	inputName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ParseRoutes reads and checks a routes document (PROVIDER_ROUTES) against
+// the catalog. An empty document routes nothing. An error names the entry
+// and what is wrong with it.
+func ParseRoutes(doc string, cat *catalog.Catalog) (Routes, error) {
+	if strings.TrimSpace(doc) == "" {
+		return Routes{}, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(doc), &raw); err != nil {
+		return nil, fmt.Errorf("provider routes: not a JSON object of routes: %w", err)
+	}
+	out := Routes{}
+	for _, path := range slices.Sorted(func(yield func(string) bool) {
+		for k := range raw {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		r, err := parseRoute(path, raw[path], cat)
+		if err != nil {
+			return nil, fmt.Errorf("provider routes: %q: %w", path, err)
+		}
+		out[path] = r
+	}
+	return out, nil
+}
+
+func parseRoute(path string, raw json.RawMessage, cat *catalog.Catalog) (*Route, error) {
+	ep, ok := cat.ByPath(path)
+	if !ok {
+		return nil, fmt.Errorf("no such endpoint")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	r := &Route{}
+	if err := dec.Decode(r); err != nil {
+		return nil, fmt.Errorf("not a route: %w", err)
+	}
+	r.Endpoint = path
+	switch r.Provider {
+	case Replicate:
+		if r.BaseURL == "" {
+			r.BaseURL = DefaultReplicateURL
+		}
+		switch {
+		case r.Model == "" && r.Version == "":
+			return nil, fmt.Errorf("a replicate route needs model (owner/name) or version")
+		case r.Model != "" && r.Version != "":
+			return nil, fmt.Errorf("give model or version, not both")
+		case r.Model != "" && !modelName.MatchString(r.Model):
+			return nil, fmt.Errorf("model %q is not owner/name", r.Model)
+		case r.Version != "" && !versionID.MatchString(r.Version):
+			return nil, fmt.Errorf("version %q is not 64 hexadecimal digits", r.Version)
+		case r.Secret == "":
+			return nil, fmt.Errorf("a replicate route needs secret (the name of the secret with its token)")
+		}
+	case Cog:
+		if r.BaseURL == "" {
+			return nil, fmt.Errorf("a cog route needs base_url")
+		}
+		if r.Model != "" || r.Version != "" {
+			return nil, fmt.Errorf("a cog route takes no model or version: base_url names the server")
+		}
+	case "":
+		return nil, fmt.Errorf("provider is missing (replicate or cog)")
+	default:
+		return nil, fmt.Errorf("unknown provider %q (replicate or cog)", r.Provider)
+	}
+	u, err := url.Parse(r.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("base_url %q is not an http(s) URL without query or credentials", r.BaseURL)
+	}
+	r.BaseURL = strings.TrimSuffix(r.BaseURL, "/")
+	if len(r.Input) == 0 {
+		return nil, fmt.Errorf("input maps no field: name at least one of the endpoint's fields")
+	}
+	for field, name := range r.Input {
+		if !ep.HasField(field) {
+			return nil, fmt.Errorf("input maps field %q, which the endpoint's request schema does not have", field)
+		}
+		if !inputName.MatchString(name) {
+			return nil, fmt.Errorf("input maps field %q to %q, which is not an input name", field, name)
+		}
+	}
+	for name := range r.Constants {
+		if !inputName.MatchString(name) {
+			return nil, fmt.Errorf("constant %q is not an input name", name)
+		}
+	}
+	switch {
+	case r.DeadlineMinutes < 0:
+		return nil, fmt.Errorf("deadline_minutes must be positive")
+	case time.Duration(r.DeadlineMinutes)*time.Minute > MaxDeadline:
+		return nil, fmt.Errorf("deadline_minutes %d is over the maximum of %d", r.DeadlineMinutes, int(MaxDeadline/time.Minute))
+	}
+	return r, nil
+}
+
+// LoadRoutes reads and checks a deployment's PROVIDER_ROUTES document
+// against the catalog; routes need the provider queue (PROVIDER_QUEUE_URL).
+// A bad document stops the function at init, naming the entry.
+func LoadRoutes(doc, queueURL string, cat *catalog.Catalog) (Routes, error) {
+	routes, err := ParseRoutes(doc, cat)
+	if err != nil {
+		return nil, fmt.Errorf("PROVIDER_ROUTES: %w", err)
+	}
+	if len(routes) > 0 && queueURL == "" {
+		return nil, fmt.Errorf("PROVIDER_ROUTES routes endpoints but PROVIDER_QUEUE_URL is not set")
+	}
+	return routes, nil
+}

@@ -1,0 +1,194 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/job"
+)
+
+// submissionItem is a routed job's prediction state, kept on the job's own
+// item beside its status (job.Submission). None of it is a status: status
+// changes go through Transition.
+type submissionItem struct {
+	Marker       string   `dynamodbav:"pred_marker,omitempty"`
+	MarkedAt     string   `dynamodbav:"pred_marked_at,omitempty"`
+	Tries        int      `dynamodbav:"pred_tries,omitempty"`
+	PredictionID string   `dynamodbav:"pred_id,omitempty"`
+	TokenHashes  []string `dynamodbav:"pred_tokens,stringset,omitempty"`
+	Callback     string   `dynamodbav:"pred_callback,omitempty"`
+	Cancelled    bool     `dynamodbav:"pred_cancelled,omitempty"`
+}
+
+// ProviderJob reads a job and its prediction state in one strongly
+// consistent read.
+func (s *Store) ProviderJob(ctx context.Context, id string) (*job.Job, job.Submission, error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: key(jobPK(id), "JOB"), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, job.Submission{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	if res.Item == nil {
+		return nil, job.Submission{}, job.ErrNotFound
+	}
+	j, err := decodeJob(res.Item)
+	if err != nil {
+		return nil, job.Submission{}, err
+	}
+	var it submissionItem
+	if err := attributevalue.UnmarshalMap(res.Item, &it); err != nil {
+		return nil, job.Submission{}, fmt.Errorf("decode job %s's submission: %w", id, err)
+	}
+	sub := job.Submission{Marker: it.Marker, Tries: it.Tries, PredictionID: it.PredictionID,
+		TokenHashes: it.TokenHashes, Callback: it.Callback, Cancelled: it.Cancelled}
+	if it.MarkedAt != "" {
+		t, err := job.ParseTime(it.MarkedAt)
+		if err != nil {
+			return nil, job.Submission{}, fmt.Errorf("job %s: bad time %q", id, it.MarkedAt)
+		}
+		sub.MarkedAt = t.Time
+	}
+	return j, sub, nil
+}
+
+// notEnded is the condition that a job has not ended.
+const notEnded = "#status IN (:s0, :s1, :s2, :s3, :s4, :s5)"
+
+func notEndedValues(v map[string]types.AttributeValue) map[string]types.AttributeValue {
+	for i, st := range []job.Status{job.Backlogged, job.Queued, job.Scheduled, job.Processing, job.Sampling, job.IntermediateComplete} {
+		v[fmt.Sprintf(":s%d", i)] = str(string(st))
+	}
+	return v
+}
+
+// MarkSubmission writes the marker of a submission about to be sent, and
+// the hash of its callback token, on the condition that the job has not
+// ended, has no prediction id and still carries the marker previous (none
+// when empty): of two steps that race to submit, one wins. A retry of the
+// write that finds its own marker stored has succeeded. job.ErrConflict:
+// another step won, or the job ended.
+func (s *Store) MarkSubmission(ctx context.Context, jobID, previous, marker, tokenHash string, at time.Time) error {
+	cond := "attribute_exists(PK) AND attribute_not_exists(pred_id) AND " + notEnded
+	values := notEndedValues(map[string]types.AttributeValue{
+		":marker": str(marker), ":at": str(stamp(at)), ":one": num(1),
+		":token": &types.AttributeValueMemberSS{Value: []string{tokenHash}},
+	})
+	if previous == "" {
+		cond += " AND attribute_not_exists(pred_marker)"
+	} else {
+		cond += " AND pred_marker = :previous"
+		values[":previous"] = str(previous)
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(jobPK(jobID), "JOB"),
+		UpdateExpression:          aws.String("SET pred_marker = :marker, pred_marked_at = :at ADD pred_tries :one, pred_tokens :token"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#status": "status"},
+		ExpressionAttributeValues: values,
+	})
+	return s.judge(ctx, jobID, err, func(sub job.Submission) bool { return sub.Marker == marker })
+}
+
+// AddCallbackToken adds the hash of another callback token to a job whose
+// prediction is submitted again (Cog): the earlier tokens stay valid.
+func (s *Store) AddCallbackToken(ctx context.Context, jobID, tokenHash string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(jobPK(jobID), "JOB"),
+		UpdateExpression:          aws.String("ADD pred_tokens :token, pred_tries :one"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":token": &types.AttributeValueMemberSS{Value: []string{tokenHash}}, ":one": num(1)},
+	})
+	return s.judge(ctx, jobID, err, func(job.Submission) bool { return false })
+}
+
+// RecordPrediction stores the provider's id of the prediction the
+// submission marked marker made, even on a job that has ended meanwhile
+// (its cancellation needs the id). job.ErrConflict: another submission's
+// marker or another id is stored.
+func (s *Store) RecordPrediction(ctx context.Context, jobID, marker, predictionID string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(jobPK(jobID), "JOB"),
+		UpdateExpression:          aws.String("SET pred_id = :id"),
+		ConditionExpression:       aws.String("pred_marker = :marker AND (attribute_not_exists(pred_id) OR pred_id = :id)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(predictionID), ":marker": str(marker)},
+	})
+	return s.judge(ctx, jobID, err, func(sub job.Submission) bool { return sub.PredictionID == predictionID })
+}
+
+// StashCallback records the blob key of a verified callback's body that
+// ended the prediction, for the next step to act on; only while the job
+// has not ended.
+func (s *Store) StashCallback(ctx context.Context, jobID, blobKey string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(jobPK(jobID), "JOB"),
+		UpdateExpression:          aws.String("SET pred_callback = :key"),
+		ConditionExpression:       aws.String("attribute_exists(PK) AND " + notEnded),
+		ExpressionAttributeNames:  map[string]string{"#status": "status"},
+		ExpressionAttributeValues: notEndedValues(map[string]types.AttributeValue{":key": str(blobKey)}),
+	})
+	return s.judge(ctx, jobID, err, func(sub job.Submission) bool { return sub.Callback == blobKey })
+}
+
+// DropCallback forgets a stashed callback a step could not use (its
+// outputs failed to copy for good, or it was unreadable), if it is still
+// the one stashed.
+func (s *Store) DropCallback(ctx context.Context, jobID, blobKey string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(jobPK(jobID), "JOB"),
+		UpdateExpression:          aws.String("REMOVE pred_callback"),
+		ConditionExpression:       aws.String("pred_callback = :key"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":key": str(blobKey)},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return nil
+	}
+	return err
+}
+
+// MarkProviderCancelled records that the provider answered the
+// cancellation of the job's prediction.
+func (s *Store) MarkProviderCancelled(ctx context.Context, jobID string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(jobPK(jobID), "JOB"),
+		UpdateExpression:          aws.String("SET pred_cancelled = :yes"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":yes": &types.AttributeValueMemberBOOL{Value: true}},
+	})
+	return s.judge(ctx, jobID, err, func(job.Submission) bool { return false })
+}
+
+// judge turns a conditional write's failure into job.ErrNotFound or
+// job.ErrConflict, unless the stored item shows the write took effect (a
+// retry after a lost answer).
+func (s *Store) judge(ctx context.Context, jobID string, err error, done func(job.Submission) bool) error {
+	var failed *types.ConditionalCheckFailedException
+	if !errors.As(err, &failed) {
+		if err != nil {
+			return fmt.Errorf("update job %s's submission: %w", jobID, err)
+		}
+		return nil
+	}
+	_, sub, rerr := s.ProviderJob(ctx, jobID)
+	switch {
+	case rerr != nil:
+		return rerr
+	case done(sub):
+		return nil
+	}
+	return job.ErrConflict
+}
