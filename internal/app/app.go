@@ -151,17 +151,14 @@ func Config(getenv func(string) string) (Deps, error) {
 		}
 		d.AllowPrivateDestinations = b
 	}
-	for _, v := range []struct {
-		name string
-		to   *time.Duration
-	}{{"SWEEPER_REQUEUE_AFTER", &d.RequeueAfter}, {"WORKER_LEASE", &d.LeaseFor}} {
-		if raw := getenv(v.name); raw != "" {
-			dur, err := time.ParseDuration(raw)
-			if err != nil || dur <= 0 {
-				return d, fmt.Errorf("%s must be a positive duration such as 30s, not %q", v.name, raw)
-			}
-			*v.to = dur
-		}
+	// Without pointers into d, which would move it to the heap and with it
+	// the type of every client it holds into the binary.
+	var err error
+	if d.RequeueAfter, err = positiveDuration(getenv, "SWEEPER_REQUEUE_AFTER"); err != nil {
+		return d, err
+	}
+	if d.LeaseFor, err = positiveDuration(getenv, "WORKER_LEASE"); err != nil {
+		return d, err
 	}
 	if v := getenv("WEBHOOK_SCHEDULE"); v != "" {
 		sched, err := webhook.ParseSchedule(v)
@@ -171,6 +168,19 @@ func Config(getenv func(string) string) (Deps, error) {
 		d.WebhookSchedule = sched
 	}
 	return d, nil
+}
+
+// positiveDuration reads the duration variable name, 0 when unset.
+func positiveDuration(getenv func(string) string, name string) (time.Duration, error) {
+	raw := getenv(name)
+	if raw == "" {
+		return 0, nil
+	}
+	dur, err := time.ParseDuration(raw)
+	if err != nil || dur <= 0 {
+		return 0, fmt.Errorf("%s must be a positive duration such as 30s, not %q", name, raw)
+	}
+	return dur, nil
 }
 
 // FromEnv reads the configuration and builds the AWS clients. It does no

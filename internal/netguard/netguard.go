@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -214,41 +215,63 @@ func (g *Guard) Transport() *http.Transport {
 // refused lists the special-purpose ranges (IANA's registries, RFC 6890 and
 // successors) no outbound request may reach. IPv4 addresses wrapped in IPv6
 // are handled by public, which unwraps them first.
-var refused = []netip.Prefix{
-	// IPv4
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"; 0.0.0.0 reaches the local host
-	netip.MustParsePrefix("10.0.0.0/8"),      // private (RFC 1918)
-	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space, CGNAT (RFC 6598)
-	netip.MustParsePrefix("127.0.0.0/8"),     // loopback
-	netip.MustParsePrefix("169.254.0.0/16"),  // link-local; cloud metadata at 169.254.169.254
-	netip.MustParsePrefix("172.16.0.0/12"),   // private (RFC 1918)
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments (RFC 6890)
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation, TEST-NET-1
-	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast, deprecated (RFC 7526)
-	netip.MustParsePrefix("192.168.0.0/16"),  // private (RFC 1918)
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking (RFC 2544)
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation, TEST-NET-2
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation, TEST-NET-3
-	netip.MustParsePrefix("224.0.0.0/4"),     // multicast
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and 255.255.255.255 broadcast
-
-	// IPv6
-	netip.MustParsePrefix("::/96"),          // unspecified, loopback, deprecated IPv4-compatible
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64 (RFC 8215)
-	netip.MustParsePrefix("100::/64"),       // discard-only (RFC 6666)
-	netip.MustParsePrefix("2001::/32"),      // Teredo: tunnels to an IPv4 address hidden in it
-	netip.MustParsePrefix("2001:db8::/32"),  // documentation
-	netip.MustParsePrefix("3fff::/20"),      // documentation (RFC 9637)
-	netip.MustParsePrefix("fc00::/7"),       // unique local (ULA); AWS's fd00:ec2::254 metadata
-	netip.MustParsePrefix("fe80::/10"),      // link-local
-	netip.MustParsePrefix("fec0::/10"),      // site-local, deprecated
-	netip.MustParsePrefix("ff00::/8"),       // multicast
+//
+// It is built on first use, not at init: a package-level table is linked
+// into, and parsed by, every function that imports the package, guard or no.
+func refused() []netip.Prefix {
+	ranges.once.Do(func() { ranges.refused = refusedRanges() })
+	return ranges.refused
 }
 
-var (
-	nat64     = netip.MustParsePrefix("64:ff9b::/96") // well-known NAT64 prefix (RFC 6052)
-	sixToFour = netip.MustParsePrefix("2002::/16")    // 6to4 (RFC 3056)
-)
+var ranges struct {
+	once    sync.Once
+	refused []netip.Prefix
+}
+
+func refusedRanges() []netip.Prefix {
+	return []netip.Prefix{
+		// IPv4
+		netip.MustParsePrefix("0.0.0.0/8"),       // "this network"; 0.0.0.0 reaches the local host
+		netip.MustParsePrefix("10.0.0.0/8"),      // private (RFC 1918)
+		netip.MustParsePrefix("100.64.0.0/10"),   // shared address space, CGNAT (RFC 6598)
+		netip.MustParsePrefix("127.0.0.0/8"),     // loopback
+		netip.MustParsePrefix("169.254.0.0/16"),  // link-local; cloud metadata at 169.254.169.254
+		netip.MustParsePrefix("172.16.0.0/12"),   // private (RFC 1918)
+		netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments (RFC 6890)
+		netip.MustParsePrefix("192.0.2.0/24"),    // documentation, TEST-NET-1
+		netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast, deprecated (RFC 7526)
+		netip.MustParsePrefix("192.168.0.0/16"),  // private (RFC 1918)
+		netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking (RFC 2544)
+		netip.MustParsePrefix("198.51.100.0/24"), // documentation, TEST-NET-2
+		netip.MustParsePrefix("203.0.113.0/24"),  // documentation, TEST-NET-3
+		netip.MustParsePrefix("224.0.0.0/4"),     // multicast
+		netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and 255.255.255.255 broadcast
+
+		// IPv6
+		netip.MustParsePrefix("::/96"),          // unspecified, loopback, deprecated IPv4-compatible
+		netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64 (RFC 8215)
+		netip.MustParsePrefix("100::/64"),       // discard-only (RFC 6666)
+		netip.MustParsePrefix("2001::/32"),      // Teredo: tunnels to an IPv4 address hidden in it
+		netip.MustParsePrefix("2001:db8::/32"),  // documentation
+		netip.MustParsePrefix("3fff::/20"),      // documentation (RFC 9637)
+		netip.MustParsePrefix("fc00::/7"),       // unique local (ULA); AWS's fd00:ec2::254 metadata
+		netip.MustParsePrefix("fe80::/10"),      // link-local
+		netip.MustParsePrefix("fec0::/10"),      // site-local, deprecated
+		netip.MustParsePrefix("ff00::/8"),       // multicast
+	}
+}
+
+// The prefixes that carry an IPv4 address in an IPv6 one: the well-known
+// NAT64 prefix (RFC 6052), 64:ff9b::/96, and 6to4 (RFC 3056), 2002::/16.
+func nat64(ip netip.Addr) bool {
+	b := ip.As16()
+	return ip.Is6() && b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && [8]byte(b[4:12]) == [8]byte{}
+}
+
+func sixToFour(ip netip.Addr) bool {
+	b := ip.As16()
+	return ip.Is6() && b[0] == 0x20 && b[1] == 0x02
+}
 
 // public reports whether ip is none of the refused ranges, looking through
 // IPv4-mapped, NAT64 and 6to4 addresses at the IPv4 address they carry.
@@ -260,13 +283,13 @@ func public(ip netip.Addr) bool {
 	if ip.Is6() {
 		b := ip.As16()
 		switch {
-		case nat64.Contains(ip):
+		case nat64(ip):
 			return public(netip.AddrFrom4([4]byte(b[12:16])))
-		case sixToFour.Contains(ip):
+		case sixToFour(ip):
 			return public(netip.AddrFrom4([4]byte(b[2:6])))
 		}
 	}
-	for _, p := range refused {
+	for _, p := range refused() {
 		if p.Contains(ip) {
 			return false
 		}
