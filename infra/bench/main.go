@@ -25,6 +25,11 @@
 //     jobs from the creation's answer to GET /jobs/{id} showing them
 //     completed, with their rate; one result is downloaded and must decode
 //     as a 2048x2048 JPEG;
+//   - the cost of a million jobs (cost.go) for three mixes (small enhance,
+//     16K enhance, a 10 s video), from the DynamoDB units the queue
+//     phase's jobs consumed (ReturnConsumedCapacity), their S3 and SQS
+//     requests, the worker's measured run times and the memory
+//     template.yaml gives, with a dated price table;
 //   - GET /styles?filter=all through the local API over 10,000 styles
 //     (styles.go), on emulators of its own, after a full walk of its pages
 //     is checked to show each visible style once;
@@ -171,10 +176,12 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 	if err != nil {
 		return err
 	}
-	enhance, enhanceFailed, err := enhanceSection(root, tmp)
+	enhance, enhanceFailed, enhanced, err := enhanceSection(root, tmp)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(os.Stderr, "bench: a 10 s video through the video engine...")
+	video, videoErr := videoRunTime(ctx)
 
 	signs := measureSigning(ctx, root)
 
@@ -202,6 +209,8 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 	r.load(load)
 	r.t.sep()
 	r.runs(runs)
+	r.t.sep()
+	r.costs(runs.usage, costMixes(tpl, runs.usage, enhanced, video, videoErr))
 	r.t.sep()
 	r.styles(styles)
 	r.t.sep()
@@ -288,7 +297,7 @@ func runStarts(root, tmp string) error {
 // runEnhance is `go run ./infra/bench enhance`: the engine against libvips
 // alone.
 func runEnhance(root, tmp string) error {
-	t, failed, err := enhanceSection(root, tmp)
+	t, failed, _, err := enhanceSection(root, tmp)
 	if err != nil {
 		return err
 	}
@@ -326,18 +335,42 @@ func runCreation(ctx context.Context, root, tmp string) error {
 }
 
 // enhanceSection measures the engine against libvips and makes its table.
-func enhanceSection(root, tmp string) (*table, bool, error) {
+func enhanceSection(root, tmp string) (*table, bool, []enhanceResult, error) {
 	before := loadAverage()
 	results, vipsErr, err := measureEnhance(root, tmp)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	t, failed := enhanceTable(results, vipsErr, before, loadAverage(), workerMemoryMB(tpl))
-	return t, failed, nil
+	return t, failed, results, nil
+}
+
+// costMixes are the three jobs the cost table prices, with run times
+// measured in this run: the queue phase's enhance (the worker's handler),
+// the engine's 4000² -> 16000² JPEG (the enhance table's whole process),
+// and a 10 s 720p video through the video engine.
+func costMixes(tpl *sam.Template, ju jobUsage, enhanced []enhanceResult, video time.Duration, videoErr error) []mix {
+	heavy := workerMemory(tpl, "JobsQueue")
+	light := workerMemory(tpl, lightQueue)
+	if light == 0 {
+		light = heavy
+	}
+	mixes := []mix{{name: "small enhance 1024² → 2048² jpg", memoryMB: light, runTime: ju.runTime, source: "the queue phase's worker, p50"}}
+	for _, e := range enhanced {
+		if e.c.src == 4000 && e.c.side == 16000 && e.c.format == "jpg" {
+			if wall, _, err := median(e.full); err == nil {
+				mixes = append(mixes, mix{name: "16K enhance 4000² → 16000² jpg", memoryMB: heavy, runTime: wall, source: "the enhance table, median"})
+			}
+		}
+	}
+	if videoErr == nil {
+		mixes = append(mixes, mix{name: "10 s video 1280x720 (model-d-flash-1.1)", memoryMB: light, runTime: video, source: "the video engine in process"})
+	}
+	return mixes
 }
 
 // runSoakOnly is -soak-only: the soak and its table.

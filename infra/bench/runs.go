@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
 	"genjobs/infra/local/devstack"
@@ -77,6 +79,9 @@ type runReport struct {
 	elapsed                    time.Duration // first creation sent -> last completion seen
 	runErrs                    []string
 
+	// What one job of the queue phase consumed (cost.go).
+	usage jobUsage
+
 	// The check of one result: what it is, or why it is not what was asked.
 	result    string
 	resultErr error
@@ -97,10 +102,13 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	// The functions get a DynamoDB client of their own that notes each job's
 	// first status write past queued; the bench reads with the plain one.
 	marks := &jobMarks{}
+	m := &meter{}
 	db := dynamodb.New(clients.DynamoDB.Options(), func(o *dynamodb.Options) {
-		o.APIOptions = append(slices.Clone(o.APIOptions), marks.claimed.firstStatusWrite)
+		o.APIOptions = append(slices.Clone(o.APIOptions), marks.claimed.firstStatusWrite, m.capacity, m.count)
 	})
-	local := devstack.New(db, clients.SQS, clients.S3, "")
+	q := sqs.New(clients.SQS.Options(), func(o *sqs.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), m.count) })
+	s3c := s3.New(clients.S3.Options(), func(o *s3.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), m.count) })
+	local := devstack.New(db, q, s3c, "")
 	local.UseMoto(clients.MotoEndpoint)
 	local.Table, local.JobsQueue = "genjobs-bench-runs", "genjobs-bench-runs-jobs"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-runs-results", "genjobs-bench-runs-assets"
@@ -120,9 +128,13 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 		return nil, err
 	}
 	defer served.close()
+	worker := &runTimes{}
 	for id, h := range served.handlers {
 		if h.SQS != nil {
 			h.SQS = marks.delivered.onDelivery(h.SQS)
+			if id == "WorkerFunction" || id == "LightWorkerFunction" {
+				h.SQS = worker.wrap(h.SQS)
+			}
 			served.handlers[id] = h
 		}
 	}
@@ -148,8 +160,12 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 
 	fmt.Fprintf(os.Stderr, "bench: %d jobs one at a time (queue latency)...\n", queueJobs)
 	qctx, cancel := context.WithTimeout(ctx, queuePhaseLimit)
+	before, ran := m.snapshot(), worker.len()
 	measureQueue(qctx, c, st, marks, assetURL, rep)
 	cancel()
+	// The queue phase's jobs run one at a time and nobody polls the API:
+	// what the stack consumed is what its jobs cost.
+	rep.usage = perJob(m.snapshot().minus(before), queueJobs-len(rep.queueErrs), worker.since(ran))
 
 	fmt.Fprintf(os.Stderr, "bench: %d enhance jobs to completion, %d in flight...\n", runJobs, runInFlight)
 	rctx, cancel := context.WithTimeout(ctx, runPhaseLimit)

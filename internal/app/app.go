@@ -28,6 +28,7 @@ import (
 	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/lifecycle"
+	"genjobs/internal/metrics"
 	"genjobs/internal/openapi/published"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
@@ -73,13 +74,20 @@ type Deps struct {
 	S3  *s3.Client
 	AWS *aws.Config
 
-	Table         string // TABLE_NAME
-	JobsQueueURL  string // JOBS_QUEUE_URL
-	JobsDLQURL    string // JOBS_DLQ_URL
-	ResultsBucket string // RESULTS_BUCKET
-	AssetsBucket  string // ASSETS_BUCKET
-	BaseURL       string // BASE_URL: the public address of the API
-	AppURL        string // APP_URL: the web application's address (styles.go)
+	Table        string // TABLE_NAME
+	JobsQueueURL string // JOBS_QUEUE_URL
+	JobsDLQURL   string // JOBS_DLQ_URL
+	// The light worker's queue and its DLQ (LIGHT_JOBS_QUEUE_URL,
+	// LIGHT_JOBS_DLQ_URL): jobs lifecycle.QueueFor calls light; empty, they
+	// go to the jobs queue. MaxSourcePixels (MAX_SOURCE_PIXELS) makes a
+	// worker hand jobs with larger sources to the heavy lane: the light one.
+	LightJobsQueueURL string
+	LightJobsDLQURL   string
+	MaxSourcePixels   int
+	ResultsBucket     string // RESULTS_BUCKET
+	AssetsBucket      string // ASSETS_BUCKET
+	BaseURL           string // BASE_URL: the public address of the API
+	AppURL            string // APP_URL: the web application's address (styles.go)
 	// AllowPrivateDestinations (ALLOW_PRIVATE_DESTINATIONS) lets webhooks and
 	// input fetches reach loopback and private addresses: local development.
 	AllowPrivateDestinations bool
@@ -114,6 +122,9 @@ type Deps struct {
 
 	Clock clock.Clock
 	Log   *slog.Logger
+	// Metrics writes the function's CloudWatch metrics (EMF lines on
+	// standard output); set by Start in Lambda, nil elsewhere.
+	Metrics *metrics.Emitter
 
 	// Retries is how the clients retry (awsclient.Requests or Events): set
 	// with For by each builder, which knows what kind of function it makes.
@@ -123,14 +134,17 @@ type Deps struct {
 // Config reads the configuration from getenv, without building clients.
 func Config(getenv func(string) string) (Deps, error) {
 	d := Deps{
-		Table:         getenv("TABLE_NAME"),
-		JobsQueueURL:  getenv("JOBS_QUEUE_URL"),
-		JobsDLQURL:    getenv("JOBS_DLQ_URL"),
-		ResultsBucket: getenv("RESULTS_BUCKET"),
-		AssetsBucket:  getenv("ASSETS_BUCKET"),
-		BaseURL:       strings.TrimSuffix(getenv("BASE_URL"), "/"),
-		PricesJSON:    getenv("PRICES_JSON"),
-		AppURL:        strings.TrimSuffix(getenv("APP_URL"), "/"),
+		Table:        getenv("TABLE_NAME"),
+		JobsQueueURL: getenv("JOBS_QUEUE_URL"),
+		JobsDLQURL:   getenv("JOBS_DLQ_URL"),
+
+		LightJobsQueueURL: getenv("LIGHT_JOBS_QUEUE_URL"),
+		LightJobsDLQURL:   getenv("LIGHT_JOBS_DLQ_URL"),
+		ResultsBucket:     getenv("RESULTS_BUCKET"),
+		AssetsBucket:      getenv("ASSETS_BUCKET"),
+		BaseURL:           strings.TrimSuffix(getenv("BASE_URL"), "/"),
+		PricesJSON:        getenv("PRICES_JSON"),
+		AppURL:            strings.TrimSuffix(getenv("APP_URL"), "/"),
 
 		ProviderQueueURL: getenv("PROVIDER_QUEUE_URL"),
 		ProviderRoutes:   getenv("PROVIDER_ROUTES"),
@@ -159,6 +173,13 @@ func Config(getenv func(string) string) (Deps, error) {
 	}
 	if d.LeaseFor, err = positiveDuration(getenv, "WORKER_LEASE"); err != nil {
 		return d, err
+	}
+	if v := getenv("MAX_SOURCE_PIXELS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return d, fmt.Errorf("MAX_SOURCE_PIXELS must be a whole number of pixels, not %q", v)
+		}
+		d.MaxSourcePixels = n
 	}
 	if v := getenv("WEBHOOK_SCHEDULE"); v != "" {
 		sched, err := webhook.ParseSchedule(v)
@@ -275,15 +296,17 @@ func (d Deps) ResultLinks() blob.ResultLinks {
 	return blob.NewResultLinks(blob.NewPresigner(d.AWS.Credentials, d.AWS.Region, endpoint), d.ResultsBucket)
 }
 
-// JobQueue sends a job's message to the queue that runs it: the jobs
-// queue, or the provider queue for a routed job.
+// JobQueue sends a job's message to the queue that runs it: the provider
+// queue for a routed job, else the queue of its lane (lifecycle.QueueFor).
 func (d Deps) JobQueue() *queue.Jobs {
-	return queue.NewJobs(d.Queues(), d.JobsQueueURL).WithProviders(d.ProviderQueueURL)
+	return queue.NewJobs(d.Queues(), d.JobsQueueURL).
+		WithLane(lifecycle.LaneLight, d.LightJobsQueueURL).
+		WithProviders(d.ProviderQueueURL)
 }
 
 // Lifecycle ends jobs and promotes backlogs.
 func (d Deps) Lifecycle() *lifecycle.Jobs {
-	return &lifecycle.Jobs{Store: d.Store(), Queue: d.JobQueue(), Clock: d.Clock, Log: d.Log}
+	return &lifecycle.Jobs{Store: d.Store(), Queue: d.JobQueue(), Clock: d.Clock, Log: d.Log, Metrics: d.Metrics}
 }
 
 // Authenticator resolves API tokens. It remembers each token and workspace
@@ -368,14 +391,17 @@ func Sweeper(d Deps) (ScheduleHandler, error) {
 	d = d.For(awsclient.Events)
 	q := d.JobQueue()
 	s := &sweeper.Sweeper{
-		Store:        d.Store(),
-		Lifecycle:    d.Lifecycle(),
-		Queue:        q,
-		Dead:         queue.NewDeadLetters(d.Queues(), d.JobsDLQURL),
+		Store:     d.Store(),
+		Lifecycle: d.Lifecycle(),
+		Queue:     q,
+		Dead: queue.DeadLetterQueues{queue.NewDeadLetters(d.Queues(), d.JobsDLQURL),
+			queue.NewDeadLetters(d.Queues(), d.LightJobsDLQURL)},
 		Clock:        d.Clock,
 		Log:          d.Log,
 		Deadline:     sweeper.DefaultDeadline,
 		RequeueAfter: sweeper.DefaultRequeueAfter,
+		Lease:        d.Store(),
+		LeaseFor:     sweeper.DefaultLeaseFor,
 	}
 	if d.DeliveriesQueueURL != "" { // re-sends overdue webhook attempts too
 		s.Deliveries = d.Store()

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"genjobs/internal/httpapi"
+	"genjobs/internal/metrics"
 )
 
 // Start runs the function named name (its functions/ directory) in Lambda:
@@ -17,17 +18,20 @@ import (
 // configuration error ends the init, which Lambda reports as an init failure.
 // Each main names its own builder, so its binary links only what it uses.
 func Start(name string, f Function) {
-	err := start(f)
+	err := start(name, f)
 	slog.Error("init failed", "function", name, "error", err.Error())
 	fmt.Fprintln(os.Stderr, name+":", err)
 	os.Exit(1)
 }
 
-func start(f Function) error {
+func start(name string, f Function) error {
 	d, err := FromEnv(context.Background())
 	if err != nil {
 		return err
 	}
+	// In Lambda, standard output goes to CloudWatch Logs, which reads the
+	// metrics' EMF lines; the local stack runs without them.
+	d.Metrics = metrics.New(os.Stdout, name, d.Clock)
 	switch {
 	case f.HTTP != nil:
 		h, err := f.HTTP(d)

@@ -181,7 +181,7 @@ func (p Policy) HTTPClient(c HTTPDoer) HTTPDoer {
 // APIOptions adds to a client's middleware the marking of outage errors.
 func (p Policy) APIOptions(opts []func(*middleware.Stack) error) []func(*middleware.Stack) error {
 	// A copy: the slice may share its array with the client it came from.
-	return append(append([]func(*middleware.Stack) error(nil), opts...), addMarking)
+	return append(append([]func(*middleware.Stack) error(nil), opts...), addMarking, addTracing)
 }
 
 func addMarking(s *middleware.Stack) error {

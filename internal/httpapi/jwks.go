@@ -6,12 +6,9 @@ import (
 )
 
 // JWKS serves GET /.well-known/jwks.json, public: the keys that verify
-// webhook signatures. build makes the document at each request, not at
-// init: the signers behind it keep their public keys and read them from KMS
-// again only when those are old (signing.KMS.MaxAge), so a key made anew
-// under the alias is published without a deployment. A failed build is a
-// 500 and is tried again by the next request. Receivers may cache the
-// document 5 minutes.
+// webhook signatures. build makes or returns the document (signing.Publisher
+// keeps it, and asks KMS at the first request, not at init); a failed build
+// is tried again by the next request. Receivers may cache it 5 minutes.
 func JWKS(build func(ctx context.Context) ([]byte, error)) *http.ServeMux {
 	// One build at a time; a request waiting for another's ends with its
 	// own deadline, as a 503, rather than queueing behind a slow KMS.

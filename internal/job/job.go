@@ -267,6 +267,9 @@ type Job struct {
 	WebhookURL string // validated X-Webhook-URL, empty when none
 	Lease      Lease  // the worker currently holding the job, if any
 	Attempts   int    // how many times a worker has claimed it
+	// Lane is the jobs queue that runs it, decided once at creation
+	// (lifecycle.QueueFor); "" on a partial view and on older jobs.
+	Lane string
 	// Price is reserved from the workspace's balance at creation, charged
 	// when the job completes and released when it ends otherwise.
 	Price billing.Micros

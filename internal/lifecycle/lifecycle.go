@@ -12,6 +12,7 @@ import (
 
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
+	"genjobs/internal/metrics"
 )
 
 // Store is the job storage lifecycle needs (store.Store).
@@ -31,6 +32,8 @@ type Jobs struct {
 	Queue Queue
 	Clock clock.Clock
 	Log   *slog.Logger
+	// Metrics counts the ends, by model; nil: none.
+	Metrics *metrics.Emitter
 }
 
 // End moves j to the terminal status of c and, when j held a running slot,
@@ -41,6 +44,7 @@ func (l *Jobs) End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, err
 	if err != nil {
 		return ended, err
 	}
+	l.countEnd(ended)
 	if ended.Provider != "" && ended.Status != job.Completed {
 		// The provider is told: a step of the provider queue cancels the
 		// job's prediction, if one was made (it knows when none need be).
@@ -54,6 +58,22 @@ func (l *Jobs) End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, err
 			"job_id", j.ID, "workspace_id", j.WorkspaceID, "error", err.Error())
 	}
 	return ended, nil
+}
+
+// countEnd records a job's end in the metrics, by its model (and error code).
+func (l *Jobs) countEnd(j *job.Job) {
+	switch j.Status {
+	case job.Completed:
+		l.Metrics.Count(metrics.JobsCompleted, j.Model(), 1)
+	case job.Cancelled:
+		l.Metrics.Count(metrics.JobsCancelled, j.Model(), 1)
+	case job.Failed:
+		code := job.CodeInternal
+		if j.Error != nil {
+			code = j.Error.Code
+		}
+		l.Metrics.Count(metrics.JobsFailed, j.Model(), 1, metrics.Code(code))
+	}
 }
 
 // Cancel ends a job at the client's request. A job that has already ended

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -169,6 +170,10 @@ type step struct {
 	secret Secret
 	lease  string // the chain's hold; empty for a step acting without one
 	log    *slog.Logger
+	// request is the job's validated request, read with the job: the
+	// records its transitions return do not carry it (it is an item of
+	// its own, off the job's hot item).
+	request json.RawMessage
 }
 
 // Step moves one job on by one short step: submit, read, act on a
@@ -190,7 +195,7 @@ func (r *Runner) Step(ctx context.Context, m Message) error {
 	if routed {
 		client = r.Clients[route.Provider]
 	}
-	s := &step{r: r, j: j, sub: sub, route: route, client: client, log: log}
+	s := &step{r: r, j: j, sub: sub, route: route, client: client, log: log, request: j.Request}
 	if j.Status.Terminal() {
 		return s.cancel(ctx)
 	}
@@ -560,7 +565,7 @@ func (s *step) complete(ctx context.Context, outputs []string) error {
 // the client's error when an input cannot be sent.
 func (s *step) input(ctx context.Context) (in map[string]any, msg string, err error) {
 	var params map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(s.j.Request)))
+	dec := json.NewDecoder(bytes.NewReader(s.request))
 	dec.UseNumber()
 	if err := dec.Decode(&params); err != nil {
 		return nil, "", fmt.Errorf("decode the stored request: %w", err)

@@ -66,11 +66,12 @@ func (q *Deliveries) Park(ctx context.Context, d *webhook.Delivery) error {
 }
 
 // Settings of the deliveries queue, as template.yaml sets them: a visibility
-// timeout above the deliverer's 30 s timeout and the claim of an attempt,
-// and the dead-letter queue after 5 receives of a message nobody could handle.
+// timeout of six deliverer timeouts (30 s), above the claim of an attempt,
+// and the dead-letter queue after 10 receives of a message nobody could
+// handle (throttled invocations count as receives).
 const (
-	DeliveriesVisibilityTimeoutSeconds = 90
-	DeliveriesMaxReceiveCount          = 5
+	DeliveriesVisibilityTimeoutSeconds = 180
+	DeliveriesMaxReceiveCount          = 10
 )
 
 // CreateDeliveries makes the deliveries queue named name and its

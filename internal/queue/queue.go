@@ -24,24 +24,35 @@ type Message struct {
 
 // Jobs sends job ids to the queue that runs them: the one place that
 // decides where a job's message goes. A job of an endpoint routed to a
-// model provider (job.Job.Provider) goes to the provider queue, any other
-// to the jobs queue of the engine workers.
+// model provider (job.Job.Provider) goes to the provider queue; any other
+// to the jobs queue of its lane (job.Job.Lane, decided at creation by
+// lifecycle.QueueFor), the default queue when its lane has none here.
 type Jobs struct {
 	sqs         *sqs.Client
 	url         string
+	lanes       map[string]string
 	providerURL string
 }
 
-// NewJobs returns a sender to the jobs queue at url. It does no I/O.
+// NewJobs returns a sender to the default queue at url (the heavy
+// worker's, which runs any engine job). It does no I/O.
 func NewJobs(client *sqs.Client, url string) *Jobs {
-	return &Jobs{sqs: client, url: url}
+	return &Jobs{sqs: client, url: url, lanes: map[string]string{}}
 }
 
-// WithProviders returns q sending routed jobs to the provider queue at url.
+// WithLane sends the jobs of lane to the queue at url; an empty url leaves
+// them on the default queue.
+func (q *Jobs) WithLane(lane, url string) *Jobs {
+	if url != "" {
+		q.lanes[lane] = url
+	}
+	return q
+}
+
+// WithProviders sends routed jobs to the provider queue at url.
 func (q *Jobs) WithProviders(url string) *Jobs {
-	c := *q
-	c.providerURL = url
-	return &c
+	q.providerURL = url
+	return q
 }
 
 // ErrNoProviderQueue: a routed job's message has nowhere to go.
@@ -50,11 +61,14 @@ var ErrNoProviderQueue = errors.New("no provider queue is configured (PROVIDER_Q
 // Enqueue sends the job's id to the queue that runs it.
 func (q *Jobs) Enqueue(ctx context.Context, j *job.Job) error {
 	url := q.url
-	if j.Provider != "" {
+	switch u, ok := q.lanes[j.Lane]; {
+	case j.Provider != "":
 		if q.providerURL == "" {
 			return fmt.Errorf("enqueue job %s: %w", j.ID, ErrNoProviderQueue)
 		}
 		url = q.providerURL
+	case ok:
+		url = u
 	}
 	body, _ := json.Marshal(Message{JobID: j.ID})
 	_, err := q.sqs.SendMessage(ctx, &sqs.SendMessageInput{
@@ -160,4 +174,24 @@ func (d *DeadLetters) Drain(ctx context.Context, max int, fn func(jobID string) 
 		}
 	}
 	return n, nil
+}
+
+// DeadLetterQueues drains several dead-letter queues as one (the heavy and
+// the light jobs queues' DLQs), each in turn, max messages in all.
+type DeadLetterQueues []*DeadLetters
+
+// Drain drains each queue in turn until max messages are deleted.
+func (qs DeadLetterQueues) Drain(ctx context.Context, max int, fn func(jobID string) error) (int, error) {
+	total := 0
+	for _, q := range qs {
+		if q == nil || q.url == "" {
+			continue
+		}
+		n, err := q.Drain(ctx, max-total, fn)
+		total += n
+		if err != nil || total >= max {
+			return total, err
+		}
+	}
+	return total, nil
 }

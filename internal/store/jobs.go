@@ -40,13 +40,16 @@ type jobItem struct {
 	ErrorMessage   string   `dynamodbav:"error_message,omitempty"`
 	Progress       *float64 `dynamodbav:"progress,omitempty"`
 	Endpoint       string   `dynamodbav:"endpoint,omitempty"`
-	Request        string   `dynamodbav:"request,omitempty"`
-	BaseURL        string   `dynamodbav:"base_url,omitempty"`
-	WebhookURL     string   `dynamodbav:"webhook_url,omitempty"`
-	LeaseID        string   `dynamodbav:"lease_id,omitempty"`
-	LeaseUntil     string   `dynamodbav:"lease_until,omitempty"`
-	Attempts       int      `dynamodbav:"attempts,omitempty"`
-	Price          int64    `dynamodbav:"price_micros"`
+	// Request is set only on jobs stored before the request got its own
+	// item (requestItem): read, never written.
+	Request    string `dynamodbav:"request,omitempty"`
+	BaseURL    string `dynamodbav:"base_url,omitempty"`
+	WebhookURL string `dynamodbav:"webhook_url,omitempty"`
+	LeaseID    string `dynamodbav:"lease_id,omitempty"`
+	LeaseUntil string `dynamodbav:"lease_until,omitempty"`
+	Attempts   int    `dynamodbav:"attempts,omitempty"`
+	Lane       string `dynamodbav:"lane,omitempty"`
+	Price      int64  `dynamodbav:"price_micros"`
 	// Settlement is "charge" or "release" once the job's reservation is
 	// settled: written with the terminal status, on the condition that it
 	// is absent, so nothing is settled twice.
@@ -55,6 +58,17 @@ type jobItem struct {
 	Provider        string `dynamodbav:"provider,omitempty"`
 	DeadlineMinutes int    `dynamodbav:"deadline_minutes,omitempty"`
 }
+
+// requestItem is a job's request, apart from the job's item: every status,
+// progress and lease write rewrites the job's item whole (DynamoDB bills
+// an update by the item's size), and a request can be 64 KiB. It shares
+// the job's partition and is written in the job's creation transaction.
+type requestItem struct {
+	PK, SK  string
+	Request string `dynamodbav:"request"`
+}
+
+const requestSK = "REQUEST"
 
 func jobPK(id string) string           { return "JOB#" + id }
 func workspaceJobsPK(ws string) string { return "WSJOBS#" + ws }
@@ -91,9 +105,9 @@ func toJobItem(j *job.Job) jobItem {
 		GSI1PK: workspaceJobsPK(j.WorkspaceID), GSI1SK: created + "#" + j.ID,
 		JobID: j.ID, WorkspaceID: j.WorkspaceID, Status: string(j.Status),
 		CreatedAt: created, UpdatedAt: job.At(updated).String(),
-		Progress: j.Progress, Endpoint: j.Endpoint, Request: string(j.Request),
+		Progress: j.Progress, Endpoint: j.Endpoint,
 		BaseURL: j.BaseURL, WebhookURL: j.WebhookURL, Attempts: j.Attempts,
-		Price: int64(j.Price), Provider: j.Provider, DeadlineMinutes: int(j.Deadline / time.Minute),
+		Price: int64(j.Price), Provider: j.Provider, DeadlineMinutes: int(j.Deadline / time.Minute), Lane: j.Lane,
 	}
 	if len(j.Outputs) > 0 {
 		b, _ := json.Marshal(j.Outputs)
@@ -125,7 +139,7 @@ func (it *jobItem) toJob() (*job.Job, error) {
 	}
 	j := &job.Job{
 		ID: it.JobID, WorkspaceID: it.WorkspaceID, Status: st, Progress: it.Progress,
-		Endpoint: it.Endpoint, BaseURL: it.BaseURL, WebhookURL: it.WebhookURL, Attempts: it.Attempts,
+		Endpoint: it.Endpoint, BaseURL: it.BaseURL, WebhookURL: it.WebhookURL, Attempts: it.Attempts, Lane: it.Lane,
 		Price: billing.Micros(it.Price), Provider: it.Provider, Deadline: time.Duration(it.DeadlineMinutes) * time.Minute,
 	}
 	var err error
@@ -165,8 +179,26 @@ func (it *jobItem) toJob() (*job.Job, error) {
 	return j, err
 }
 
+// JobRequest reads a job's validated request (the worker's input), once
+// per attempt, strongly consistently.
+func (s *Store) JobRequest(ctx context.Context, id string) (json.RawMessage, error) {
+	var it requestItem
+	err := s.get(ctx, jobPK(id), requestSK, &it)
+	if errors.Is(err, ErrNotFound) { // a job stored before requests had their own item
+		j, err := s.Job(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return j.Request, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(it.Request), nil
+}
+
 // Job reads a job by id, strongly consistently, whatever its workspace: the
-// caller checks ownership.
+// caller checks ownership. Its Request is not read (JobRequest reads it).
 func (s *Store) Job(ctx context.Context, id string) (*job.Job, error) {
 	var it jobItem
 	if err := s.get(ctx, jobPK(id), "JOB", &it); errors.Is(err, ErrNotFound) {

@@ -43,6 +43,11 @@ func (s *Store) ProviderJob(ctx context.Context, id string) (*job.Job, job.Submi
 	if err != nil {
 		return nil, job.Submission{}, err
 	}
+	if len(j.Request) == 0 { // the request has an item of its own, off the hot job item
+		if j.Request, err = s.JobRequest(ctx, id); err != nil {
+			return nil, job.Submission{}, err
+		}
+	}
 	var it submissionItem
 	if err := attributevalue.UnmarshalMap(res.Item, &it); err != nil {
 		return nil, job.Submission{}, fmt.Errorf("decode job %s's submission: %w", id, err)

@@ -171,6 +171,12 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}})
 	}
+	// Last, after the items whose cancellation reasons are read by index.
+	req, err := attributevalue.MarshalMap(requestItem{PK: jobPK(j.ID), SK: requestSK, Request: string(j.Request)})
+	if err != nil {
+		return nil, fmt.Errorf("encode job %s's request: %w", j.ID, err)
+	}
+	items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: req}})
 	return items, nil
 }
 

@@ -7,6 +7,8 @@ package sweeper
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +32,12 @@ type Store interface {
 type Lifecycle interface {
 	End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error)
 	Promote(ctx context.Context, ws string) (int, error)
+}
+
+// Lease keeps two sweeps from overlapping (store.Store).
+type Lease interface {
+	TakeLease(ctx context.Context, name, holder string, until, now time.Time) (bool, error)
+	ReleaseLease(ctx context.Context, name, holder string, now time.Time) error
 }
 
 // Queue re-sends a job's message.
@@ -74,6 +82,10 @@ type Sweeper struct {
 	// else would ever make it once its message is lost.
 	Deliveries    Deliveries
 	DeliveryQueue DeliveryQueue
+	// Lease, when set, is taken for LeaseFor by each run; a run that finds
+	// it held does nothing (a slow sweep, an EventBridge duplicate).
+	Lease    Lease
+	LeaseFor time.Duration
 }
 
 // Defaults for Deadline and RequeueAfter.
@@ -83,6 +95,18 @@ const (
 	// maxDeadPerSweep bounds the DLQ work of one run; the next takes the rest.
 	maxDeadPerSweep = 100
 )
+
+// leaseName names the sweeper's lease item.
+const leaseName = "sweeper"
+
+// DefaultLeaseFor outlasts the sweeper function's 60 s timeout.
+const DefaultLeaseFor = 70 * time.Second
+
+func newHolder() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
 
 // Report is what one sweep did; it is logged as one line.
 type Report struct {
@@ -97,6 +121,24 @@ type Report struct {
 // Handle runs one sweep for the schedule. It fails (so the run is retried
 // and visible) only when a sweep could not finish.
 func (s *Sweeper) Handle(ctx context.Context, _ events.EventBridgeEvent) error {
+	if s.Lease != nil {
+		holder := newHolder()
+		ok, err := s.Lease.TakeLease(ctx, leaseName, holder, s.Clock.Now().Add(s.LeaseFor), s.Clock.Now())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			s.Log.Info("sweep skipped: another sweep is running")
+			return nil
+		}
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			if err := s.Lease.ReleaseLease(rctx, leaseName, holder, s.Clock.Now()); err != nil {
+				s.Log.Warn("could not release the sweep's lease; the next sweep waits for it to lapse", "error", err.Error())
+			}
+		}()
+	}
 	_, err := s.Sweep(ctx)
 	return err
 }
@@ -290,7 +332,7 @@ func (s *Sweeper) check(ctx context.Context, ref *job.Job, r *Report) error {
 }
 
 // failDead fails the job of a message the DLQ took: every attempt crashed
-// or ran out of time.
+// or ran out of time. A job no attempt ever claimed is sent again instead.
 func (s *Sweeper) failDead(ctx context.Context, id string, r *Report) error {
 	j, err := s.Store.Job(ctx, id)
 	if errors.Is(err, job.ErrNotFound) {
@@ -308,6 +350,19 @@ func (s *Sweeper) failDead(ctx context.Context, id string, r *Report) error {
 		// again once its lease lapses (check).
 		s.Log.Info("dead-lettered message of a job whose lease is held; left to its worker", "job_id", j.ID)
 		return nil
+	}
+	if j.Status == job.Queued && j.Attempts == 0 {
+		// No worker ever claimed it: its receives were throttled
+		// invocations (they count toward maxReceiveCount), not failures.
+		// Throttling must not fail a job: send it again; the deadline
+		// still bounds it.
+		if err := s.Queue.Enqueue(ctx, j); err != nil {
+			return err
+		}
+		r.Requeued++
+		s.Log.Warn("job re-sent: its message reached the dead-letter queue before any worker claimed it",
+			"job_id", j.ID, "workspace_id", j.WorkspaceID)
+		return s.Store.MarkEnqueued(ctx, j, s.Clock.Now())
 	}
 	_, err = s.Lifecycle.End(ctx, j, job.Change{To: job.Failed, Error: &job.Error{
 		Code: job.CodeInternal, Message: "The job could not be run; every attempt failed.",

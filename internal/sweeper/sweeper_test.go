@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -195,6 +196,11 @@ func TestDeadLetteredJobFails(t *testing.T) {
 	e := newEnv(t)
 	e.workspace("ws_a", 5)
 	j := e.create("ws_a")
+	// A worker claimed it, and its attempts crashed.
+	lease := job.Lease{ID: "crashed", Until: t0.Add(-time.Second)}
+	if _, err := e.store.Transition(e.ctx, j, job.Change{To: job.Processing, Lease: &lease}, t0.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	body, _ := json.Marshal(queue.Message{JobID: j.ID})
 	if _, err := e.sqs.SendMessage(e.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(e.dlq), MessageBody: aws.String(string(body))}); err != nil {
 		t.Fatal(err)
@@ -302,5 +308,65 @@ func TestRoutedJobKeepsItsRoutesDeadline(t *testing.T) {
 	}
 	if msgs := e.messages(pq); len(msgs) != 1 {
 		t.Fatalf("provider queue held %v after the timeout; want the cancellation's step", msgs)
+	}
+}
+
+// Throttled invocations count toward maxReceiveCount: a message can reach
+// the DLQ without any worker having run its job. That job is sent again,
+// not failed.
+func TestDeadLetteredJobNoWorkerClaimedIsSentAgain(t *testing.T) {
+	e := newEnv(t)
+	e.workspace("ws_a", 5)
+	j := e.create("ws_a")
+	body, _ := json.Marshal(queue.Message{JobID: j.ID})
+	if _, err := e.sqs.SendMessage(e.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(e.dlq), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.run(); r.DeadLettered != 0 || r.Requeued != 1 {
+		t.Errorf("report %+v; want the job re-sent, none failed", r)
+	}
+	if got := e.status(j.ID); got.Status != job.Queued {
+		t.Errorf("job %s; want still queued", got.Status)
+	}
+	if got := e.messages(e.url); len(got) != 1 || got[0] != j.ID {
+		t.Errorf("jobs queue holds %v; want [%s]", got, j.ID)
+	}
+	if left := e.messages(e.dlq); len(left) != 0 {
+		t.Errorf("the DLQ still holds %v", left)
+	}
+}
+
+// Two sweeps never run at once: the second finds the lease held and does
+// nothing; once the first has ended, the next one runs.
+func TestSweepsDoNotOverlap(t *testing.T) {
+	e := newEnv(t)
+	e.sweep.Lease, e.sweep.LeaseFor = e.store, sweeper.DefaultLeaseFor
+	e.workspace("ws_a", 5)
+	e.create("ws_a")
+	e.clock.T = t0.Add(5 * time.Minute) // the job waited long enough to be re-sent
+
+	// A sweep in progress holds the lease.
+	held, err := e.store.TakeLease(e.ctx, "sweeper", "running", e.clock.T.Add(time.Minute), e.clock.T)
+	if err != nil || !held {
+		t.Fatal(held, err)
+	}
+	if err := e.sweep.Handle(e.ctx, events.EventBridgeEvent{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.messages(e.url); len(got) != 0 {
+		t.Errorf("an overlapping sweep re-sent %v", got)
+	}
+	if err := e.store.ReleaseLease(e.ctx, "sweeper", "running", e.clock.T); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sweep.Handle(e.ctx, events.EventBridgeEvent{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.messages(e.url); len(got) != 1 {
+		t.Errorf("the next sweep re-sent %v; want the waiting job", got)
+	}
+	// And it gave the lease back.
+	if ok, err := e.store.TakeLease(e.ctx, "sweeper", "next", e.clock.T.Add(time.Minute), e.clock.T); err != nil || !ok {
+		t.Errorf("lease after a sweep: %v %v; want free", ok, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
+	"genjobs/internal/metrics"
 )
 
 // Store keeps deliveries and reads jobs (store.Store).
@@ -127,6 +128,7 @@ type Deliverer struct {
 	ClaimFor time.Duration   // longer than an attempt, shorter than the queue's visibility timeout
 	Clock    clock.Clock
 	Log      *slog.Logger
+	Metrics  *metrics.Emitter // attempts by outcome and their latency; nil: none
 }
 
 // DefaultClaimFor covers one attempt (10 s) and the writes around it.
@@ -166,6 +168,18 @@ func (d *Deliverer) handle(ctx context.Context, m events.SQSMessage) (err error)
 		return nil
 	}
 	return d.Attempt(ctx, msg, m.MessageId)
+}
+
+// outcome names an attempt's result for the metrics: delivered, gone (410:
+// the receiver asked for no more) or failed.
+func outcome(s State, status int) string {
+	switch {
+	case s == Succeeded:
+		return "delivered"
+	case status == 410:
+		return "gone"
+	}
+	return "failed"
 }
 
 // Attempt makes the attempt msg names when it is due, and schedules what
@@ -215,13 +229,16 @@ func (d *Deliverer) Attempt(ctx context.Context, msg Message, claim string) erro
 	if err != nil {
 		return err
 	}
+	sent := d.Clock.Now()
 	r, err := d.Sender.Send(ctx, del, j.BaseURL, body, now)
 	if err != nil {
 		return err
 	}
 	at := d.Clock.Now()
 	state, next := Next(n, r, at, d.Schedule)
-	a := Attempt{Number: n, At: now, EndedAt: at, StatusCode: r.StatusCode, Error: r.Err}
+	d.Metrics.Duration(metrics.WebhookLatency, "", at.Sub(sent))
+	d.Metrics.Count(metrics.WebhookAttempts, "", 1, metrics.Outcome(outcome(state, r.StatusCode)))
+	a := Attempt{Number: n, At: sent, EndedAt: at, StatusCode: r.StatusCode, Error: r.Err}
 	if state == Pending {
 		a.NextAt = &next
 	}

@@ -321,7 +321,7 @@ func TestAFailedPartRetriesTheAttempt(t *testing.T) {
 	}
 	got := e.job(j.ID)
 	if got.Status != job.Completed || len(got.Outputs) != 1 {
-		t.Fatalf("after the retry: %s %v", got.Status, got.Outputs)
+		t.Fatalf("after the retry: %s %v\n%s", got.Status, got.Outputs, e.logs)
 	}
 	if status, body := e.download(got.Outputs[0]); status != 200 || !bytes.Equal(body, s.big) {
 		t.Errorf("download after the retry: %d, %d bytes; want the engine's %d", status, len(body), len(s.big))

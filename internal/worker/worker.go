@@ -7,12 +7,14 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"io"
 	"log/slog"
 	"sync"
@@ -28,12 +30,16 @@ import (
 	"genjobs/internal/fetch"
 	"genjobs/internal/imagetype"
 	"genjobs/internal/job"
+	"genjobs/internal/lifecycle"
+	"genjobs/internal/metrics"
 	"genjobs/internal/queue"
 )
 
 // Store reads and moves jobs (store.Store).
 type Store interface {
 	Job(ctx context.Context, id string) (*job.Job, error)
+	// JobRequest reads the job's request, kept apart from the job's item.
+	JobRequest(ctx context.Context, id string) (json.RawMessage, error)
 	Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error)
 }
 
@@ -56,6 +62,11 @@ type Blobs interface {
 	ReadAsset(ctx context.Context, key string, max int64) ([]byte, string, error)
 }
 
+// Enqueuer sends a job to the queue of its lane (queue.Jobs).
+type Enqueuer interface {
+	Enqueue(ctx context.Context, j *job.Job) error
+}
+
 // AssetRecords finds uploaded assets (store.Store).
 type AssetRecords interface {
 	Asset(ctx context.Context, id string) (asset.Asset, error)
@@ -72,20 +83,33 @@ type Worker struct {
 	Assets  AssetRecords
 	Clock   clock.Clock
 	Log     *slog.Logger
+	Metrics *metrics.Emitter // queue wait and run time by model; nil: none
+	// MaxSourcePixels, when set, makes this worker (the light one) hand a
+	// job whose source image is larger to the heavy lane through Handover,
+	// instead of running out of memory on it. 0: any size.
+	MaxSourcePixels int
+	Handover        Enqueuer
 	// LeaseFor is how long a claim keeps other workers out without a
 	// heartbeat; longer than the function's timeout, far shorter than the
 	// queue's visibility timeout (a crashed attempt's message comes back
 	// after the lease has lapsed).
 	LeaseFor time.Duration
-	// Heartbeat is how often progress (and the lease) is written while the
-	// engine works: under a second, so a cancellation is noticed in time.
+	// Heartbeat is how often the engine's job is looked at while it works:
+	// under a second, so a cancellation is noticed in time. A beat writes
+	// (progress, preview, lease) only when something is due (attempt.due),
+	// and otherwise reads the job's small item: a read costs a fifth of a
+	// write.
 	Heartbeat time.Duration
+	// ProgressEvery is the least time between two writes of progress alone;
+	// DefaultProgressEvery if 0.
+	ProgressEvery time.Duration
 }
 
 // Defaults for LeaseFor and Heartbeat.
 const (
-	DefaultLeaseFor  = 150 * time.Second // the worker's 120 s timeout plus a margin
-	DefaultHeartbeat = 500 * time.Millisecond
+	DefaultLeaseFor      = 150 * time.Second // the worker's 120 s timeout plus a margin
+	DefaultHeartbeat     = 500 * time.Millisecond
+	DefaultProgressEvery = 2 * time.Second
 )
 
 // HandleSQS runs each message's job and reports the messages to retry; the
@@ -158,7 +182,12 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 	}
 	log = log.With("attempt", j.Attempts)
 	log.Info("job claimed")
+	claimed := w.Clock.Now()
+	if j.QueuedAt != nil && j.Attempts == 1 {
+		w.Metrics.Duration(metrics.QueueWait, j.Model(), claimed.Sub(*j.QueuedAt))
+	}
 	a := &attempt{w: w, j: j, lease: lease, log: log}
+	defer func() { w.Metrics.Duration(metrics.RunTime, j.Model(), w.Clock.Now().Sub(claimed)) }()
 	if err := a.run(ctx); err != nil {
 		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
@@ -191,10 +220,11 @@ func (a *attempt) release(ctx context.Context) {
 
 // attempt is one worker's go at one job, from claim to end.
 type attempt struct {
-	w     *Worker
-	j     *job.Job
-	lease job.Lease
-	log   *slog.Logger
+	w       *Worker
+	j       *job.Job
+	lease   job.Lease
+	log     *slog.Logger
+	written time.Time // the last write of the job's item
 }
 
 // errStopped: the job was cancelled or taken over, so this attempt stops
@@ -211,8 +241,12 @@ func (a *attempt) run(ctx context.Context) error {
 	if !ok || !known {
 		return a.fail(ctx, job.CodeInternal, "This model cannot be run.", fmt.Errorf("no engine for %s", a.j.Endpoint))
 	}
+	request, err := w.Store.JobRequest(ctx, a.j.ID)
+	if err != nil {
+		return err // ours: retry
+	}
 	var params map[string]any
-	if err := json.Unmarshal(a.j.Request, &params); err != nil {
+	if err := json.Unmarshal(request, &params); err != nil {
 		return a.fail(ctx, job.CodeInternal, "The stored request could not be read.", err)
 	}
 	var inputs []engine.Input
@@ -228,6 +262,9 @@ func (a *attempt) run(ctx context.Context) error {
 		}
 		inputs = append(inputs, engine.Input{Field: ref.Field, Index: ref.Index, ContentType: img.ContentType, Data: img.Data})
 	}
+	if a.tooLarge(inputs) {
+		return a.handOver(ctx)
+	}
 
 	out := &outputs{blobs: w.Blobs, jobID: a.j.ID}
 	// Nothing of an attempt that does not complete the job remains: a retry
@@ -238,7 +275,7 @@ func (a *attempt) run(ctx context.Context) error {
 			a.discard(ctx, out)
 		}
 	}()
-	files, err := a.runEngine(ctx, eng, engine.Job{Model: a.j.Model(), Request: a.j.Request, Inputs: inputs}, out)
+	files, err := a.runEngine(ctx, eng, engine.Job{Model: a.j.Model(), Request: request, Inputs: inputs}, out)
 	a.abortOpen(ctx, out) // a file not closed when Run returns is never kept in part
 	switch {
 	case errors.Is(err, errStopped):
@@ -278,6 +315,36 @@ func (a *attempt) run(ctx context.Context) error {
 		return err
 	}
 	a.log.Info("job completed", "outputs", len(keys))
+	return nil
+}
+
+// tooLarge tells whether a source is larger than this worker takes: a
+// light job's source is not known until it is fetched.
+func (a *attempt) tooLarge(inputs []engine.Input) bool {
+	if a.w.MaxSourcePixels <= 0 || a.w.Handover == nil {
+		return false
+	}
+	for _, in := range inputs {
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(in.Data))
+		if err == nil && int64(cfg.Width)*int64(cfg.Height) > int64(a.w.MaxSourcePixels) {
+			return true
+		}
+	}
+	return false
+}
+
+// handOver sends the job to the heavy lane and gives up its lease, so that
+// the heavy worker claims it at once; the message is done with.
+func (a *attempt) handOver(ctx context.Context) error {
+	heavy := *a.j
+	heavy.Lane = lifecycle.LaneHeavy
+	if err := a.w.Handover.Enqueue(ctx, &heavy); err != nil {
+		return err // the message comes back
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	a.release(cctx)
+	a.log.Info("job handed to the heavy worker: its source is larger than this worker takes")
 	return nil
 }
 
@@ -457,7 +524,7 @@ func (a *attempt) move(ctx context.Context, to job.Status, progress *float64, ou
 	if err != nil {
 		return err
 	}
-	a.j = j
+	a.j, a.written = j, a.w.Clock.Now()
 	return nil
 }
 
@@ -576,6 +643,9 @@ func (a *attempt) beat(ctx context.Context, u engine.Update) error {
 	if a.j.Progress != nil && *a.j.Progress > p {
 		p = *a.j.Progress
 	}
+	if u.Preview == nil && !a.due(p) {
+		return a.check(ctx)
+	}
 	if u.Preview == nil {
 		return a.move(ctx, job.Sampling, &p, nil)
 	}
@@ -584,6 +654,42 @@ func (a *attempt) beat(ctx context.Context, u engine.Update) error {
 		return fmt.Errorf("store preview: %w", err)
 	}
 	return a.move(ctx, job.IntermediateComplete, &p, []string{key})
+}
+
+// progressStep is the least rise of progress worth a write of its own.
+const progressStep = 0.05
+
+// due tells whether a beat without a preview must write: the job is not
+// sampling yet, the lease has less than half its time left, or progress
+// rose by progressStep and ProgressEvery has passed since the last write.
+func (a *attempt) due(p float64) bool {
+	now := a.w.Clock.Now()
+	every := a.w.ProgressEvery
+	if every <= 0 {
+		every = DefaultProgressEvery
+	}
+	switch {
+	case a.j.Status != job.Sampling && a.j.Status != job.IntermediateComplete:
+		return true
+	case a.lease.Until.Sub(now) < a.w.LeaseFor/2:
+		return true
+	case a.j.Progress == nil:
+		return true
+	}
+	return p-*a.j.Progress >= progressStep && now.Sub(a.written) >= every
+}
+
+// check reads the job between writes, to notice a cancellation or a
+// takeover as a failed write would.
+func (a *attempt) check(ctx context.Context) error {
+	j, err := a.w.Store.Job(ctx, a.j.ID)
+	if err != nil {
+		return err
+	}
+	if j.Status.Terminal() || j.Lease.ID != a.lease.ID {
+		return errStopped
+	}
+	return nil
 }
 
 func newLeaseID() string {

@@ -14,13 +14,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/internal/asset"
 	"genjobs/internal/auth"
@@ -568,3 +571,55 @@ func TestAPanicFailsOnlyItsMessage(t *testing.T) {
 type ahead time.Duration
 
 func (a ahead) Now() time.Time { return time.Now().UTC().Add(time.Duration(a)) }
+
+// The light worker is sized for sources up to its MaxSourcePixels; a
+// larger one (known only once fetched) goes to the heavy worker's queue,
+// its lease given up so that the heavy worker claims it at once, and
+// nothing of the engine runs here.
+func TestALightWorkerHandsALargeSourceToTheHeavyLane(t *testing.T) {
+	e := newEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(tinyPNG()) // 2 x 2 pixels
+	}))
+	defer srv.Close()
+	sq := testenv.SQS(t)
+	heavy, _, err := queue.Create(e.ctx, sq, testenv.UniqueName(t, "heavy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	light, _, err := queue.Create(e.ctx, sq, testenv.UniqueName(t, "light"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w.MaxSourcePixels = 3 // fewer than the source's 4
+	e.w.Handover = queue.NewJobs(sq, heavy).WithLane(lifecycle.LaneLight, light)
+	j := e.create("/generate/image/vendor-b/model-e-4", `{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["`+srv.URL+`/a.png"]}`)
+	if err := e.w.Run(e.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.eng.mu.Lock()
+	ran := len(e.eng.seen)
+	e.eng.mu.Unlock()
+	if ran != 0 {
+		t.Errorf("the engine ran on a source too large for this worker")
+	}
+	got := e.job(j.ID)
+	if got.Status.Terminal() || got.Lease.Held(time.Now()) {
+		t.Errorf("job %s, lease held %v; want it unended and free for the heavy worker", got.Status, got.Lease.Held(time.Now()))
+	}
+	out, err := sq.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(heavy), MaxNumberOfMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 || !strings.Contains(aws.ToString(out.Messages[0].Body), j.ID) {
+		t.Errorf("heavy queue holds %d messages; want the job's", len(out.Messages))
+	}
+	// And the heavy worker (no limit) runs it.
+	e.w.MaxSourcePixels, e.w.Handover = 0, nil
+	if err := e.w.Run(e.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job(j.ID); got.Status != job.Completed {
+		t.Errorf("after the hand-over: %s %+v; want completed", got.Status, got.Error)
+	}
+}

@@ -64,20 +64,21 @@ const (
 // logical id in template.yaml is the directory's name in CamelCase followed
 // by "Function" (app.FunctionName).
 var Functions = map[string]app.Function{
-	"generate":  {HTTP: generatefn.Build},
-	"jobs":      {HTTP: app.Jobs},
-	"usage":     {HTTP: app.Usage},
-	"styles":    {HTTP: app.Styles},
-	"jwks":      {HTTP: webhookfn.JWKS},
-	"deliverer": {SQS: webhookfn.Deliverer},
-	"notifier":  {Stream: app.Notifier},
-	"assets":    {HTTP: app.Assets},
-	"openapi":   {HTTP: app.OpenAPI},
-	"notfound":  {HTTP: app.NotFound},
-	"worker":    {SQS: workerfn.Build},
-	"sweeper":   {Schedule: app.Sweeper},
-	"provider":  {SQS: providerfn.Provider},
-	"callbacks": {HTTP: providerfn.Callbacks},
+	"generate":    {HTTP: generatefn.Build},
+	"jobs":        {HTTP: app.Jobs},
+	"usage":       {HTTP: app.Usage},
+	"styles":      {HTTP: app.Styles},
+	"jwks":        {HTTP: webhookfn.JWKS},
+	"deliverer":   {SQS: webhookfn.Deliverer},
+	"notifier":    {Stream: app.Notifier},
+	"assets":      {HTTP: app.Assets},
+	"openapi":     {HTTP: app.OpenAPI},
+	"notfound":    {HTTP: app.NotFound},
+	"worker":      {SQS: workerfn.Build},
+	"sweeper":     {Schedule: app.Sweeper},
+	"provider":    {SQS: providerfn.Provider},
+	"callbacks":   {HTTP: providerfn.Callbacks},
+	"lightworker": {SQS: workerfn.Build},
 }
 
 // Stack is the local stack: the emulators' clients and the names of the

@@ -165,9 +165,42 @@ func TestQueuesAndKeyFollowTheDecisions(t *testing.T) {
 	if rp := q["RedrivePolicy"].(map[string]any); rp["maxReceiveCount"] != queue.MaxReceiveCount {
 		t.Errorf("maxReceiveCount %v; want %d", rp["maxReceiveCount"], queue.MaxReceiveCount)
 	}
-	k := res["WebhookSigningKey"].Properties
-	if k["KeySpec"] != "ECC_NIST_P256" || k["KeyUsage"] != "SIGN_VERIFY" {
-		t.Errorf("signing key %v/%v; want ECC_NIST_P256/SIGN_VERIFY", k["KeySpec"], k["KeyUsage"])
+	// By type, not by name: a rotation renames the key's resource.
+	keys := 0
+	for id, r := range res {
+		if r.Type != "AWS::KMS::Key" {
+			continue
+		}
+		keys++
+		if k := r.Properties; k["KeySpec"] != "ECC_NIST_P256" || k["KeyUsage"] != "SIGN_VERIFY" {
+			t.Errorf("signing key %s: %v/%v; want ECC_NIST_P256/SIGN_VERIFY", id, k["KeySpec"], k["KeyUsage"])
+		}
+		// Replaced or removed by a rotation, it must live on: the JWKS lists
+		// it until its last signature has expired.
+		if r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" {
+			t.Errorf("signing key %s: DeletionPolicy %q, UpdateReplacePolicy %q; want Retain, Retain", id, r.DeletionPolicy, r.UpdateReplacePolicy)
+		}
+	}
+	if keys != 1 {
+		t.Errorf("%d KMS keys; want the one signing key", keys)
+	}
+}
+
+// What a stack deletion or a replacement does to data is written down, not
+// left to CloudFormation's default (delete): cfn-lint's rule I3011.
+func TestStatefulResourcesHaveExplicitDeletionPolicies(t *testing.T) {
+	stateful := map[string]bool{"AWS::DynamoDB::Table": true, "AWS::S3::Bucket": true, "AWS::SQS::Queue": true,
+		"AWS::KMS::Key": true, "AWS::Logs::LogGroup": true}
+	for id, r := range loadRepoTemplate(t).Resources {
+		if !stateful[r.Type] {
+			continue
+		}
+		if r.DeletionPolicy == "" || r.UpdateReplacePolicy == "" {
+			t.Errorf("%s (%s): DeletionPolicy %q, UpdateReplacePolicy %q; both must be set", id, r.Type, r.DeletionPolicy, r.UpdateReplacePolicy)
+		}
+		if (r.Type == "AWS::DynamoDB::Table" || r.Type == "AWS::S3::Bucket") && r.DeletionPolicy != "Retain" {
+			t.Errorf("%s: DeletionPolicy %s would delete the service's data with the stack", id, r.DeletionPolicy)
+		}
 	}
 }
 

@@ -37,9 +37,11 @@ type Globals struct {
 
 // Resource is one resource; Properties stay generic.
 type Resource struct {
-	Type       string         `yaml:"Type"`
-	Metadata   map[string]any `yaml:"Metadata"`
-	Properties map[string]any `yaml:"Properties"`
+	Type                string         `yaml:"Type"`
+	DeletionPolicy      string         `yaml:"DeletionPolicy"`
+	UpdateReplacePolicy string         `yaml:"UpdateReplacePolicy"`
+	Metadata            map[string]any `yaml:"Metadata"`
+	Properties          map[string]any `yaml:"Properties"`
 }
 
 // Function is an AWS::Serverless::Function with the globals applied.
@@ -55,6 +57,9 @@ type Function struct {
 	Environment   map[string]any
 	Policies      any
 	Events        map[string]Event
+	// RecursiveLoop is Allow or Terminate; "" when unset (Lambda's default
+	// then is Terminate).
+	RecursiveLoop string
 }
 
 // Event is one trigger of a function.
@@ -170,9 +175,10 @@ func (t *Template) Functions() []Function {
 		f.CodeURI, _ = prop("CodeUri").(string)
 		f.Handler, _ = prop("Handler").(string)
 		f.Runtime, _ = prop("Runtime").(string)
-		f.Timeout, _ = prop("Timeout").(int)
-		f.MemorySize, _ = prop("MemorySize").(int)
+		f.Timeout = t.intValue(prop("Timeout"))
+		f.MemorySize = t.intValue(prop("MemorySize"))
 		f.BuildMethod, _ = r.Metadata["BuildMethod"].(string)
+		f.RecursiveLoop, _ = prop("RecursiveLoop").(string)
 		if archs, ok := prop("Architectures").([]any); ok {
 			for _, a := range archs {
 				s, _ := a.(string)
@@ -201,6 +207,19 @@ func (t *Template) Functions() []Function {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LogicalID < out[j].LogicalID })
 	return out
+}
+
+// intValue reads a whole number written as such or as a Ref to a parameter
+// (its default); 0 otherwise.
+func (t *Template) intValue(v any) int {
+	if m, ok := v.(map[string]any); ok && len(m) == 1 {
+		id, _ := m["Ref"].(string)
+		if p, ok := t.Parameters[id]; ok {
+			v = p.Default
+		}
+	}
+	n, _ := v.(int)
+	return n
 }
 
 // Routes lists the HttpApi routes of every function, sorted by key.

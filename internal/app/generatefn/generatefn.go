@@ -38,6 +38,7 @@ func Build(d app.Deps) (http.Handler, error) {
 	}
 	g := &generate.Handler{
 		Providers:         routes,
+		Metrics:           d.Metrics,
 		Auth:              d.Authenticator(),
 		Catalog:           cat,
 		Jobs:              d.Store(),

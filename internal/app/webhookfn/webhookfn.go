@@ -52,29 +52,25 @@ func JWKS(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	d = d.For(awsclient.Requests)
-	var keys []signing.Signer
-	for _, id := range []string{d.SigningKeyID, d.PreviousSigningKeyID} {
-		if id == "" {
-			continue
-		}
-		s, err := signer(d, id)
+	pub := &signing.Publisher{Clock: d.Clock, OnPreviousError: func(err error) {
+		d.Log.Warn("the previous signing key cannot be read; the JWKS lists the current key only",
+			"key_id", d.PreviousSigningKeyID, "error", err.Error())
+	}}
+	current, err := signer(d, d.SigningKeyID)
+	if err != nil {
+		return nil, err
+	}
+	current.MaxAge = JWKSKeyMaxAge
+	pub.Current = current
+	if d.PreviousSigningKeyID != "" && d.PreviousSigningKeyID != d.SigningKeyID {
+		previous, err := signer(d, d.PreviousSigningKeyID)
 		if err != nil {
 			return nil, err
 		}
-		s.MaxAge = JWKSKeyMaxAge
-		keys = append(keys, s)
+		previous.MaxAge = JWKSKeyMaxAge
+		pub.Previous = previous
 	}
-	build := func(ctx context.Context) ([]byte, error) {
-		var pubs []signing.PublicKey
-		for _, s := range keys {
-			p, err := s.PublicKey(ctx)
-			if err != nil {
-				return nil, err
-			}
-			pubs = append(pubs, p)
-		}
-		return signing.JWKS(pubs...)
-	}
+	build := pub.Document
 	return httpapi.Middleware(d.Log, httpapi.JWKS(build)), nil
 }
 
@@ -94,9 +90,10 @@ func Deliverer(d app.Deps) (app.SQSHandler, error) {
 	links := d.ResultLinks()
 	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 	del := &webhook.Deliverer{
-		Store:  d.Store(),
-		Queue:  queue.NewDeliveries(d.Queues(), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
-		Sender: &webhook.Sender{Client: webhook.NewClient(guard.Transport()), Signer: tokens{s}},
+		Metrics: d.Metrics,
+		Store:   d.Store(),
+		Queue:   queue.NewDeliveries(d.Queues(), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Sender:  &webhook.Sender{Client: webhook.NewClient(guard.Transport()), Signer: tokens{s}},
 		Render: func(ctx context.Context, j *job.Job) ([]byte, error) {
 			return httpapi.RecordBody(ctx, links, j)
 		},

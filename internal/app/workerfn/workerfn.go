@@ -26,6 +26,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		return nil, err
 	}
 	w := &worker.Worker{
+		Metrics:   d.Metrics,
 		Store:     d.Store(),
 		Ender:     d.Lifecycle(),
 		Catalog:   cat,
@@ -40,6 +41,9 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	}
 	if d.LeaseFor > 0 {
 		w.LeaseFor = d.LeaseFor
+	}
+	if d.MaxSourcePixels > 0 { // the light worker
+		w.MaxSourcePixels, w.Handover = d.MaxSourcePixels, d.JobQueue()
 	}
 	return app.WithMargin(w.HandleSQS), nil
 }

@@ -21,6 +21,8 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
+	"genjobs/internal/lifecycle"
+	"genjobs/internal/metrics"
 	"genjobs/internal/provider"
 )
 
@@ -58,6 +60,7 @@ type Handler struct {
 	Queue   Enqueuer
 	Assets  AssetReader
 	Clock   clock.Clock
+	Metrics *metrics.Emitter // nil: none
 	// BaseURL is the API's public address; empty means the request's own.
 	BaseURL string
 	// AllowHTTPWebhooks accepts http:// webhook URLs: only where private
@@ -157,6 +160,7 @@ func (g *Handler) create(w http.ResponseWriter, r *http.Request) {
 		WebhookURL:  webhook,
 		Price:       price,
 	}
+	j.Lane = lifecycle.QueueFor(j)
 	if rt, ok := g.Providers.For(j.Endpoint); ok {
 		j.Provider, j.Deadline = rt.Provider, rt.Deadline()
 	}
@@ -173,12 +177,14 @@ func (g *Handler) create(w http.ResponseWriter, r *http.Request) {
 		g.replay(w, r, p.WorkspaceID, replayed.JobID)
 		return
 	case errors.Is(err, billing.ErrInsufficientFunds):
+		g.Metrics.Count(metrics.PaymentRequired, "", 1)
 		httpapi.WriteJSON(w, http.StatusPaymentRequired, struct {
 			Error   string `json:"error"`
 			Message string `json:"message"`
 		}{msgNoCredits, msgNoCreditsHelp})
 		return
 	case errors.Is(err, job.ErrTooManyJobs):
+		g.Metrics.Count(metrics.TooManyRequests, "", 1)
 		httpapi.WriteError(w, http.StatusTooManyRequests, httpapi.MsgTooManyJobs)
 		return
 	case errors.Is(err, job.ErrKeyReused):
@@ -201,6 +207,7 @@ func (g *Handler) create(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	log.Info("job created", "endpoint", j.Endpoint, "status", string(j.Status), "price_micros", int64(j.Price))
+	g.Metrics.Count(metrics.JobsCreated, j.Model(), 1)
 	setDeprecationHeaders(w.Header(), req.Deprecations)
 	httpapi.WriteJSON(w, http.StatusOK, j.Record(nil))
 }

@@ -48,10 +48,11 @@ func (q *Queue) Schedule(ctx context.Context, m provider.Message, delay time.Dur
 }
 
 // Settings of the provider queue, as template.yaml sets them: a visibility
-// timeout above the provider function's timeout, and the dead-letter
+// timeout six times the provider function's (as Lambda advises for SQS
+// sources), and the dead-letter
 // queue after 5 receives of a message no step could handle.
 const (
-	VisibilityTimeoutSeconds = 900
+	VisibilityTimeoutSeconds = 3600
 	MaxReceiveCount          = 5
 )
 
