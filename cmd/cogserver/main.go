@@ -59,7 +59,7 @@ func run() error {
 	srv, err := cogserver.New(cogserver.Options{
 		Catalog:      cat,
 		Engines:      reference.Engines(),
-		Inputs:       fetch.New(guard, nil),
+		Inputs:       fetch.New(guard),
 		Webhooks:     &http.Client{Transport: guard.Transport(), Timeout: 2 * time.Minute},
 		WebhookToken: *token,
 		UploadURL:    *uploadURL,

@@ -367,7 +367,7 @@ func (p *rawPut) transact(ctx context.Context) error {
 		{Put: &types.Put{TableName: aws.String(devstack.Table), ConditionExpression: aws.String("attribute_not_exists(PK)"),
 			Item: map[string]types.AttributeValue{
 				"PK": s("WS#" + loadWorkspace), "SK": s("BENCH#" + id), "kind": s("reserve"),
-				"amount_micros": n("100000"), "job_id": s(id), "endpoint": s(generatePath), "created_at": s(job.At(time.Now()).String()),
+				"amount_micros": n("100000"), "job_id": s(id), "endpoint": s(generatePath), "created_at": s(job.TimeOf(time.Now()).String()),
 			}}},
 	}})
 	return err

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,7 +128,7 @@ type Deps struct {
 	Metrics *metrics.Emitter
 
 	// Retries is how the clients retry (awsclient.Requests or Events): set
-	// with For by each builder, which knows what kind of function it makes.
+	// with WithRetries by each builder, which knows what kind of function it makes.
 	Retries awsclient.Profile
 }
 
@@ -241,11 +242,11 @@ func (d Deps) Queues() *sqs.Client {
 	return awsclient.SQS(client, d.Retries.SQS)
 }
 
-// For returns d with its clients following profile p: every builder calls
-// it first, so that the clients the local runner passes in follow the
+// WithRetries returns d with its clients following profile p: every
+// builder calls it first, so that the clients the local runner passes in follow the
 // profile as Lambda's do. The clients are derived, not rebuilt: endpoints,
 // credentials and the HTTP client's TLS roots stay.
-func (d Deps) For(p awsclient.Profile) Deps {
+func (d Deps) WithRetries(p awsclient.Profile) Deps {
 	d.Retries = p
 	if d.DynamoDB != nil {
 		d.DynamoDB = awsclient.DynamoDB(d.DynamoDB, p.DynamoDB)
@@ -255,14 +256,23 @@ func (d Deps) For(p awsclient.Profile) Deps {
 	return d
 }
 
-// Need names the first missing variable of name-value pairs.
-func Need(vars ...[2]string) error {
-	for _, v := range vars {
-		if v[1] == "" {
-			return fmt.Errorf("%s is not set", v[0])
+// Require checks that the configuration a builder needs is set: settings
+// maps each environment variable to the value read from it. A function
+// missing one stops at init, naming every one missing.
+func Require(settings map[string]string) error {
+	var missing []string
+	for name, value := range settings {
+		if value == "" {
+			missing = append(missing, name)
 		}
 	}
-	return nil
+	switch slices.Sort(missing); len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%s is not set", missing[0])
+	}
+	return fmt.Errorf("%s are not set", strings.Join(missing, ", "))
 }
 
 // Store is the table adapter.
@@ -318,12 +328,11 @@ func (d Deps) Authenticator() auth.Authenticator {
 
 // Jobs builds the jobs function's handler.
 func Jobs(d Deps) (http.Handler, error) {
-	err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
-		[2]string{"RESULTS_BUCKET", d.ResultsBucket})
+	err := Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
 	if err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Requests)
+	d = d.WithRetries(awsclient.Requests)
 	st := d.Store()
 	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: st, Results: d.ResultLinks(), Cancel: d.Lifecycle(), Deliveries: st}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
@@ -331,20 +340,20 @@ func Jobs(d Deps) (http.Handler, error) {
 
 // Usage builds the usage function's handler.
 func Usage(d Deps) (http.Handler, error) {
-	if err := Need([2]string{"TABLE_NAME", d.Table}); err != nil {
+	if err := Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Requests)
+	d = d.WithRetries(awsclient.Requests)
 	h := &httpapi.Usage{Auth: d.Authenticator(), Ledger: d.Store(), Clock: d.Clock}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 
 // Assets builds the assets function's handler.
 func Assets(d Deps) (http.Handler, error) {
-	if err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"ASSETS_BUCKET", d.AssetsBucket}); err != nil {
+	if err := Require(map[string]string{"TABLE_NAME": d.Table, "ASSETS_BUCKET": d.AssetsBucket}); err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Requests)
+	d = d.WithRetries(awsclient.Requests)
 	h := &httpapi.Assets{Auth: d.Authenticator(), Assets: d.Store(), Blobs: d.Blobs(), Clock: d.Clock, BaseURL: d.BaseURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
@@ -368,12 +377,11 @@ func NotFound(d Deps) (http.Handler, error) {
 // Notifier builds the handler of the table's stream: it starts the webhook
 // delivery of each job that ended with one.
 func Notifier(d Deps) (StreamHandler, error) {
-	err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"DELIVERIES_QUEUE_URL", d.DeliveriesQueueURL},
-		[2]string{"DELIVERIES_DLQ_URL", d.DeliveriesDLQURL})
+	err := Require(map[string]string{"TABLE_NAME": d.Table, "DELIVERIES_QUEUE_URL": d.DeliveriesQueueURL, "DELIVERIES_DLQ_URL": d.DeliveriesDLQURL})
 	if err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Events)
+	d = d.WithRetries(awsclient.Events)
 	n := &webhook.Notifier{
 		Store: d.Store(), Queue: queue.NewDeliveries(d.Queues(), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
 		Clock: d.Clock, Log: d.Log,
@@ -383,12 +391,11 @@ func Notifier(d Deps) (StreamHandler, error) {
 
 // Sweeper builds the sweeper function's handler of its schedule.
 func Sweeper(d Deps) (ScheduleHandler, error) {
-	err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
-		[2]string{"JOBS_DLQ_URL", d.JobsDLQURL})
+	err := Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "JOBS_DLQ_URL": d.JobsDLQURL})
 	if err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Events)
+	d = d.WithRetries(awsclient.Events)
 	q := d.JobQueue()
 	s := &sweeper.Sweeper{
 		Store:     d.Store(),

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,24 @@ func TestConfigReadsTheLocalTimings(t *testing.T) {
 		_, err := app.Config(func(k string) string { return map[string]string{name: value}[k] })
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: %v; want an error naming it", name, value, err)
+		}
+	}
+}
+
+// A function missing configuration stops at init naming every missing
+// variable, in the same order each time.
+func TestRequireNamesEveryMissingVariable(t *testing.T) {
+	for _, c := range []struct {
+		settings map[string]string
+		want     string
+	}{
+		{map[string]string{"TABLE_NAME": "t", "JOBS_QUEUE_URL": "q"}, ""},
+		{map[string]string{"TABLE_NAME": "t", "JOBS_QUEUE_URL": ""}, "JOBS_QUEUE_URL is not set"},
+		{map[string]string{"TABLE_NAME": "", "JOBS_QUEUE_URL": "", "RESULTS_BUCKET": "r"}, "JOBS_QUEUE_URL, TABLE_NAME are not set"},
+	} {
+		err := app.Require(c.settings)
+		if got := fmt.Sprint(err); c.want == "" && err != nil || c.want != "" && got != c.want {
+			t.Errorf("Require(%v) = %v; want %q", c.settings, err, c.want)
 		}
 	}
 }

@@ -13,14 +13,14 @@ import (
 // GET /styles/{id}/share/link. APP_URL, the web application's address,
 // prefixes share links and avatars.
 func Styles(d Deps) (http.Handler, error) {
-	if err := Need([2]string{"TABLE_NAME", d.Table}, [2]string{"APP_URL", d.AppURL}); err != nil {
+	if err := Require(map[string]string{"TABLE_NAME": d.Table, "APP_URL": d.AppURL}); err != nil {
 		return nil, err
 	}
 	if u, err := url.Parse(d.AppURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("APP_URL must be an absolute http(s) URL without query or fragment, not %q", d.AppURL)
 	}
-	d = d.For(awsclient.Requests)
+	d = d.WithRetries(awsclient.Requests)
 	h := &httpapi.Styles{Auth: d.Authenticator(), Styles: d.Store(), Clock: d.Clock, AppURL: d.AppURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }

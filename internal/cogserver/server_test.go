@@ -54,7 +54,7 @@ func newHarness(t testing.TB, engines engine.Registry, change func(o *cogserver.
 	opt := cogserver.Options{
 		Catalog:      cat,
 		Engines:      engines,
-		Inputs:       fetch.New(guard, nil),
+		Inputs:       fetch.New(guard),
 		Webhooks:     &http.Client{Transport: guard.Transport(), Timeout: wait},
 		WebhookToken: token,
 		TempDir:      t.TempDir(),

@@ -10,7 +10,7 @@ import (
 )
 
 func ExampleFetcher_Fetch() {
-	f := fetch.New(&netguard.Guard{}, nil)
+	f := fetch.New(&netguard.Guard{})
 	ctx := context.Background()
 
 	img, err := f.Fetch(ctx, "ws1", "image_url", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==")

@@ -1,6 +1,6 @@
 // Package fetch gets the image-valued inputs of a job (image_url,
 // start_image, reference_images ...): http(s) URLs through the network guard,
-// data:image URIs, and asset URLs of the job's own workspace through Assets.
+// and data:image URIs (the worker reads uploaded assets itself).
 // Whatever the source, the bytes are capped in size and must be a PNG, JPEG
 // or WebP image by their content; a Content-Type is never trusted.
 package fetch
@@ -35,8 +35,8 @@ var ErrInvalid = errors.New("invalid input")
 var ErrBlocked = netguard.ErrBlocked
 
 // Invalid returns an error wrapping ErrInvalid whose text is exactly the
-// message, for an Assets implementation: Invalid("the asset was not found")
-// reaches the client as "image_url: the asset was not found".
+// message, for a caller resolving inputs of its own (the worker's uploaded
+// assets): Invalid("image_url: the asset was not found").
 func Invalid(format string, args ...any) error {
 	return &inputError{msg: fmt.Sprintf(format, args...), kind: ErrInvalid}
 }
@@ -56,33 +56,20 @@ type Image struct {
 	Data        []byte
 }
 
-// Assets resolves the asset URLs of this deployment.
-type Assets interface {
-	// OpenAsset returns the bytes of ref when ref is an asset URL of this
-	// deployment (isAsset true). A ref that is not an asset URL gives isAsset
-	// false and no error. An asset of another workspace or a missing asset
-	// gives an error wrapping ErrInvalid (see Invalid), whose text is shown
-	// to the client after the field name. Any other error is an internal
-	// failure: Fetch returns it as it is, for the caller to retry.
-	OpenAsset(ctx context.Context, workspaceID, ref string) (img Image, isAsset bool, err error)
-}
-
 // Fetcher gets job inputs. Build it with New; it is safe for concurrent use.
 type Fetcher struct {
 	// Client makes the HTTP requests. New's client connects only where the
 	// guard allows, follows at most MaxRedirects redirects, to http and https
 	// URLs only, and uses no proxy.
 	Client   *http.Client
-	Assets   Assets        // may be nil: no ref is then an asset
 	MaxBytes int64         // the largest input accepted; 0 means 50 MiB
 	Timeout  time.Duration // bounds one whole Fetch; 0 means 30 s
 }
 
 // New returns a Fetcher whose requests go through g.
-func New(g *netguard.Guard, assets Assets) *Fetcher {
+func New(g *netguard.Guard) *Fetcher {
 	return &Fetcher{
 		Client:   &http.Client{Transport: g.Transport(), CheckRedirect: checkRedirect},
-		Assets:   assets,
 		MaxBytes: defaultMaxBytes,
 		Timeout:  defaultTimeout,
 	}
@@ -120,17 +107,6 @@ func (f *Fetcher) Fetch(ctx context.Context, workspaceID, field, ref string) (Im
 func (f *Fetcher) fetch(ctx context.Context, workspaceID, field, ref string) (Image, error) {
 	if ref == "" {
 		return Image{}, invalid(field, nil, "is empty")
-	}
-	if f.Assets != nil {
-		img, isAsset, err := f.Assets.OpenAsset(ctx, workspaceID, ref)
-		switch {
-		case errors.Is(err, ErrInvalid):
-			return Image{}, &inputError{field: field, msg: err.Error(), kind: ErrInvalid, cause: err}
-		case err != nil:
-			return Image{}, fmt.Errorf("%s: open asset: %w", field, err)
-		case isAsset:
-			return f.image(field, img.Data)
-		}
 	}
 	if len(ref) >= 5 && strings.EqualFold(ref[:5], "data:") {
 		return f.decodeData(field, ref[5:])

@@ -99,7 +99,7 @@ func fetcher(t *testing.T, exempt ...*server) *fetch.Fetcher {
 	for _, s := range exempt {
 		g.Exempt = append(g.Exempt, s.addrPort())
 	}
-	return fetch.New(g, nil)
+	return fetch.New(g)
 }
 
 // wantError checks that err wraps kind and not the other sentinel, and that
@@ -237,7 +237,7 @@ func TestFetchAllowPrivate(t *testing.T) {
 	srv := newServer(t, serve("image/png", pngData))
 	srv6 := startServer(t, "[::1]:0", serve("image/png", pngData))
 	outer := newServer(t, redirectTo(srv.URL+"/a.png"))
-	f := fetch.New(loopbackGuard(t, &netguard.Guard{AllowPrivate: true}), nil)
+	f := fetch.New(loopbackGuard(t, &netguard.Guard{AllowPrivate: true}))
 	for _, ref := range []string{
 		srv.URL + "/a.png",
 		fmt.Sprintf("http://localhost:%d/a.png", srv.port()),
@@ -284,7 +284,7 @@ func TestFetchConnectionRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	f := fetch.New(loopbackGuard(t, &netguard.Guard{Exempt: []netip.AddrPort{netip.MustParseAddrPort(addr)}}), nil)
+	f := fetch.New(loopbackGuard(t, &netguard.Guard{Exempt: []netip.AddrPort{netip.MustParseAddrPort(addr)}}))
 	_, err = f.Fetch(context.Background(), "ws1", "image_url", "http://"+addr+"/a.png")
 	wantError(t, addr, err, fetch.ErrInvalid, "image_url: "+addr+" refused the connection")
 }
@@ -419,7 +419,7 @@ func TestFetchRedirectToAnotherScheme(t *testing.T) {
 
 func TestFetchDataURI(t *testing.T) {
 	b64 := base64.StdEncoding.EncodeToString
-	f := fetch.New(loopbackGuard(t, &netguard.Guard{}), nil)
+	f := fetch.New(loopbackGuard(t, &netguard.Guard{}))
 	for _, c := range []struct {
 		ref, contentType string
 		data             []byte
@@ -467,7 +467,7 @@ func TestFetchDataURI(t *testing.T) {
 }
 
 func TestFetchRefusesOtherRefs(t *testing.T) {
-	f := fetch.New(loopbackGuard(t, &netguard.Guard{}), nil)
+	f := fetch.New(loopbackGuard(t, &netguard.Guard{}))
 	for _, ref := range []string{"ftp://example.com/a.png", "file:///etc/passwd", "/assets/a1", "example.com/a.png", "http://", "http://%zz/"} {
 		_, err := f.Fetch(context.Background(), "ws1", "image_url", ref)
 		wantError(t, ref, err, fetch.ErrInvalid, "image_url: is not an http(s) URL, a data:image URI or an asset URL")
@@ -476,78 +476,6 @@ func TestFetchRefusesOtherRefs(t *testing.T) {
 	wantError(t, `""`, err, fetch.ErrInvalid, "image_url: is empty")
 }
 
-// assets is an Assets of workspace ws1 holding a1 (a PNG) and a2 (text),
-// under http://api.test/assets/.
-type assets struct {
-	calls []string
-	down  bool
-}
-
-var errStorageDown = errors.New("s3: service unavailable")
-
-func (a *assets) OpenAsset(ctx context.Context, workspaceID, ref string) (fetch.Image, bool, error) {
-	a.calls = append(a.calls, workspaceID+" "+ref)
-	id, ok := strings.CutPrefix(ref, "http://api.test/assets/")
-	switch {
-	case !ok:
-		return fetch.Image{}, false, nil
-	case a.down:
-		return fetch.Image{}, true, errStorageDown
-	case workspaceID != "ws1":
-		return fetch.Image{}, true, fetch.Invalid("the asset belongs to another workspace")
-	case id == "a1":
-		return fetch.Image{ContentType: "image/png", Data: pngData}, true, nil
-	case id == "a2":
-		return fetch.Image{ContentType: "image/png", Data: []byte("plain text, uploaded as a PNG")}, true, nil
-	}
-	return fetch.Image{}, true, fmt.Errorf("asset %s: %w", id, fetch.ErrInvalid)
-}
-
-func TestFetchAssets(t *testing.T) {
-	srv := newServer(t, serve("image/jpeg", jpegData))
-	a := &assets{}
-	g := loopbackGuard(t, &netguard.Guard{Exempt: []netip.AddrPort{srv.addrPort()}})
-	f := fetch.New(g, a)
-	ctx := context.Background()
-
-	img, err := f.Fetch(ctx, "ws1", "image_url", "http://api.test/assets/a1")
-	if err != nil || img.ContentType != "image/png" || !bytes.Equal(img.Data, pngData) {
-		t.Errorf("Fetch of an asset = %s, %v; want the asset's PNG", img.ContentType, err)
-	}
-	if len(a.calls) != 1 || a.calls[0] != "ws1 http://api.test/assets/a1" {
-		t.Errorf("Assets calls %q, want one for ws1's asset", a.calls)
-	}
-
-	_, err = f.Fetch(ctx, "ws2", "image_url", "http://api.test/assets/a1")
-	wantError(t, "another workspace's asset", err, fetch.ErrInvalid, "image_url: the asset belongs to another workspace")
-	_, err = f.Fetch(ctx, "ws1", "image_url", "http://api.test/assets/a9")
-	wantError(t, "a missing asset", err, fetch.ErrInvalid, "image_url: asset a9: invalid input")
-	// An upload is checked by its bytes too.
-	_, err = f.Fetch(ctx, "ws1", "image_url", "http://api.test/assets/a2")
-	wantError(t, "a text asset", err, fetch.ErrInvalid, "image_url: not a PNG, JPEG or WebP image (it looks like text/plain)")
-
-	// Storage failing is not the client's fault: the error comes back as it
-	// is, for the worker to retry.
-	a.down = true
-	_, err = f.Fetch(ctx, "ws1", "image_url", "http://api.test/assets/a1")
-	if !errors.Is(err, errStorageDown) || errors.Is(err, fetch.ErrInvalid) || errors.Is(err, fetch.ErrBlocked) {
-		t.Errorf("Fetch while storage is down: %v, want the storage error and neither sentinel", err)
-	}
-	a.down = false
-
-	// Any other ref is fetched as usual.
-	a.calls = nil
-	img, err = f.Fetch(ctx, "ws1", "image_url", srv.URL+"/b.jpg")
-	if err != nil || img.ContentType != "image/jpeg" || srv.hits.Load() != 1 {
-		t.Errorf("Fetch of a URL beside Assets = %s, %v after %d requests; want the server's JPEG", img.ContentType, err, srv.hits.Load())
-	}
-	if len(a.calls) != 1 {
-		t.Errorf("Assets was asked %d times about the URL, want 1", len(a.calls))
-	}
-}
-
-// loopbackGuard makes g fail, instead of making, any connection outside
-// loopback (name lookups' included) and fails the test if one was tried.
 func loopbackGuard(t *testing.T, g *netguard.Guard) *netguard.Guard {
 	g.Connect = testenv.LoopbackOnly(t).Connect
 	return g

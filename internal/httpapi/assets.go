@@ -171,7 +171,7 @@ func (h *Assets) createUpload(w http.ResponseWriter, r *http.Request) {
 		"content_type", a.ContentType, "bytes", a.Size)
 	u := asset.URL(publicBaseURL(h.BaseURL, r), id)
 	w.Header().Set("Location", u)
-	writeJSON(w, http.StatusCreated, uploadCreated{UploadURL: upload, AssetURL: u, ExpiresAt: job.At(now.Add(asset.UploadLifetime))})
+	writeJSON(w, http.StatusCreated, uploadCreated{UploadURL: upload, AssetURL: u, ExpiresAt: job.TimeOf(now.Add(asset.UploadLifetime))})
 }
 
 // get redirects the owner to a short-lived presigned GET of the asset.

@@ -143,7 +143,7 @@ func (h *Jobs) deliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	if d != nil {
 		for _, a := range d.Attempts {
-			item := deliveryAttempt{Attempt: a.Number, At: job.At(a.At)}
+			item := deliveryAttempt{Attempt: a.Number, At: job.TimeOf(a.At)}
 			if !a.EndedAt.IsZero() {
 				ms := max(a.EndedAt.Sub(a.At).Milliseconds(), 0)
 				item.DurationMS = &ms
@@ -155,7 +155,7 @@ func (h *Jobs) deliveries(w http.ResponseWriter, r *http.Request) {
 				item.Error = &a.Error
 			}
 			if a.NextAt != nil {
-				next := job.At(*a.NextAt)
+				next := job.TimeOf(*a.NextAt)
 				item.NextAt = &next
 			}
 			items = append(items, item)

@@ -70,7 +70,7 @@ func (h *Usage) get(w http.ResponseWriter, r *http.Request) {
 	}
 	u := billing.Summarize(charges, from, to)
 	body := usageBody{
-		From: job.At(u.From), To: job.At(u.To), Total: u.Total.String(),
+		From: job.TimeOf(u.From), To: job.TimeOf(u.To), Total: u.Total.String(),
 		ByDay: make([]usageDay, len(u.Days)), ByModel: make([]usageModel, len(u.Models)),
 	}
 	for i, d := range u.Days {

@@ -172,8 +172,8 @@ type Time struct{ time.Time }
 // TimeLayout is the layout of every timestamp the API writes.
 const TimeLayout = "2006-01-02T15:04:05.000Z"
 
-// At truncates t to the millisecond the API shows.
-func At(t time.Time) Time { return Time{t.UTC().Truncate(time.Millisecond)} }
+// TimeOf is t as the API shows it: UTC, truncated to the millisecond.
+func TimeOf(t time.Time) Time { return Time{t.UTC().Truncate(time.Millisecond)} }
 
 // String formats t with TimeLayout.
 func (t Time) String() string { return t.UTC().Format(TimeLayout) }
@@ -191,14 +191,14 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*t = At(v)
+	*t = TimeOf(v)
 	return nil
 }
 
 // ParseTime reads a timestamp written by String.
 func ParseTime(s string) (Time, error) {
 	v, err := time.Parse(time.RFC3339Nano, s)
-	return At(v), err
+	return TimeOf(v), err
 }
 
 // NewID returns a version 7 UUID: its first 48 bits are the creation time in
@@ -345,7 +345,7 @@ func (j *Job) Record(urls []string) Record {
 	r := Record{
 		ID:        j.ID,
 		Status:    j.Status,
-		CreatedAt: At(j.CreatedAt),
+		CreatedAt: TimeOf(j.CreatedAt),
 		Error:     j.Error,
 		Progress:  shownProgress(j.Progress),
 	}
@@ -355,7 +355,7 @@ func (j *Job) Record(urls []string) Record {
 		}{urls})
 	}
 	if j.CompletedAt != nil {
-		t := At(*j.CompletedAt)
+		t := TimeOf(*j.CompletedAt)
 		r.CompletedAt = &t
 	}
 	return r

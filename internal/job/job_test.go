@@ -134,9 +134,9 @@ func TestCreationRecordHasExactlyTheSpecFields(t *testing.T) {
 func TestTimeHasThreeFractionalDigits(t *testing.T) {
 	re := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 	for _, ns := range []int{0, 120e6, 999999999, 1} {
-		s := At(time.Date(2026, 1, 2, 3, 4, 5, ns, time.FixedZone("x", 3600))).String()
+		s := TimeOf(time.Date(2026, 1, 2, 3, 4, 5, ns, time.FixedZone("x", 3600))).String()
 		if !re.MatchString(s) {
-			t.Errorf("At(...).String() = %q", s)
+			t.Errorf("TimeOf(...).String() = %q", s)
 		}
 	}
 }

@@ -305,7 +305,7 @@ var exampleCreatedAt = time.Date(2026, time.November, 21, 20, 33, 0, 120e6, time
 
 // pendingJob is a creation answer in status st, as package job writes it.
 func pendingJob(st job.Status) job.Record {
-	return job.Record{ID: "0194b3a0-5c6e-7d2f-9a01-23456789abcd", Status: st, CreatedAt: job.At(exampleCreatedAt)}
+	return job.Record{ID: "0194b3a0-5c6e-7d2f-9a01-23456789abcd", Status: st, CreatedAt: job.TimeOf(exampleCreatedAt)}
 }
 
 var webhookParameter = object{
@@ -503,7 +503,7 @@ func startAssetUpload(baseURL string) object {
 							"&X-Amz-Date=20261121T203300Z&X-Amz-Expires=" + fmt.Sprint(int(asset.UploadLifetime.Seconds())) +
 							"&X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost&X-Amz-Signature=" + strings.Repeat("0f", 32)},
 						{"asset_url", asset.URL(baseURL, exampleAssetID)},
-						{"expires_at", job.At(exampleCreatedAt.Add(asset.UploadLifetime))},
+						{"expires_at", job.TimeOf(exampleCreatedAt.Add(asset.UploadLifetime))},
 					}},
 				}}}},
 			}},

@@ -316,7 +316,7 @@ func TestJobSchemaFitsTheRecord(t *testing.T) {
 	s := validator(t, "Job")
 	now := time.Date(2026, time.November, 21, 20, 33, 0, 120e6, time.UTC)
 	for i := 0; i < 200; i++ {
-		b, err := json.Marshal(job.Record{ID: job.NewID(now), Status: job.Queued, CreatedAt: job.At(now)})
+		b, err := json.Marshal(job.Record{ID: job.NewID(now), Status: job.Queued, CreatedAt: job.TimeOf(now)})
 		if err != nil {
 			t.Fatal(err)
 		}

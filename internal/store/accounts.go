@@ -46,7 +46,7 @@ type tokenItem struct {
 
 func workspacePK(ws string) string { return "WS#" + ws }
 func tokenPK(hash string) string   { return "TOKEN#" + hash }
-func stamp(t time.Time) string     { return job.At(t).String() }
+func stamp(t time.Time) string     { return job.TimeOf(t).String() }
 
 // CreateWorkspace stores a new workspace with an empty balance and no jobs.
 // Zero limits take the defaults (docs/api.md, "Limits").

@@ -91,11 +91,11 @@ func statusPK(st job.Status, shard int) string {
 
 // statusSK orders a workspace's jobs of one status by creation.
 func statusSK(ws string, created time.Time, id string) string {
-	return ws + "#" + job.At(created).String() + "#" + id
+	return ws + "#" + job.TimeOf(created).String() + "#" + id
 }
 
 func toJobItem(j *job.Job) jobItem {
-	created := job.At(j.CreatedAt).String()
+	created := job.TimeOf(j.CreatedAt).String()
 	updated := j.UpdatedAt
 	if updated.IsZero() {
 		updated = j.CreatedAt
@@ -104,7 +104,7 @@ func toJobItem(j *job.Job) jobItem {
 		PK: jobPK(j.ID), SK: "JOB",
 		GSI1PK: workspaceJobsPK(j.WorkspaceID), GSI1SK: created + "#" + j.ID,
 		JobID: j.ID, WorkspaceID: j.WorkspaceID, Status: string(j.Status),
-		CreatedAt: created, UpdatedAt: job.At(updated).String(),
+		CreatedAt: created, UpdatedAt: job.TimeOf(updated).String(),
 		Progress: j.Progress, Endpoint: j.Endpoint,
 		BaseURL: j.BaseURL, WebhookURL: j.WebhookURL, Attempts: j.Attempts,
 		Price: int64(j.Price), Provider: j.Provider, DeadlineMinutes: int(j.Deadline / time.Minute), Lane: j.Lane,

@@ -384,7 +384,7 @@ func (s *Store) update(ctx context.Context, j *job.Job, c job.Change, now time.T
 // lease with c's id and until, in c's status, is c's own success.
 func ownClaim(cur *job.Job, c job.Change) bool {
 	return c.Holder == "" && c.Lease != nil && cur.Status == c.To &&
-		cur.Lease.ID == c.Lease.ID && cur.Lease.Until.Equal(job.At(c.Lease.Until).Time)
+		cur.Lease.ID == c.Lease.ID && cur.Lease.Until.Equal(job.TimeOf(c.Lease.Until).Time)
 }
 
 // jobUpdate builds the UpdateItem of one change to a job.

@@ -170,7 +170,7 @@ func (s *Style) Position() string { return Position(s.CreatedAt, s.ID) }
 
 // Position is the listing position of a style created at t with id id.
 // Its text sorts as the positions do.
-func Position(t time.Time, id string) string { return job.At(t).String() + "#" + id }
+func Position(t time.Time, id string) string { return job.TimeOf(t).String() + "#" + id }
 
 // Caller is who lists or shares: a user of a workspace.
 type Caller struct {
@@ -254,7 +254,7 @@ func AvatarURL(appURL, userID string) string { return appURL + "/avatars/" + use
 func (s *Style) Record(appURL string) Record {
 	r := Record{
 		ID: s.ID, Title: s.Title, Public: s.Public, Prompt: s.Prompt, LikeCount: s.LikeCount,
-		CreatedAt: job.At(s.CreatedAt), URLs: nonNil(s.URLs), Models: nonNil(s.Models),
+		CreatedAt: job.TimeOf(s.CreatedAt), URLs: nonNil(s.URLs), Models: nonNil(s.Models),
 	}
 	if len(s.URLs) > 0 {
 		r.CoverURL = s.URLs[0]

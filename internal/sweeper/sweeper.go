@@ -164,8 +164,10 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 // first failure and how many there were.
 func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 	var failed []error
-	// keep records a failure and says whether the sweep must stop.
-	keep := func(err error) (stop bool) {
+	// stopOn records a failure, if any, and says whether the sweep must
+	// stop: only when its context has ended, since one failure must not
+	// hold back the rest.
+	stopOn := func(err error) bool {
 		if err != nil {
 			failed = append(failed, err)
 		}
@@ -176,7 +178,7 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 		_, err := s.Dead.Drain(ctx, maxDeadPerSweep, func(id string) error {
 			return s.failDead(ctx, id, r)
 		})
-		if keep(err) {
+		if stopOn(err) {
 			return outcome(failed, ctx.Err())
 		}
 	}
@@ -186,12 +188,12 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 		}
 		err := s.Store.EachUnfinished(ctx, st, func(ref *job.Job) error {
 			r.Scanned++
-			if keep(s.check(ctx, ref, r)) {
+			if stopOn(s.check(ctx, ref, r)) {
 				return ctx.Err()
 			}
 			return nil
 		})
-		if keep(err) {
+		if stopOn(err) {
 			return outcome(failed, ctx.Err())
 		}
 	}
@@ -201,7 +203,7 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 		waiting[ref.WorkspaceID] = true
 		return nil
 	})
-	if keep(err) {
+	if stopOn(err) {
 		return outcome(failed, ctx.Err())
 	}
 	for ws := range waiting {
@@ -210,19 +212,19 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 		if err != nil {
 			err = fmt.Errorf("promote the backlog of %s: %w", ws, err)
 		}
-		if keep(err) {
+		if stopOn(err) {
 			return outcome(failed, ctx.Err())
 		}
 	}
 	if s.Deliveries != nil && s.DeliveryQueue != nil {
 		now := s.Clock.Now()
 		err := s.Deliveries.EachOverdueDelivery(ctx, now.Add(-s.RequeueAfter), func(id string) error {
-			if keep(s.resendDelivery(ctx, id, now, r)) {
+			if stopOn(s.resendDelivery(ctx, id, now, r)) {
 				return ctx.Err()
 			}
 			return nil
 		})
-		if keep(err) {
+		if stopOn(err) {
 			return outcome(failed, ctx.Err())
 		}
 	}

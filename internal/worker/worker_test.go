@@ -140,7 +140,7 @@ func newEnv(t *testing.T) *env {
 	e.w = &worker.Worker{
 		Store: s, Ender: e.life, Catalog: cat,
 		Engines:  engine.Registry{"model-g-3.1-rapid": e.eng, "model-e-4": e.eng},
-		Inputs:   fetch.New(e.guard, nil),
+		Inputs:   fetch.New(e.guard),
 		Blobs:    e.blobs,
 		Assets:   s,
 		Clock:    clock.System{},

@@ -18,12 +18,11 @@ import (
 
 // Build builds the generate function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
-		[2]string{"RESULTS_BUCKET", d.ResultsBucket})
+	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
 	if err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Requests)
+	d = d.WithRetries(awsclient.Requests)
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err

@@ -37,12 +37,11 @@ func trustedTransport() *http.Transport {
 
 // Provider builds the provider function's handler of the provider queue.
 func Provider(d app.Deps) (app.SQSHandler, error) {
-	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"PROVIDER_QUEUE_URL", d.ProviderQueueURL},
-		[2]string{"RESULTS_BUCKET", d.ResultsBucket}, [2]string{"ASSETS_BUCKET", d.AssetsBucket})
+	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "PROVIDER_QUEUE_URL": d.ProviderQueueURL, "RESULTS_BUCKET": d.ResultsBucket, "ASSETS_BUCKET": d.AssetsBucket})
 	if err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Events)
+	d = d.WithRetries(awsclient.Events)
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err
@@ -77,12 +76,11 @@ func Provider(d app.Deps) (app.SQSHandler, error) {
 
 // Callbacks builds the handler of POST /callbacks/{provider}/{job_id}/{token}.
 func Callbacks(d app.Deps) (http.Handler, error) {
-	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"PROVIDER_QUEUE_URL", d.ProviderQueueURL},
-		[2]string{"RESULTS_BUCKET", d.ResultsBucket})
+	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "PROVIDER_QUEUE_URL": d.ProviderQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
 	if err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Requests)
+	d = d.WithRetries(awsclient.Requests)
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 // (PROVIDER_SECRETS_PREFIX in Secrets Manager). It does no I/O: a secret is
 // read when a route first needs it.
 func Secrets(d app.Deps) (provider.Secrets, error) {
-	if err := app.Need([2]string{"PROVIDER_SECRETS_PREFIX", d.ProviderSecretsPrefix}); err != nil {
+	if err := app.Require(map[string]string{"PROVIDER_SECRETS_PREFIX": d.ProviderSecretsPrefix}); err != nil {
 		return nil, err
 	}
 	if d.AWS == nil {

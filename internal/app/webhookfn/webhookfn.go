@@ -48,10 +48,10 @@ const JWKSKeyMaxAge = time.Minute
 // JWKS builds the handler of GET /.well-known/jwks.json: the current key,
 // and the previous one during a rotation.
 func JWKS(d app.Deps) (http.Handler, error) {
-	if err := app.Need([2]string{"SIGNING_KEY_ID", d.SigningKeyID}); err != nil {
+	if err := app.Require(map[string]string{"SIGNING_KEY_ID": d.SigningKeyID}); err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Requests)
+	d = d.WithRetries(awsclient.Requests)
 	pub := &signing.Publisher{Clock: d.Clock, OnPreviousError: func(err error) {
 		d.Log.Warn("the previous signing key cannot be read; the JWKS lists the current key only",
 			"key_id", d.PreviousSigningKeyID, "error", err.Error())
@@ -76,13 +76,11 @@ func JWKS(d app.Deps) (http.Handler, error) {
 
 // Deliverer builds the handler of the deliveries queue.
 func Deliverer(d app.Deps) (app.SQSHandler, error) {
-	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"DELIVERIES_QUEUE_URL", d.DeliveriesQueueURL},
-		[2]string{"DELIVERIES_DLQ_URL", d.DeliveriesDLQURL}, [2]string{"RESULTS_BUCKET", d.ResultsBucket},
-		[2]string{"SIGNING_KEY_ID", d.SigningKeyID})
+	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "DELIVERIES_QUEUE_URL": d.DeliveriesQueueURL, "DELIVERIES_DLQ_URL": d.DeliveriesDLQURL, "RESULTS_BUCKET": d.ResultsBucket, "SIGNING_KEY_ID": d.SigningKeyID})
 	if err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Events)
+	d = d.WithRetries(awsclient.Events)
 	s, err := signer(d, d.SigningKeyID)
 	if err != nil {
 		return nil, err

@@ -15,12 +15,11 @@ import (
 
 // Build builds the worker function's handler of the jobs queue.
 func Build(d app.Deps) (app.SQSHandler, error) {
-	err := app.Need([2]string{"TABLE_NAME", d.Table}, [2]string{"JOBS_QUEUE_URL", d.JobsQueueURL},
-		[2]string{"RESULTS_BUCKET", d.ResultsBucket}, [2]string{"ASSETS_BUCKET", d.AssetsBucket})
+	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket, "ASSETS_BUCKET": d.AssetsBucket})
 	if err != nil {
 		return nil, err
 	}
-	d = d.For(awsclient.Events)
+	d = d.WithRetries(awsclient.Events)
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err
@@ -31,7 +30,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Ender:     d.Lifecycle(),
 		Catalog:   cat,
 		Engines:   reference.Engines(),
-		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}, nil),
+		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}),
 		Blobs:     d.Blobs(),
 		Assets:    d.Store(),
 		Clock:     d.Clock,
