@@ -24,7 +24,7 @@ DELIVERER_MAX_BINARY_BYTES := 13000000
 # ones that do not (the budget itself is the failure).
 MIN_SPARE_BYTES := 1000000
 
-.PHONY: run test lint repocheck vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance bench-creation build invoke reset deploy clean python-aws cfn-lint rehearsal
+.PHONY: run test lint repocheck vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance bench-creation bench-providers build invoke reset deploy clean python-aws cfn-lint rehearsal
 
 # PYTHON_AWS is the Python that has AWS's own tools (cfn-lint,
 # aws-sam-translator, moto with its server): the first python3 on PATH that
@@ -103,9 +103,16 @@ openapi-lint:
 	cd infra/lint && npm ci --no-audit --no-fund --silent && npx --no-install redocly lint --extends recommended $(LOCAL)/openapi.json
 
 # BENCH_FLAGS: -soak 2m (the soak's length; 0 for none), -soak-rate 80, -soak-only.
+# Then the model providers' figures (docs/performance.md, "Model providers").
 BENCH_FLAGS ?=
 bench:
 	$(GO) run ./infra/bench $(BENCH_FLAGS)
+	$(MAKE) bench-providers
+
+# Only the model providers: callback -> completed (1 MiB output) p50/p99, and
+# creation -> completed through the Cog model server vs the in-process worker.
+bench-providers:
+	$(GO) run ./infra/local exec -- $(GO) test -run '^$$' -bench 'CallbackToCompleted|CogServerVsEngine' -benchtime 20x ./internal/provider/
 
 # Only the enhance engine against libvips (make bench includes it).
 bench-enhance:

@@ -2,12 +2,28 @@ package provider_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"genjobs/internal/catalog"
+	"genjobs/internal/cogserver"
+	"genjobs/internal/engine/reference"
+	"genjobs/internal/fetch"
 	"genjobs/internal/job"
+	"genjobs/internal/netguard"
+	"genjobs/internal/provider"
 	"genjobs/internal/provider/providertest"
+	"genjobs/internal/queue"
+	"genjobs/internal/worker"
 )
 
 // BenchmarkCallbackToCompleted times a Replicate completion callback with a
@@ -49,4 +65,99 @@ func BenchmarkCallbackToCompleted(b *testing.B) {
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(took[min(len(took)-1, len(took)*99/100)].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkCogServerVsEngine times one model-e-4 image (512x512) from
+// creation (the job stored and its message sent) to completed, twice per
+// iteration, interleaved: routed to the repository's Cog model server
+// (internal/cogserver with the reference engines, on 127.0.0.1, outputs
+// uploaded to its own /uploads/ as `make cogserver` does), whose completed
+// webhook reaches the callback route; and run by the in-process worker from
+// the jobs queue with the same engine. The first poll waits its production
+// 15 s, so the callback alone ends a routed job. It reports both p50s and
+// their difference: the async path's overhead.
+//
+//	go run ./infra/local exec -- go test -run '^$' -bench CogServerVsEngine -benchtime 20x ./internal/provider/
+func BenchmarkCogServerVsEngine(b *testing.B) {
+	var model http.Handler
+	cogURL := providertest.Listen(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { model.ServeHTTP(w, r) })).URL
+	guard := &netguard.Guard{AllowPrivate: true} // everything here is on 127.0.0.1
+	cat, err := catalog.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := cogserver.New(cogserver.Options{
+		Catalog: cat, Engines: reference.Engines(), Inputs: fetch.New(guard, nil),
+		Webhooks:     &http.Client{Transport: guard.Transport(), Timeout: time.Minute},
+		WebhookToken: "cog-webhook-token", UploadURL: cogURL + "/uploads/",
+		Log: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	model = srv
+	e := newEnv(b, func(*env) string {
+		return fmt.Sprintf(`{%q: {"provider": "cog", "base_url": %q,
+			"input": {"prompt": "prompt", "width": "width", "height": "height", "seed": "seed"}, "secret": "cog", "deadline_minutes": 5}}`,
+			imageEndpoint, cogURL+"/image/vendor-b/model-e-4")
+	})
+	e.runner.Timings.FirstPoll = provider.DefaultTimings.FirstPoll
+	e.runner.Timings.MaxPoll = provider.DefaultTimings.MaxPoll
+	w := &worker.Worker{
+		Store: e.store, Ender: e.life, Catalog: e.cat, Engines: reference.Engines(),
+		Inputs: fetch.New(guard, nil), Blobs: e.blobs, Assets: e.store, Clock: e.clock,
+		Log: slog.New(slog.NewJSONHandler(e.logs, nil)), LeaseFor: worker.DefaultLeaseFor, Heartbeat: worker.DefaultHeartbeat,
+	}
+	// runLocal takes the job's message from the jobs queue and runs it, as
+	// the worker function does.
+	runLocal := func(id string) {
+		out, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.jq), MaxNumberOfMessages: 1, WaitTimeSeconds: 3})
+		if err != nil || len(out.Messages) != 1 {
+			b.Fatalf("no message for %s on the jobs queue: %v", id, err)
+		}
+		var msg queue.Message
+		if err := json.Unmarshal([]byte(aws.ToString(out.Messages[0].Body)), &msg); err != nil || msg.JobID != id {
+			b.Fatalf("message %s; want job %s (%v)", aws.ToString(out.Messages[0].Body), id, err)
+		}
+		if err := w.Run(e.ctx, id); err != nil {
+			b.Fatalf("worker: %v\n%s", err, e.logs.String())
+		}
+		if _, err := e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.jq), ReceiptHandle: out.Messages[0].ReceiptHandle}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var served, local []time.Duration
+	for i := 0; i < b.N; i++ {
+		body := fmt.Sprintf(`{"prompt": "a lighthouse at dusk", "width": 512, "height": 512, "seed": %d}`, i+1)
+
+		start := time.Now()
+		j := e.createRouted(imageEndpoint, body, true)
+		if got := e.steps(j.ID, 6); got.Status != job.Completed || len(got.Outputs) != 1 {
+			b.Fatalf("routed job %s with %d outputs\n%s", got.Status, len(got.Outputs), e.logs.String())
+		}
+		served = append(served, time.Since(start))
+		b.StopTimer()
+		e.drain()
+		b.StartTimer()
+
+		start = time.Now()
+		j = e.createRouted(imageEndpoint, body, false)
+		runLocal(j.ID)
+		if got := e.job(j.ID); got.Status != job.Completed || len(got.Outputs) != 1 {
+			b.Fatalf("in-process job %s with %d outputs\n%s", got.Status, len(got.Outputs), e.logs.String())
+		}
+		local = append(local, time.Since(start))
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	cogP50, localP50 := p50(served), p50(local)
+	b.ReportMetric(ms(cogP50), "cogserver-p50-ms")
+	b.ReportMetric(ms(localP50), "engine-p50-ms")
+	b.ReportMetric(ms(cogP50-localP50), "overhead-p50-ms")
+}
+
+func p50(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -165,6 +165,13 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 // as creation does, and sends its message through the one queue router.
 func (e *env) create(endpoint, body string) *job.Job {
 	e.t.Helper()
+	return e.createRouted(endpoint, body, true)
+}
+
+// createRouted is create; with routed false the job ignores the routes and
+// goes to the jobs queue, for the in-process worker.
+func (e *env) createRouted(endpoint, body string, routed bool) *job.Job {
+	e.t.Helper()
 	ep, ok := e.cat.ByPath(endpoint)
 	if !ok {
 		e.t.Fatalf("no endpoint %s", endpoint)
@@ -175,7 +182,7 @@ func (e *env) create(endpoint, body string) *job.Job {
 	}
 	j := &job.Job{ID: job.NewID(e.clock.Now()), WorkspaceID: ws, CreatedAt: e.clock.Now(), Endpoint: endpoint,
 		Request: req.JSON(), BaseURL: e.baseURL, Price: 40_000}
-	if rt, ok := e.runner.Routes.For(endpoint); ok {
+	if rt, ok := e.runner.Routes.For(endpoint); ok && routed {
 		j.Provider, j.Deadline = rt.Provider, rt.Deadline()
 	}
 	if err := e.store.CreateJob(e.ctx, j); err != nil {
