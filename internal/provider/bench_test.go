@@ -87,7 +87,7 @@ func BenchmarkCogServerVsEngine(b *testing.B) {
 		b.Fatal(err)
 	}
 	srv, err := cogserver.New(cogserver.Options{
-		Catalog: cat, Engines: reference.Engines(), Inputs: fetch.New(guard, nil),
+		Catalog: cat, Engines: reference.Engines(), Inputs: fetch.New(guard),
 		Webhooks:     &http.Client{Transport: guard.Transport(), Timeout: time.Minute},
 		WebhookToken: "cog-webhook-token", UploadURL: cogURL + "/uploads/",
 		Log: slog.New(slog.DiscardHandler),
@@ -106,7 +106,7 @@ func BenchmarkCogServerVsEngine(b *testing.B) {
 	e.runner.Timings.MaxPoll = provider.DefaultTimings.MaxPoll
 	w := &worker.Worker{
 		Store: e.store, Ender: e.life, Catalog: e.cat, Engines: reference.Engines(),
-		Inputs: fetch.New(guard, nil), Blobs: e.blobs, Assets: e.store, Clock: e.clock,
+		Inputs: fetch.New(guard), Blobs: e.blobs, Assets: e.store, Clock: e.clock,
 		Log: slog.New(slog.NewJSONHandler(e.logs, nil)), LeaseFor: worker.DefaultLeaseFor, Heartbeat: worker.DefaultHeartbeat,
 	}
 	// runLocal takes the job's message from the jobs queue and runs it, as
