@@ -142,6 +142,11 @@ func measureLoad(ctx context.Context, tpl *sam.Template, local *devstack.Stack) 
 	if err := local.Provision(ctx); err != nil {
 		return nil, err
 	}
+	// The template's other queues (the light jobs queue, the provider
+	// queue, their DLQs), whose URLs every function's environment names.
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		return nil, err
+	}
 	token, err := benchWorkspace(ctx, store.New(local.DynamoDB, local.Table), loadWorkspace, loadLimit)
 	if err != nil {
 		return nil, err

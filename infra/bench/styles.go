@@ -113,6 +113,9 @@ func measureStylesStack(ctx context.Context, root string, tpl *sam.Template) (*s
 	if err := local.Provision(ctx); err != nil {
 		return nil, err
 	}
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		return nil, err
+	}
 	st := store.New(local.DynamoDB, local.Table)
 	token, err := benchWorkspace(ctx, st, stylesWorkspace, 20)
 	if err != nil {
