@@ -308,15 +308,15 @@ func (d Deps) ResultLinks() blob.ResultLinks {
 
 // JobQueue sends a job's message to the queue that runs it: the provider
 // queue for a routed job, else the queue of its lane (lifecycle.QueueFor).
-func (d Deps) JobQueue() *queue.Jobs {
-	return queue.NewJobs(d.Queues(), d.JobsQueueURL).
+func (d Deps) JobQueue() *queue.JobSender {
+	return queue.NewJobSender(d.Queues(), d.JobsQueueURL).
 		WithLane(lifecycle.LaneLight, d.LightJobsQueueURL).
 		WithProviders(d.ProviderQueueURL)
 }
 
 // Lifecycle ends jobs and promotes backlogs.
-func (d Deps) Lifecycle() *lifecycle.Jobs {
-	return &lifecycle.Jobs{Store: d.Store(), Queue: d.JobQueue(), Clock: d.Clock, Log: d.Log, Metrics: d.Metrics}
+func (d Deps) Lifecycle() *lifecycle.Ender {
+	return &lifecycle.Ender{Store: d.Store(), Queue: d.JobQueue(), Clock: d.Clock, Log: d.Log, Metrics: d.Metrics}
 }
 
 // Authenticator resolves API tokens. It remembers each token and workspace

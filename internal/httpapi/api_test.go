@@ -91,9 +91,9 @@ func (e *env) handler(queueURL string) http.Handler {
 		e.t.Fatal(err)
 	}
 	gen := &generate.Handler{Auth: a, Catalog: cat, Jobs: e.store, Prices: list, Results: fakeURLs{},
-		Queue: queue.NewJobs(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
-	q := queue.NewJobs(e.sqs, queueURL)
-	life := &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log}
+		Queue: queue.NewJobSender(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
+	q := queue.NewJobSender(e.sqs, queueURL)
+	life := &lifecycle.Ender{Store: e.store, Queue: q, Clock: e.clock, Log: log}
 	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}, Deliveries: e.store}
 	mux := http.NewServeMux()
 	mux.Handle("/generate/", httpapi.Middleware(log, gen.Routes()))

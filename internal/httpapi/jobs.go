@@ -25,7 +25,7 @@ type ResultURLs interface {
 	ResultURL(ctx context.Context, key string) (string, error)
 }
 
-// Canceller ends a job at the client's request (lifecycle.Jobs).
+// Canceller ends a job at the client's request (lifecycle.Ender).
 type Canceller interface {
 	Cancel(ctx context.Context, j *job.Job) (*job.Job, error)
 }

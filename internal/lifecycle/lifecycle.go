@@ -26,8 +26,8 @@ type Queue interface {
 	Enqueue(ctx context.Context, j *job.Job) error
 }
 
-// Jobs ends and promotes jobs.
-type Jobs struct {
+// Ender ends jobs and promotes the backlog into the slots they free.
+type Ender struct {
 	Store Store
 	Queue Queue
 	Clock clock.Clock
@@ -39,7 +39,7 @@ type Jobs struct {
 // End moves j to the terminal status of c and, when j held a running slot,
 // promotes the workspace's backlog into the freed slot. A failed promotion
 // is only logged: the job has ended, and the sweeper promotes what was missed.
-func (l *Jobs) End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error) {
+func (l *Ender) End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error) {
 	ended, err := l.Store.Transition(ctx, j, c, l.Clock.Now())
 	if err != nil {
 		return ended, err
@@ -61,7 +61,7 @@ func (l *Jobs) End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, err
 }
 
 // countEnd records a job's end in the metrics, by its model (and error code).
-func (l *Jobs) countEnd(j *job.Job) {
+func (l *Ender) countEnd(j *job.Job) {
 	switch j.Status {
 	case job.Completed:
 		l.Metrics.Count(metrics.JobsCompleted, j.Model(), 1)
@@ -78,7 +78,7 @@ func (l *Jobs) countEnd(j *job.Job) {
 
 // Cancel ends a job at the client's request. A job that has already ended
 // gives job.ErrConflict with the job as it stands.
-func (l *Jobs) Cancel(ctx context.Context, j *job.Job) (*job.Job, error) {
+func (l *Ender) Cancel(ctx context.Context, j *job.Job) (*job.Job, error) {
 	return l.End(ctx, j, job.Change{To: job.Cancelled})
 }
 
@@ -88,7 +88,7 @@ const promoteBatch = 10
 
 // Promote moves the workspace's oldest backlogged jobs to queued while
 // running slots are free, and enqueues each. It returns how many it promoted.
-func (l *Jobs) Promote(ctx context.Context, ws string) (int, error) {
+func (l *Ender) Promote(ctx context.Context, ws string) (int, error) {
 	backlog, err := l.Store.Backlog(ctx, ws, promoteBatch)
 	if err != nil {
 		return 0, err

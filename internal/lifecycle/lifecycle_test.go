@@ -39,7 +39,7 @@ func TestRandomisedRunKeepsSlotsExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := clock.System{}
-	life := &lifecycle.Jobs{Store: s, Queue: queue.NewJobs(sq, url), Clock: c, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	life := &lifecycle.Ender{Store: s, Queue: queue.NewJobSender(sq, url), Clock: c, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	workspaces := []string{"ws_a", "ws_b", "ws_c"}
 	for _, ws := range workspaces {
 		if err := s.CreateWorkspace(ctx, auth.Workspace{ID: ws, MaxConcurrent: 8, MaxRunning: 3, CreatedAt: c.Now()}); err != nil {

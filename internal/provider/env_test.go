@@ -56,7 +56,7 @@ type env struct {
 	pq      string // the provider queue
 	jq      string // the jobs queue
 	clock   *clock.Fixed
-	life    *lifecycle.Jobs
+	life    *lifecycle.Ender
 	runner  *provider.Runner
 	cb      *provider.Callbacks
 	baseURL string // the callback route's server
@@ -126,8 +126,8 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
-	jobsQueue := queue.NewJobs(sq, jq).WithProviders(pq)
-	e.life = &lifecycle.Jobs{Store: st, Queue: jobsQueue, Clock: e.clock, Log: log}
+	jobsQueue := queue.NewJobSender(sq, jq).WithProviders(pq)
+	e.life = &lifecycle.Ender{Store: st, Queue: jobsQueue, Clock: e.clock, Log: log}
 	// The providers' secrets in moto's Secrets Manager, read as the
 	// functions read them.
 	sm := testenv.SecretsManager(t)

@@ -46,7 +46,7 @@ type Store interface {
 	MarkProviderCancelled(ctx context.Context, jobID string) error
 }
 
-// Ender ends a job through the one settlement path (lifecycle.Jobs).
+// Ender ends a job through the one settlement path (lifecycle.Ender).
 type Ender interface {
 	End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error)
 }

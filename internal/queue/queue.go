@@ -22,27 +22,27 @@ type Message struct {
 	JobID string `json:"job_id"`
 }
 
-// Jobs sends job ids to the queue that runs them: the one place that
+// JobSender sends job ids to the queue that runs them: the one place that
 // decides where a job's message goes. A job of an endpoint routed to a
 // model provider (job.Job.Provider) goes to the provider queue; any other
 // to the jobs queue of its lane (job.Job.Lane, decided at creation by
 // lifecycle.QueueFor), the default queue when its lane has none here.
-type Jobs struct {
+type JobSender struct {
 	sqs         *sqs.Client
 	url         string
 	lanes       map[string]string
 	providerURL string
 }
 
-// NewJobs returns a sender to the default queue at url (the heavy
+// NewJobSender returns a sender to the default queue at url (the heavy
 // worker's, which runs any engine job). It does no I/O.
-func NewJobs(client *sqs.Client, url string) *Jobs {
-	return &Jobs{sqs: client, url: url, lanes: map[string]string{}}
+func NewJobSender(client *sqs.Client, url string) *JobSender {
+	return &JobSender{sqs: client, url: url, lanes: map[string]string{}}
 }
 
 // WithLane sends the jobs of lane to the queue at url; an empty url leaves
 // them on the default queue.
-func (q *Jobs) WithLane(lane, url string) *Jobs {
+func (q *JobSender) WithLane(lane, url string) *JobSender {
 	if url != "" {
 		q.lanes[lane] = url
 	}
@@ -50,7 +50,7 @@ func (q *Jobs) WithLane(lane, url string) *Jobs {
 }
 
 // WithProviders sends routed jobs to the provider queue at url.
-func (q *Jobs) WithProviders(url string) *Jobs {
+func (q *JobSender) WithProviders(url string) *JobSender {
 	q.providerURL = url
 	return q
 }
@@ -59,7 +59,7 @@ func (q *Jobs) WithProviders(url string) *Jobs {
 var ErrNoProviderQueue = errors.New("no provider queue is configured (PROVIDER_QUEUE_URL)")
 
 // Enqueue sends the job's id to the queue that runs it.
-func (q *Jobs) Enqueue(ctx context.Context, j *job.Job) error {
+func (q *JobSender) Enqueue(ctx context.Context, j *job.Job) error {
 	url := q.url
 	switch u, ok := q.lanes[j.Lane]; {
 	case j.Provider != "":

@@ -28,7 +28,7 @@ type Store interface {
 	MarkEnqueued(ctx context.Context, j *job.Job, at time.Time) error
 }
 
-// Lifecycle ends and promotes jobs (lifecycle.Jobs).
+// Lifecycle ends and promotes jobs (lifecycle.Ender).
 type Lifecycle interface {
 	End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error)
 	Promote(ctx context.Context, ws string) (int, error)

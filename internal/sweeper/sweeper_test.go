@@ -53,10 +53,10 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	q := queue.NewJobs(e.sqs, e.url)
+	q := queue.NewJobSender(e.sqs, e.url)
 	e.sweep = &sweeper.Sweeper{
 		Store:     e.store,
-		Lifecycle: &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: log},
+		Lifecycle: &lifecycle.Ender{Store: e.store, Queue: q, Clock: e.clock, Log: log},
 		Queue:     q, Dead: queue.NewDeadLetters(e.sqs, e.dlq),
 		Clock: e.clock, Log: log,
 		Deadline: sweeper.DefaultDeadline, RequeueAfter: sweeper.DefaultRequeueAfter,
@@ -278,9 +278,9 @@ func TestRoutedJobKeepsItsRoutesDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := queue.NewJobs(e.sqs, e.url).WithProviders(pq)
+	q := queue.NewJobSender(e.sqs, e.url).WithProviders(pq)
 	e.sweep.Queue = q
-	e.sweep.Lifecycle = &lifecycle.Jobs{Store: e.store, Queue: q, Clock: e.clock, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	e.sweep.Lifecycle = &lifecycle.Ender{Store: e.store, Queue: q, Clock: e.clock, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	e.workspace("ws_r", 5)
 	j := &job.Job{ID: job.NewID(e.clock.T), WorkspaceID: "ws_r", CreatedAt: e.clock.T,
 		Endpoint: "/generate/image/vendor-b/model-e-4", Request: []byte(`{}`), Provider: "replicate", Deadline: time.Hour}

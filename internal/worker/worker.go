@@ -43,7 +43,7 @@ type Store interface {
 	Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error)
 }
 
-// Ender ends a job and promotes the backlog behind it (lifecycle.Jobs).
+// Ender ends a job and promotes the backlog behind it (lifecycle.Ender).
 type Ender interface {
 	End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error)
 }
@@ -62,7 +62,7 @@ type Blobs interface {
 	ReadAsset(ctx context.Context, key string, max int64) ([]byte, string, error)
 }
 
-// Enqueuer sends a job to the queue of its lane (queue.Jobs).
+// Enqueuer sends a job to the queue of its lane (queue.JobSender).
 type Enqueuer interface {
 	Enqueue(ctx context.Context, j *job.Job) error
 }

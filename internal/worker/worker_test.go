@@ -104,7 +104,7 @@ type env struct {
 	results string          // the results bucket
 	eng     *steps
 	w       *worker.Worker
-	life    *lifecycle.Jobs
+	life    *lifecycle.Ender
 	logs    *bytes.Buffer
 	guard   *netguard.Guard
 }
@@ -136,7 +136,7 @@ func newEnv(t *testing.T) *env {
 		blobs: blob.New(client, results, testenv.NewBucket(t)), s3: client, wire: wire, results: results,
 		guard: &netguard.Guard{AllowPrivate: true, Connect: testenv.LoopbackOnly(t).Connect}}
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
-	e.life = &lifecycle.Jobs{Store: s, Queue: queue.NewJobs(sq, url), Clock: clock.System{}, Log: log}
+	e.life = &lifecycle.Ender{Store: s, Queue: queue.NewJobSender(sq, url), Clock: clock.System{}, Log: log}
 	e.w = &worker.Worker{
 		Store: s, Ender: e.life, Catalog: cat,
 		Engines:  engine.Registry{"model-g-3.1-rapid": e.eng, "model-e-4": e.eng},
@@ -592,7 +592,7 @@ func TestALightWorkerHandsALargeSourceToTheHeavyLane(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.w.MaxSourcePixels = 3 // fewer than the source's 4
-	e.w.Handover = queue.NewJobs(sq, heavy).WithLane(lifecycle.LaneLight, light)
+	e.w.Handover = queue.NewJobSender(sq, heavy).WithLane(lifecycle.LaneLight, light)
 	j := e.create("/generate/image/vendor-b/model-e-4", `{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["`+srv.URL+`/a.png"]}`)
 	if err := e.w.Run(e.ctx, j.ID); err != nil {
 		t.Fatal(err)
