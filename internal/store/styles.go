@@ -15,9 +15,10 @@ package store
 // GET /styles is one Query per set, newest first, never a Scan. The entries
 // change in the same transaction as the flags they follow. A like is an
 // entry of the liker's set, put once (the like count moves with it).
-// Listing merges the Queries of a query's sets by position, reads the
-// styles by key (BatchGetItem, strongly consistent) and keeps those the
-// caller's query matches: the style item, not the index, has the last word.
+// Listing is style.List over styleSets: it merges the Queries of a query's
+// sets by position, reads the styles by key (BatchGetItem, strongly
+// consistent) and keeps those the caller's query matches: the style item,
+// not the index, has the last word.
 
 import (
 	"context"
@@ -392,104 +393,23 @@ func (s *Store) SharedStyle(ctx context.Context, token string) (style.Style, err
 	return s.Style(ctx, it.StyleID)
 }
 
-// MaxStyleRejects bounds the index entries one list request may pass over
-// without showing them (styles the caller may not see, or another model's):
-// a page that reaches it comes back short, even empty, with a cursor to go
-// on. Queries whose sets are exact never reach it.
-const MaxStyleRejects = 2000
-
 func (s *Store) maxStyleRejects() int {
 	if s.listScan > 0 {
 		return s.listScan
 	}
-	return MaxStyleRejects
+	return style.MaxRejects
 }
 
-// candidate is an index entry: a style's position and immutable fields.
-type candidate struct {
-	pos, id, owner string
-	models         []string
-}
-
-// ListStyles returns a page of the styles c's query q shows, newest first
-// (by position: creation time, then id), at most q.Limit of them, and the
-// position to go on after ("" on the last page). A style created while a
-// client walks the pages sorts before the walk's position, so the walk
-// neither repeats nor skips a style.
+// ListStyles returns a page of the styles c's query q shows (style.List),
+// newest first.
 func (s *Store) ListStyles(ctx context.Context, c style.Caller, q style.Query) (style.Page, error) {
-	if q.Limit < 1 || q.Limit > style.MaxLimit {
-		return style.Page{}, fmt.Errorf("list styles: limit %d is outside 1..%d", q.Limit, style.MaxLimit)
-	}
 	if q.IDs != nil {
-		return s.listStylesByID(ctx, c, q)
-	}
-	m := &merge{store: s, sources: make([]*source, 0, 4)}
-	for _, set := range c.Sources(q) {
-		m.sources = append(m.sources, &source{set: set})
-	}
-	var (
-		page     style.Page
-		matched  []style.Style
-		rejects  int
-		examined string // the last position looked at
-	)
-	for len(matched) <= q.Limit {
-		want := q.Limit + 1 - len(matched) // one more than the page: is there a next one?
-		// At most as many as the reject budget has left: a query whose
-		// sets hold many styles it does not show stops in time.
-		want = min(want, s.maxStyleRejects()-rejects)
-		var batch []candidate
-		for len(batch) < want && rejects < s.maxStyleRejects() {
-			cand, ok, err := m.next(ctx, q.After, want-len(batch))
-			if err != nil {
-				return style.Page{}, err
-			}
-			if !ok {
-				break
-			}
-			if !c.Narrowed(cand.owner, cand.models, cand.id, q) {
-				rejects++
-				examined = cand.pos
-				continue
-			}
-			batch = append(batch, cand)
-		}
-		if len(batch) == 0 {
-			break
-		}
-		styles, err := s.batchStyles(ctx, batch)
-		if err != nil {
+		if err := q.CheckLimit(); err != nil {
 			return style.Page{}, err
 		}
-		for _, cand := range batch {
-			examined = cand.pos
-			st, ok := styles[cand.id]
-			// The entry may be older than the style (index lag): the
-			// style's own flags decide.
-			if !ok || st.Position() != cand.pos || !c.Matches(&st, q) {
-				rejects++
-				continue
-			}
-			matched = append(matched, st)
-			if len(matched) > q.Limit {
-				break
-			}
-		}
-		if rejects >= s.maxStyleRejects() {
-			break
-		}
+		return s.listStylesByID(ctx, c, q)
 	}
-	switch {
-	case len(matched) > q.Limit:
-		page.Styles = matched[:q.Limit]
-		page.Next = matched[q.Limit-1].Position()
-	case m.exhausted():
-		page.Styles = matched
-	default: // the reject budget ran out: go on after what was looked at
-		page.Styles = matched
-		page.Next = examined
-	}
-	return page, nil
+	return style.List(ctx, styleSets{s}, c, q, s.maxStyleRejects())
 }
 
 // listStylesByID answers a query with ids: the styles are read by key, and
@@ -544,13 +464,16 @@ func (s *Store) listStylesByID(ctx context.Context, c style.Caller, q style.Quer
 	return page, nil
 }
 
-// batchStyles reads the styles of a batch of candidates by key.
-func (s *Store) batchStyles(ctx context.Context, batch []candidate) (map[string]style.Style, error) {
-	keys := make([]map[string]types.AttributeValue, len(batch))
-	for i, cand := range batch {
-		keys[i] = key(stylePK(cand.id), styleSK)
+// styleSets is the store as style.List reads it.
+type styleSets struct{ s *Store }
+
+// StylesByID reads styles by key.
+func (ss styleSets) StylesByID(ctx context.Context, ids []string) (map[string]style.Style, error) {
+	keys := make([]map[string]types.AttributeValue, len(ids))
+	for i, id := range ids {
+		keys[i] = key(stylePK(id), styleSK)
 	}
-	items, err := s.batchGet(ctx, keys)
+	items, err := ss.s.batchGet(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -625,74 +548,20 @@ func (s *Store) batchGetChunk(ctx context.Context, keys []map[string]types.Attri
 	return out, nil
 }
 
-// source is one set's entries, read newest first, a Query page at a time.
-type source struct {
-	set   string
-	buf   []candidate
-	start map[string]types.AttributeValue // ExclusiveStartKey of the next page
-	done  bool                            // no page left to read
-}
-
-// merge walks the union of its sources by position, newest first, each
-// style once.
-type merge struct {
-	store   *Store
-	sources []*source
-}
-
-func (m *merge) exhausted() bool {
-	for _, src := range m.sources {
-		if len(src.buf) > 0 || !src.done {
-			return false
-		}
-	}
-	return true
-}
-
-// next returns the newest candidate not yet returned, reading the next page
-// of every source whose buffer is empty (in parallel) first; hint is how
-// many candidates the caller still wants.
-func (m *merge) next(ctx context.Context, after string, hint int) (candidate, bool, error) {
-	var wg sync.WaitGroup
-	errs := make([]error, len(m.sources))
-	for i, src := range m.sources {
-		if len(src.buf) == 0 && !src.done {
-			wg.Go(func() { errs[i] = m.store.readSource(ctx, src, after, hint) })
-		}
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return candidate{}, false, err
-	}
-	var best *source
-	for _, src := range m.sources {
-		if len(src.buf) > 0 && (best == nil || src.buf[0].pos > best.buf[0].pos) {
-			best = src
-		}
-	}
-	if best == nil {
-		return candidate{}, false, nil
-	}
-	cand := best.buf[0]
-	for _, src := range m.sources { // the same style in several sets: once
-		if len(src.buf) > 0 && src.buf[0].pos == cand.pos {
-			src.buf = src.buf[1:]
-		}
-	}
-	return cand, true, nil
-}
-
-// readSource reads the next page of a source: entries of its set older
-// than after (all of them when after is "").
-func (s *Store) readSource(ctx context.Context, src *source, after string, hint int) error {
+// SetEntries reads the next page of a set's entries from the styles-by-set
+// index: those older than after (all of them when after is "").
+func (ss styleSets) SetEntries(ctx context.Context, set, after string, want int, from any) ([]style.Entry, any, error) {
+	s := ss.s
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(IndexStylesBySet),
 		KeyConditionExpression:    aws.String("GSI3PK = :set"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":set": str(styleSetPK(src.set))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":set": str(styleSetPK(set))},
 		ScanIndexForward:          aws.Bool(false),
-		ExclusiveStartKey:         src.start,
-		Limit:                     aws.Int32(int32(min(max(hint, 1), style.MaxLimit+1))),
+		Limit:                     aws.Int32(int32(min(max(want, 1), style.MaxLimit+1))),
+	}
+	if start, ok := from.(map[string]types.AttributeValue); ok {
+		in.ExclusiveStartKey = start
 	}
 	if after != "" {
 		in.KeyConditionExpression = aws.String("GSI3PK = :set AND GSI3SK < :after")
@@ -703,16 +572,18 @@ func (s *Store) readSource(ctx context.Context, src *source, after string, hint 
 	}
 	out, err := s.db.Query(ctx, in)
 	if err != nil {
-		return fmt.Errorf("list styles of %s: %w", src.set, err)
+		return nil, nil, fmt.Errorf("list styles of %s: %w", set, err)
 	}
+	entries := make([]style.Entry, 0, len(out.Items))
 	for _, item := range out.Items {
 		var it setItem
 		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-			return fmt.Errorf("decode style entry: %w", err)
+			return nil, nil, fmt.Errorf("decode style entry: %w", err)
 		}
-		src.buf = append(src.buf, candidate{pos: it.GSI3SK, id: it.StyleID, owner: it.OwnerID, models: it.Models})
+		entries = append(entries, style.Entry{Position: it.GSI3SK, ID: it.StyleID, Owner: it.OwnerID, Models: it.Models})
 	}
-	src.start = out.LastEvaluatedKey
-	src.done = out.LastEvaluatedKey == nil
-	return nil
+	if out.LastEvaluatedKey == nil {
+		return entries, nil, nil // an untyped nil: the last page
+	}
+	return entries, out.LastEvaluatedKey, nil
 }
