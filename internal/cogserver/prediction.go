@@ -142,7 +142,7 @@ func (p *prediction) work() (status, msg string) {
 
 	var inputs []engine.Input
 	for _, ref := range p.m.ep.ImageRefs(p.req.Params) {
-		img, err := p.s.opt.Inputs.Fetch(p.ctx, "", ref.Name(), ref.Ref)
+		img, err := p.s.opt.Inputs.Fetch(p.ctx, ref.Name(), ref.Ref)
 		switch {
 		case p.ctx.Err() != nil:
 			return statusCanceled, ""

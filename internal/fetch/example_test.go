@@ -13,13 +13,13 @@ func ExampleFetcher_Fetch() {
 	f := fetch.New(&netguard.Guard{})
 	ctx := context.Background()
 
-	img, err := f.Fetch(ctx, "ws1", "image_url", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==")
+	img, err := f.Fetch(ctx, "image_url", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==")
 	fmt.Println(img.ContentType, len(img.Data), err)
 
-	_, err = f.Fetch(ctx, "ws1", "start_image", "http://169.254.169.254/latest/meta-data/")
+	_, err = f.Fetch(ctx, "start_image", "http://169.254.169.254/latest/meta-data/")
 	fmt.Println(err, errors.Is(err, fetch.ErrBlocked))
 
-	_, err = f.Fetch(ctx, "ws1", "reference_images[0]", "data:image/png;base64,aGVsbG8=")
+	_, err = f.Fetch(ctx, "reference_images[0]", "data:image/png;base64,aGVsbG8=")
 	fmt.Println(err, errors.Is(err, fetch.ErrInvalid))
 	// Output:
 	// image/png 70 <nil>

@@ -76,13 +76,12 @@ func New(g *netguard.Guard) *Fetcher {
 }
 
 // Fetch gets the image ref of the request field field (named in error
-// messages: "image_url", "reference_images[2]") for a job of workspaceID.
+// messages: "image_url", "reference_images[2]").
 //
 // Every error wraps exactly one of ErrInvalid and ErrBlocked, and its text,
-// which starts with the field, may be shown to the client. There are two
-// exceptions: when ctx ends, Fetch returns ctx's error; when Assets fails
-// for another reason than a bad ref, Fetch returns that failure.
-func (f *Fetcher) Fetch(ctx context.Context, workspaceID, field, ref string) (Image, error) {
+// which starts with the field, may be shown to the client; but when ctx
+// ends, Fetch returns ctx's error.
+func (f *Fetcher) Fetch(ctx context.Context, field, ref string) (Image, error) {
 	if err := ctx.Err(); err != nil {
 		return Image{}, err
 	}
@@ -92,7 +91,7 @@ func (f *Fetcher) Fetch(ctx context.Context, workspaceID, field, ref string) (Im
 	}
 	fctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	img, err := f.fetch(fctx, workspaceID, field, ref)
+	img, err := f.fetch(fctx, field, ref)
 	switch {
 	case err == nil:
 		return img, nil
@@ -104,7 +103,7 @@ func (f *Fetcher) Fetch(ctx context.Context, workspaceID, field, ref string) (Im
 	return Image{}, err
 }
 
-func (f *Fetcher) fetch(ctx context.Context, workspaceID, field, ref string) (Image, error) {
+func (f *Fetcher) fetch(ctx context.Context, field, ref string) (Image, error) {
 	if ref == "" {
 		return Image{}, invalid(field, nil, "is empty")
 	}

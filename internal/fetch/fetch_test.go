@@ -151,7 +151,7 @@ func TestFetchSniffsTheContentNotTheHeader(t *testing.T) {
 		{"/a.jpg", "image/jpeg", jpegData},
 		{"/a.webp", "image/webp", webpData},
 	} {
-		img, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+c.path)
+		img, err := f.Fetch(context.Background(), "image_url", srv.URL+c.path)
 		if err != nil {
 			t.Errorf("Fetch(%s): %v", c.path, err)
 			continue
@@ -190,7 +190,7 @@ func TestFetchRefusesWhatIsNotAnImage(t *testing.T) {
 		"/noise.png": "start_image: not a PNG, JPEG or WebP image",
 		"/empty.png": "start_image: the file is empty",
 	} {
-		_, err := f.Fetch(context.Background(), "ws1", "start_image", srv.URL+path)
+		_, err := f.Fetch(context.Background(), "start_image", srv.URL+path)
 		wantError(t, path, err, fetch.ErrInvalid, want)
 	}
 }
@@ -208,7 +208,7 @@ func TestFetchRefusesPrivateDestinations(t *testing.T) {
 		{fmt.Sprintf("http://[::ffff:127.0.0.1]:%d/a.png", srv.port()), "image_url: the address 127.0.0.1 is not allowed"},
 		{fmt.Sprintf("http://localhost:%d/a.png", srv.port()), "image_url: the host localhost resolves to an address that is not allowed"},
 	} {
-		_, err := f.Fetch(context.Background(), "ws1", "image_url", c.ref)
+		_, err := f.Fetch(context.Background(), "image_url", c.ref)
 		wantError(t, c.ref, err, fetch.ErrBlocked, c.want)
 	}
 	if srv.hits.Load() != 0 || srv6.hits.Load() != 0 {
@@ -225,7 +225,7 @@ func TestFetchRefusesARedirectToAPrivateDestination(t *testing.T) {
 		{"http://[fd00:ec2::254]/latest/meta-data/", "image_url: the address fd00:ec2::254 is not allowed"},
 	} {
 		outer := newServer(t, redirectTo(c.location))
-		_, err := fetcher(t, outer).Fetch(context.Background(), "ws1", "image_url", outer.URL+"/a.png")
+		_, err := fetcher(t, outer).Fetch(context.Background(), "image_url", outer.URL+"/a.png")
 		wantError(t, c.location, err, fetch.ErrBlocked, c.want)
 	}
 	if inner.hits.Load() != 0 {
@@ -245,7 +245,7 @@ func TestFetchAllowPrivate(t *testing.T) {
 		fmt.Sprintf("http://[::1]:%d/a.png", srv6.port()),
 		outer.URL + "/redirect",
 	} {
-		img, err := f.Fetch(context.Background(), "ws1", "image_url", ref)
+		img, err := f.Fetch(context.Background(), "image_url", ref)
 		if err != nil || img.ContentType != "image/png" {
 			t.Errorf("Fetch(%s) with AllowPrivate = %s, %v; want the PNG", ref, img.ContentType, err)
 		}
@@ -272,7 +272,7 @@ func TestFetchStatus(t *testing.T) {
 		"/notmodified": "image_url: the server answered 304",
 		"/nothing":     "image_url: the file is empty",
 	} {
-		_, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+path)
+		_, err := f.Fetch(context.Background(), "image_url", srv.URL+path)
 		wantError(t, path, err, fetch.ErrInvalid, want)
 	}
 }
@@ -285,7 +285,7 @@ func TestFetchConnectionRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	f := fetch.New(loopbackGuard(t, &netguard.Guard{Exempt: []netip.AddrPort{netip.MustParseAddrPort(addr)}}))
-	_, err = f.Fetch(context.Background(), "ws1", "image_url", "http://"+addr+"/a.png")
+	_, err = f.Fetch(context.Background(), "image_url", "http://"+addr+"/a.png")
 	wantError(t, addr, err, fetch.ErrInvalid, "image_url: "+addr+" refused the connection")
 }
 
@@ -294,7 +294,7 @@ func TestFetchUntrustedCertificate(t *testing.T) {
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
 	srv.StartTLS()
 	defer srv.Close()
-	_, err := fetcher(t, srv).Fetch(context.Background(), "ws1", "image_url", srv.URL)
+	_, err := fetcher(t, srv).Fetch(context.Background(), "image_url", srv.URL)
 	host := srv.Listener.Addr().String()
 	wantError(t, srv.URL, err, fetch.ErrInvalid, "image_url: the TLS certificate of "+host+" is not valid")
 }
@@ -326,11 +326,11 @@ func TestFetchSizeCap(t *testing.T) {
 	})
 	f := fetcher(t, srv)
 	f.MaxBytes = limit
-	if img, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+"/exact"); err != nil || len(img.Data) != limit {
+	if img, err := f.Fetch(context.Background(), "image_url", srv.URL+"/exact"); err != nil || len(img.Data) != limit {
 		t.Errorf("Fetch of exactly MaxBytes = %d bytes, %v; want %d bytes", len(img.Data), err, limit)
 	}
 	for _, path := range []string{"/over", "/chunked", "/endless"} {
-		_, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+path)
+		_, err := f.Fetch(context.Background(), "image_url", srv.URL+path)
 		wantError(t, path, err, fetch.ErrInvalid, "image_url: the file is larger than 1 KiB")
 	}
 }
@@ -340,7 +340,7 @@ func TestFetchDefaultSizeCapIsNamed(t *testing.T) {
 		w.Header().Set("Content-Length", fmt.Sprint(50<<20+1))
 		w.Write(pngData) // the client gives up before the rest
 	})
-	_, err := fetcher(t, srv).Fetch(context.Background(), "ws1", "image_url", srv.URL)
+	_, err := fetcher(t, srv).Fetch(context.Background(), "image_url", srv.URL)
 	wantError(t, srv.URL, err, fetch.ErrInvalid, "image_url: the file is larger than 50 MiB")
 }
 
@@ -356,7 +356,7 @@ func TestFetchTimeout(t *testing.T) {
 	f := fetcher(t, srv)
 	f.Timeout = 100 * time.Millisecond
 	for _, path := range []string{"/stall-headers", "/stall-body"} {
-		_, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+path)
+		_, err := f.Fetch(context.Background(), "image_url", srv.URL+path)
 		wantError(t, path, err, fetch.ErrInvalid, "image_url: fetch timed out after 100ms")
 	}
 }
@@ -370,11 +370,11 @@ func TestFetchCallerContextEnds(t *testing.T) {
 		cancel()
 		<-r.Context().Done()
 	})
-	_, err := fetcher(t, srv).Fetch(ctx, "ws1", "image_url", srv.URL)
+	_, err := fetcher(t, srv).Fetch(ctx, "image_url", srv.URL)
 	if err != context.Canceled {
 		t.Errorf("Fetch after the caller cancelled: %v, want context.Canceled", err)
 	}
-	if _, err := fetcher(t, srv).Fetch(ctx, "ws1", "image_url", srv.URL); err != context.Canceled {
+	if _, err := fetcher(t, srv).Fetch(ctx, "image_url", srv.URL); err != context.Canceled {
 		t.Errorf("Fetch with a cancelled context: %v, want context.Canceled", err)
 	}
 }
@@ -394,11 +394,11 @@ func TestFetchRedirects(t *testing.T) {
 		http.Redirect(w, r, fmt.Sprintf("%s/hop/%d", srv.URL, n-1), http.StatusMovedPermanently)
 	})
 	f := fetcher(t, srv)
-	if img, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+"/hop/5"); err != nil || img.ContentType != "image/png" {
+	if img, err := f.Fetch(context.Background(), "image_url", srv.URL+"/hop/5"); err != nil || img.ContentType != "image/png" {
 		t.Errorf("Fetch through 5 redirects = %s, %v; want the PNG", img.ContentType, err)
 	}
 	final.Store(0)
-	_, err := f.Fetch(context.Background(), "ws1", "image_url", srv.URL+"/hop/6")
+	_, err := f.Fetch(context.Background(), "image_url", srv.URL+"/hop/6")
 	wantError(t, "/hop/6", err, fetch.ErrInvalid, "image_url: more than 5 redirects")
 	if final.Load() != 0 {
 		t.Error("the sixth redirect was followed")
@@ -412,7 +412,7 @@ func TestFetchRedirectToAnotherScheme(t *testing.T) {
 		{"data:image/png;base64," + base64.StdEncoding.EncodeToString(pngData), "image_url: a redirect leads to a data: URL; only http and https are followed"},
 	} {
 		srv := newServer(t, redirectTo(c.location))
-		_, err := fetcher(t, srv).Fetch(context.Background(), "ws1", "image_url", srv.URL)
+		_, err := fetcher(t, srv).Fetch(context.Background(), "image_url", srv.URL)
 		wantError(t, c.location, err, fetch.ErrInvalid, c.want)
 	}
 }
@@ -431,7 +431,7 @@ func TestFetchDataURI(t *testing.T) {
 		// The declared type is not trusted either way: the bytes decide.
 		{"data:image/jpeg;base64," + b64(pngData), "image/png", pngData},
 	} {
-		img, err := f.Fetch(context.Background(), "ws1", "reference_images[1]", c.ref)
+		img, err := f.Fetch(context.Background(), "reference_images[1]", c.ref)
 		if err != nil || img.ContentType != c.contentType || !bytes.Equal(img.Data, c.data) {
 			t.Errorf("Fetch(%.40s) = %s, %v; want %s", c.ref, img.ContentType, err, c.contentType)
 		}
@@ -456,23 +456,23 @@ func TestFetchDataURI(t *testing.T) {
 		{"data:image/png;base64,", "reference_images[1]: the file is empty"},
 		{"data:image/png;base64," + b64([]byte("hello, world")), "reference_images[1]: not a PNG, JPEG or WebP image (it looks like text/plain)"},
 	} {
-		_, err := f.Fetch(context.Background(), "ws1", "reference_images[1]", c.ref)
+		_, err := f.Fetch(context.Background(), "reference_images[1]", c.ref)
 		wantError(t, c.ref, err, fetch.ErrInvalid, c.want)
 	}
 
 	f.MaxBytes = 100
 	big := append(append([]byte{}, pngData...), make([]byte, 200)...)
-	_, err := f.Fetch(context.Background(), "ws1", "reference_images[1]", "data:image/png;base64,"+b64(big))
+	_, err := f.Fetch(context.Background(), "reference_images[1]", "data:image/png;base64,"+b64(big))
 	wantError(t, "a 200-byte data URI", err, fetch.ErrInvalid, "reference_images[1]: the file is larger than 100 bytes")
 }
 
 func TestFetchRefusesOtherRefs(t *testing.T) {
 	f := fetch.New(loopbackGuard(t, &netguard.Guard{}))
 	for _, ref := range []string{"ftp://example.com/a.png", "file:///etc/passwd", "/assets/a1", "example.com/a.png", "http://", "http://%zz/"} {
-		_, err := f.Fetch(context.Background(), "ws1", "image_url", ref)
+		_, err := f.Fetch(context.Background(), "image_url", ref)
 		wantError(t, ref, err, fetch.ErrInvalid, "image_url: is not an http(s) URL, a data:image URI or an asset URL")
 	}
-	_, err := f.Fetch(context.Background(), "ws1", "image_url", "")
+	_, err := f.Fetch(context.Background(), "image_url", "")
 	wantError(t, `""`, err, fetch.ErrInvalid, "image_url: is empty")
 }
 

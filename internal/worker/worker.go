@@ -50,7 +50,7 @@ type Ender interface {
 
 // Inputs fetches one image-valued input (fetch.Fetcher).
 type Inputs interface {
-	Fetch(ctx context.Context, workspaceID, field, ref string) (fetch.Image, error)
+	Fetch(ctx context.Context, field, ref string) (fetch.Image, error)
 }
 
 // Blobs stores output files and reads uploaded assets (blob.Store).
@@ -484,7 +484,7 @@ func (o *outputs) open() []*output {
 func (a *attempt) input(ctx context.Context, ref catalog.ImageRef) (fetch.Image, error) {
 	id, ok := asset.IDFromURL(a.j.BaseURL, ref.Ref)
 	if !ok {
-		return a.w.Inputs.Fetch(ctx, a.j.WorkspaceID, ref.Name(), ref.Ref)
+		return a.w.Inputs.Fetch(ctx, ref.Name(), ref.Ref)
 	}
 	rec, err := a.w.Assets.Asset(ctx, id)
 	if errors.Is(err, asset.ErrNotFound) || err == nil && rec.WorkspaceID != a.j.WorkspaceID {
