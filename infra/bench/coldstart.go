@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"genjobs/infra/local/sam"
+	"genjobs/internal/app"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -59,12 +62,14 @@ func loadEvent(root, file string) ([]byte, error) {
 	return json.Marshal(ev)
 }
 
-// lambdaEnv is the environment Lambda gives a provided.al2023 function, with
-// template.yaml's variables. Only these: nothing of this machine (HOME,
-// AWS_CA_BUNDLE, profiles) leaks into the init being measured. The values are
-// dummies; init does no network I/O.
-func lambdaEnv(name, taskRoot string) []string {
-	return []string{
+// lambdaEnv is the environment Lambda gives a provided.al2023 function:
+// its own variables, and template.yaml's for the function (Globals
+// applied) with every reference resolved to a dummy (templateDummies).
+// Only these: nothing of this machine (HOME, AWS_CA_BUNDLE, profiles) leaks
+// into the init being measured. Init does no network I/O. bare gets the
+// Globals (those of the notfound function, which adds none).
+func lambdaEnv(tpl *sam.Template, name, taskRoot string) ([]string, error) {
+	env := []string{
 		"AWS_LAMBDA_FUNCTION_NAME=genjobs-" + name,
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
 		"AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
@@ -81,19 +86,53 @@ func lambdaEnv(name, taskRoot string) []string {
 		"TZ=:UTC",
 		"LANG=en_US.UTF-8",
 		"PATH=/usr/local/bin:/usr/bin:/bin",
-		"TABLE_NAME=genjobs",
-		"JOBS_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-jobs",
-		"JOBS_DLQ_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-jobs-dlq",
-		"RESULTS_BUCKET=genjobs-results",
-		"ASSETS_BUCKET=genjobs-assets",
-		"BASE_URL=https://api.example.com",
-		"APP_URL=https://app.example.com",
-		"ALLOW_PRIVATE_DESTINATIONS=false",
-		"DELIVERIES_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-deliveries",
-		"DELIVERIES_DLQ_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-deliveries-dlq",
-		// A KMS key: the signers must reach their first next without a call to it.
-		"SIGNING_KEY_ID=arn:aws:kms:us-east-1:000000000000:key/00000000-0000-0000-0000-000000000000",
 	}
+	if name == bareName {
+		name = "notfound"
+	}
+	id := ""
+	for _, f := range tpl.Functions() {
+		if app.FunctionName(f.LogicalID) == name {
+			id = f.LogicalID
+		}
+	}
+	if id == "" {
+		return nil, fmt.Errorf("template.yaml has no function for functions/%s", name)
+	}
+	vars, err := tpl.Env(id, templateDummies(tpl))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}
+
+// templateDummies resolves every reference of the template to a value of
+// the right shape (a queue's URL, a bucket's name, a key's ARN), none of
+// which init may call.
+func templateDummies(tpl *sam.Template) map[string]string {
+	const account, region = "000000000000", "us-east-1"
+	out := map[string]string{"AWS::StackName": "genjobs", "AWS::Region": region, "AWS::AccountId": account, "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
+	// The one parameter without a default: every deployment names its own.
+	out["AppUrl"] = "https://app.example.com"
+	for id, r := range tpl.Resources {
+		arn := fmt.Sprintf("arn:aws:%s:%s:%s:%s", strings.ToLower(strings.Split(r.Type, "::")[1]), region, account, id)
+		switch r.Type {
+		case "AWS::SQS::Queue":
+			out[id] = fmt.Sprintf("https://sqs.%s.amazonaws.com/%s/genjobs-%s", region, account, id)
+		case "AWS::S3::Bucket":
+			out[id] = "genjobs-" + strings.ToLower(id)
+		case "AWS::KMS::Key":
+			arn = fmt.Sprintf("arn:aws:kms:%s:%s:key/00000000-0000-0000-0000-000000000000", region, account)
+			out[id] = arn
+		default:
+			out[id] = "genjobs-" + id
+		}
+		out[id+".Arn"] = arn
+	}
+	return out
 }
 
 // fakeRuntime plays the Lambda Runtime API for one process: it notes when the
@@ -225,13 +264,13 @@ type startSample struct {
 }
 
 // coldStart runs bin once under a fresh fake Runtime API.
-func coldStart(fn, bin string, event []byte) (startSample, error) {
+func coldStart(fn, bin string, env []string, event []byte) (startSample, error) {
 	f := newFakeRuntime(fn, event)
 	srv := httptest.NewServer(f.handler())
 	defer srv.Close()
 	defer close(f.done)
 
-	env := append(lambdaEnv(fn, filepath.Dir(bin)), "AWS_LAMBDA_RUNTIME_API="+srv.Listener.Addr().String())
+	env = append(slices.Clip(env), "AWS_LAMBDA_RUNTIME_API="+srv.Listener.Addr().String())
 	p, t0, err := launch(bin, env)
 	if err != nil {
 		return startSample{}, err
@@ -277,10 +316,18 @@ type coldStats struct {
 // start each that warms the page cache. Binaries take turns, so that noise
 // on the machine spreads over all of them alike.
 func measureColdStarts(root string, ts []target, bins map[string]string, runs int) (map[string]*coldStats, error) {
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return nil, err
+	}
 	evs := map[string][]byte{}
+	envs := map[string][]string{}
 	out := map[string]*coldStats{}
 	for _, t := range ts {
 		out[t.name] = &coldStats{statuses: map[int]int{}}
+		if envs[t.name], err = lambdaEnv(tpl, t.name, filepath.Dir(bins[t.name])); err != nil {
+			return nil, err
+		}
 		if pr, ok := probes[t.name]; ok {
 			ev, err := loadEvent(root, pr.event)
 			if err != nil {
@@ -291,7 +338,7 @@ func measureColdStarts(root string, ts []target, bins map[string]string, runs in
 	}
 	for round := -1; round < runs; round++ {
 		for _, t := range ts {
-			s, err := coldStart(t.name, bins[t.name], evs[t.name])
+			s, err := coldStart(t.name, bins[t.name], envs[t.name], evs[t.name])
 			if round < 0 && err == nil {
 				continue // warm-up
 			}

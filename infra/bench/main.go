@@ -82,6 +82,9 @@ const (
 	delivererSizeLimit = 13_000_000
 	// coldRuns is the number of measured starts per binary.
 	coldRuns = 20
+	// coldStartAim is how much slower than the bare SDK binary a
+	// function's cold start may be (its p50): what our code adds to init.
+	coldStartAim = 1.3
 )
 
 // soakOptions are the flags of the soak.

@@ -43,7 +43,7 @@ func (r *report) sizes(ts []target, size map[string]int64) {
 		n := size[t.name]
 		limit := int64(sizeLimit)
 		switch t.name {
-		case "worker":
+		case "worker", "lightworker":
 			limit = workerSizeLimit
 		case "deliverer", "provider", "callbacks":
 			limit = delivererSizeLimit
@@ -68,10 +68,14 @@ func (r *report) coldStarts(ts []target, cold map[string]*coldStats) {
 		p50 := percentile(st.cold, 50)
 		note := "baseline"
 		if t.name != bareName {
-			note = signedMS(p50-bare) + " vs bare (p50)"
+			ratio := float64(p50) / float64(bare)
+			note = fmt.Sprintf("%.2fx bare (%s, p50)", ratio, signedMS(p50-bare))
+			if ratio > coldStartAim {
+				note += fmt.Sprintf("; over the %.1fx aim", coldStartAim)
+			}
 		}
 		if len(st.errs) > 0 {
-			note = r.fail("%d of %d starts failed: %s", len(st.errs), coldRuns+1, firstLine(st.errs[0]))
+			note = r.fail("%d of %d starts failed: %s", len(st.errs), coldRuns+1, strings.Join(strings.Fields(st.errs[0]), " "))
 		}
 		r.t.add("cold start, "+r.host, t.name, strconv.Itoa(len(st.cold)), "",
 			ms(p50), ms(percentile(st.cold, 99)), note)
@@ -186,7 +190,7 @@ func (r *report) runs(rr *runReport) {
 
 // footnotes say what each measure is, and how busy the machine was.
 func (r *report) footnotes(srcBytes int, loadBefore, loadAtLoad, loadAtRuns string) {
-	r.t.note("size: the deployed build (CGO_ENABLED=0, -tags lambda.norpc -trimpath -ldflags='-s -w'); limit 12 MB = 12,000,000 B (the worker, with the image codecs: 16 MB).")
+	r.t.note("size: the deployed build (CGO_ENABLED=0, -tags lambda.norpc -trimpath -ldflags='-s -w'); limit 12 MB = 12,000,000 B (the workers, with the image codecs: 16 MB; the deliverer, provider and callbacks: 13 MB).")
 	r.t.note("bare: config.LoadDefaultConfig + DynamoDB and SQS clients + lambda.Start with a trivial handler, none of our code.")
 	r.t.note("cold start: exec to the first GET /2018-06-01/runtime/invocation/next under a fake Runtime API, built for %s.", r.host)
 	r.t.note("first invoke: the process's first event handed over to its response posted back (no network: events without a token).")
