@@ -60,6 +60,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -108,6 +109,19 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench: -soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
 			os.Exit(2)
 		}
+	}
+	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
+		// What the bench process itself spends (the local API, the worker,
+		// the engines in process): go tool pprof on the file.
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: BENCH_CPUPROFILE:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	begin := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
