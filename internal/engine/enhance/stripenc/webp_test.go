@@ -3,6 +3,7 @@ package stripenc
 import (
 	"bytes"
 	"image"
+	"runtime/debug"
 	"testing"
 
 	"golang.org/x/image/webp"
@@ -43,5 +44,35 @@ func TestSizesOutOfRangeAreRefused(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// Overlapping encodes lower the process's memory limit while any runs and
+// put back exactly the limit from before when the last ends, whatever the
+// order they end in; a limit the process already had is never raised.
+func TestWebPEncodesPutTheMemoryLimitBack(t *testing.T) {
+	const before = 1 << 40
+	old := debug.SetMemoryLimit(before)
+	defer debug.SetMemoryLimit(old)
+
+	first := limitMemory(64 << 20)
+	during := debug.SetMemoryLimit(-1)
+	if during <= 0 || during >= before {
+		t.Fatalf("limit during an encode = %d, want one below %d", during, before)
+	}
+	second := limitMemory(64 << 20)
+	first() // the first to start ends first
+	if got := debug.SetMemoryLimit(-1); got >= before {
+		t.Errorf("limit with one encode left = %d, want one below %d", got, before)
+	}
+	second()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("limit after both = %d, want %d back", got, before)
+	}
+
+	debug.SetMemoryLimit(1 << 20) // a limit set by the operator (GOMEMLIMIT)
+	limitMemory(1 << 30)()
+	if got := debug.SetMemoryLimit(-1); got != 1<<20 {
+		t.Errorf("limit after an encode under GOMEMLIMIT = %d, want %d", got, 1<<20)
 	}
 }
