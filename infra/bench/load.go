@@ -314,54 +314,72 @@ func (c *apiClient) createJob(ctx context.Context) (string, error) {
 // indexes and conditional write as a job creation's PutItem.
 type rawPut struct {
 	db    *dynamodb.Client
-	item  map[string]types.AttributeValue
+	item  map[string]types.AttributeValue   // the job's item
+	more  []map[string]types.AttributeValue // the other items under the job's key (its request)
 	jobID string
 }
 
-// newRawPut reads the item of job jobID. A scan, rather than a GetItem, so
+// newRawPut reads the items of job jobID. A scan, rather than a GetItem, so
 // that the bench does not depend on the store's key layout; the table holds
 // only the load's workspace, its token, its top-up and this job yet.
 func newRawPut(ctx context.Context, db *dynamodb.Client, jobID string) (*rawPut, error) {
 	out, err := db.Scan(ctx, &dynamodb.ScanInput{
 		TableName: aws.String(devstack.Table),
-		// The job's ledger entry names it too; only the job has a status.
-		FilterExpression:          aws.String("job_id = :id AND attribute_exists(#status)"),
-		ExpressionAttributeNames:  map[string]string{"#status": "status"},
+		// The job's ledger entry names it too, under the workspace's key.
+		FilterExpression:          aws.String("contains(PK, :id)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: jobID}},
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read job %s: %w", jobID, err)
 	}
-	if len(out.Items) != 1 {
-		return nil, fmt.Errorf("job %s: %d items in the table, want 1", jobID, len(out.Items))
+	p := &rawPut{db: db, jobID: jobID}
+	for _, it := range out.Items {
+		if _, ok := it["status"]; ok && p.item == nil {
+			p.item = it
+		} else {
+			p.more = append(p.more, it)
+		}
 	}
-	return &rawPut{db: db, item: out.Items[0], jobID: jobID}, nil
+	if p.item == nil {
+		return nil, fmt.Errorf("job %s: no item with a status among the %d under its key", jobID, len(out.Items))
+	}
+	return p, nil
 }
 
 // copyItem is the job item under a new job id.
 func (p *rawPut) copyItem() (string, map[string]types.AttributeValue) {
 	id := job.NewID(time.Now())
-	item := make(map[string]types.AttributeValue, len(p.item))
-	for k, v := range p.item {
+	return id, p.renamed(p.item, id)
+}
+
+// renamed is a copy of item with job id id in place of the job's.
+func (p *rawPut) renamed(item map[string]types.AttributeValue, id string) map[string]types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(item))
+	for k, v := range item {
 		if s, ok := v.(*types.AttributeValueMemberS); ok && strings.Contains(s.Value, p.jobID) {
 			v = &types.AttributeValueMemberS{Value: strings.ReplaceAll(s.Value, p.jobID, id)}
 		}
-		item[k] = v
+		out[k] = v
 	}
-	return id, item
+	return out
 }
 
 // transact is a creation's transaction without the service around it: the
-// job item's Put, a conditional ADD on the load workspace's item and a
-// ledger-sized Put in its partition, in one TransactWriteItems. Every call
-// writes the same workspace item, as every creation of a workspace does.
+// job item's Put, a conditional ADD on the load workspace's item, a
+// ledger-sized Put in its partition and the Puts of the job's other items
+// (its request), in one TransactWriteItems. Every call writes the same
+// workspace item, as every creation of a workspace does.
 func (p *rawPut) transact(ctx context.Context) error {
 	id, item := p.copyItem()
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 	ws := map[string]types.AttributeValue{"PK": s("WS#" + loadWorkspace), "SK": s("WS")}
-	_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	var more []types.TransactWriteItem
+	for _, it := range p.more {
+		more = append(more, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(devstack.Table), Item: p.renamed(it, id)}})
+	}
+	_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append([]types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(devstack.Table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		{Update: &types.Update{
 			TableName: aws.String(devstack.Table), Key: ws,
@@ -374,7 +392,7 @@ func (p *rawPut) transact(ctx context.Context) error {
 				"PK": s("WS#" + loadWorkspace), "SK": s("BENCH#" + id), "kind": s("reserve"),
 				"amount_micros": n("100000"), "job_id": s(id), "endpoint": s(generatePath), "created_at": s(job.TimeOf(time.Now()).String()),
 			}}},
-	}})
+	}, more...)})
 	return err
 }
 

@@ -13,7 +13,7 @@
 //   - job creation through the local API (DynamoDB Local, fauxqs, the
 //     gateway and the handlers of `make run`), next to raw PutItem calls of
 //     the same item: the write ceiling of DynamoDB Local on this machine,
-//     and raw TransactWriteItems of a creation's three writes (`go run
+//     and raw TransactWriteItems of a creation's four writes (`go run
 //     ./infra/bench creation` prints just those rows);
 //   - jobs run to the end on the local stack (a table, queue and buckets of
 //     their own), the worker and the sweeper played from template.yaml by
