@@ -9,7 +9,8 @@
 // done, 1 the command failed, 2 bad arguments (nothing was written).
 //
 // It talks to the local stack (the DynamoDB Local that make run recorded in
-// .local/endpoints.json, or 127.0.0.1:$DYNAMODB_PORT) unless --aws is given: credentials in the environment alone
+// .local/endpoints.json, or 127.0.0.1:$DYNAMODB_PORT; for webhook redeliver
+// its fauxqs too) unless --aws is given: credentials in the environment alone
 // never send it to AWS, so an operator's shell cannot top up production by
 // accident.
 package main
