@@ -17,6 +17,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/internal/auth"
@@ -286,5 +288,43 @@ func TestWebhookRedeliverWithoutTheQueue(t *testing.T) {
 	}
 	if !after.NextAt.Equal(before.NextAt) || len(after.Attempts) != 1 {
 		t.Errorf("a refused redelivery moved the delivery: due %s, %d attempts; want %s, 1", after.NextAt, len(after.Attempts), before.NextAt)
+	}
+}
+
+// With --aws the queue is the stack's DeliveriesQueue: found through
+// CloudFormation, here moto's, with AWS's own client configuration.
+func TestWebhookRedeliverFindsTheStacksQueue(t *testing.T) {
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ENDPOINT_URL", testenv.MotoEndpoint())
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := cloudformation.NewFromConfig(cfg)
+	stack := testenv.UniqueName(t, "rd")
+	_, err = cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(stack),
+		TemplateBody: aws.String(`{"Resources":{"DeliveriesQueue":{"Type":"AWS::SQS::Queue"},"JobsQueue":{"Type":"AWS::SQS::Queue"}}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = cf.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(stack)}) })
+	res, err := cf.DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String(stack), LogicalResourceId: aws.String("JobsQueue")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobsQueue := aws.ToString(res.StackResourceDetail.PhysicalResourceId)
+
+	_, got, err := stackDeliveries(ctx, stack)
+	if err != nil || !strings.Contains(got, "/"+stack+"-DeliveriesQueue-") || got == jobsQueue {
+		t.Errorf("the deliveries queue of stack %s: %q, %v; want its DeliveriesQueue's URL", stack, got, err)
+	}
+	if _, _, err := stackDeliveries(ctx, stack+"-gone"); err == nil || !strings.Contains(err.Error(), "stack "+stack+"-gone has no DeliveriesQueue in AWS (us-east-1)") {
+		t.Errorf("a stack that does not exist: %v; want it named", err)
 	}
 }
