@@ -8,6 +8,11 @@
 // then create a job with -H 'X-Webhook-URL: http://127.0.0.1:9000/hooks'.
 // The URL given here must be byte for byte the X-Webhook-URL: it is the
 // signature's aud. (genjobs webhook listen does the same.)
+//
+// A delivery the receiver missed (it was not running, or failed) is retried
+// after 5 s, then 5 minutes; to have it sent now:
+//
+//	go run ./infra/admin webhook redeliver --job <job_id>
 package main
 
 import (

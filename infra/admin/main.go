@@ -9,7 +9,8 @@
 // done, 1 the command failed, 2 bad arguments (nothing was written).
 //
 // It talks to the local stack (the DynamoDB Local that make run recorded in
-// .local/endpoints.json, or 127.0.0.1:$DYNAMODB_PORT) unless --aws is given: credentials in the environment alone
+// .local/endpoints.json, or 127.0.0.1:$DYNAMODB_PORT; for webhook redeliver
+// its fauxqs too) unless --aws is given: credentials in the environment alone
 // never send it to AWS, so an operator's shell cannot top up production by
 // accident.
 package main
@@ -75,6 +76,8 @@ var commands = []command{
 		"print the balance: {available_usd, reserved_usd, spent_usd}, and credit_limit_usd and owed_usd when invoiced", (*cli).balanceShow},
 	{"ledger verify", "(--workspace W | --all)",
 		"recompute available, reserved and spent from the ledger entries and the jobs; prints the differences, exits 1 on any", (*cli).ledgerVerify},
+	{"webhook redeliver", "--job J",
+		"send a job's waiting or failed webhook now, as its next attempt, instead of after its retry wait; prints {job_id, webhook_id, attempt, host, was}", (*cli).webhookRedeliver},
 }
 
 // globals are the flags accepted before or after the command words.
@@ -241,7 +244,7 @@ func capitalize(s string) string {
 // printHelp lists the commands, or those of one group.
 func printHelp(w io.Writer, group string) {
 	fmt.Fprint(w, `The operator CLI: workspaces, API tokens, balances and styles (the stand-in
-for the web application's settings pages).
+for the web application's settings pages), and webhooks to send again.
 
 usage: go run ./infra/admin [--aws (--table NAME | --stack NAME)] <command> [flags]
 
@@ -261,7 +264,9 @@ Global flags, before or after the command words:
                  names the table
 
 Locally it uses the DynamoDB Local that make run started, on whatever port
-(it reads .local/endpoints.json); DYNAMODB_PORT overrides it. Every command prints one JSON object on stdout and has
+(it reads .local/endpoints.json); DYNAMODB_PORT overrides it. webhook redeliver
+also sends to its fauxqs (FAUXQS_PORT overrides it), or with --aws to the
+stack's deliveries queue. Every command prints one JSON object on stdout and has
 --help. Exit status: 0 done, 1 failed, 2 bad arguments (nothing written).
 `, devstack.Table)
 }

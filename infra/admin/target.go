@@ -16,6 +16,7 @@ import (
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
 	"genjobs/infra/local/devstack"
@@ -33,6 +34,10 @@ type target struct {
 	local string
 	// where names the place in messages: "on DynamoDB Local at ..." or "in AWS (region)".
 	where string
+	// sqs and deliveriesURL reach the deliveries queue, found on first use
+	// (cli.deliveries): only webhook redeliver sends to it.
+	sqs           *sqs.Client
+	deliveriesURL string
 }
 
 // store returns the store of the command's target, resolving it from the

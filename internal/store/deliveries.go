@@ -29,6 +29,7 @@ type deliveryItem struct {
 	ClaimUntil  string        `dynamodbav:"claim_until,omitempty"`
 	ClaimID     string        `dynamodbav:"claim_id,omitempty"`
 	CreatedAt   string        `dynamodbav:"created_at"`
+	Redelivery  string        `dynamodbav:"redelivery_id,omitempty"` // the last Redeliver's token
 	// On deliveries-due while pending: the sweeper finds the overdue ones
 	// there without a Scan.
 	GSI4PK string `dynamodbav:"GSI4PK,omitempty"`
@@ -202,6 +203,47 @@ func (s *Store) RecordAttempt(ctx context.Context, jobID string, claim string, a
 	}
 	if err != nil {
 		return fmt.Errorf("record attempt %d of job %s's webhook: %w", a.Number, jobID, err)
+	}
+	return nil
+}
+
+// Redeliver makes attempt d.Due() of a job's delivery due at now: sooner
+// than its schedule when pending, once more when failed (pending again; the
+// schedule resumes from there, and past its end that one attempt is all).
+// It writes only while the delivery has d's attempts and none is being
+// made: webhook.ErrNotFound without a delivery, webhook.ErrDelivered once it
+// succeeded, webhook.ErrClaimed when an attempt is under way or was made
+// since d was read. token marks the write: a retry whose first answer was
+// lost finds it and succeeds.
+func (s *Store) Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.table),
+		Key:              key(jobPK(d.JobID), deliverySK),
+		UpdateExpression: aws.String("SET #state = :pending, next_attempt_at = :now, GSI4PK = :pk, GSI4SK = :due, redelivery_id = :token"),
+		ConditionExpression: aws.String("attribute_exists(PK) AND #state <> :succeeded AND size(attempts) = :done AND " +
+			"(attribute_not_exists(claim_until) OR claim_until < :now)"),
+		ExpressionAttributeNames: map[string]string{"#state": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pending": str(string(webhook.Pending)), ":succeeded": str(string(webhook.Succeeded)), ":now": str(stamp(now)),
+			":pk": str(duePK(d.WorkspaceID)), ":due": str(dueSK(now, d.JobID)), ":token": str(token), ":done": num(len(d.Attempts)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		var old deliveryItem
+		switch {
+		case len(failed.Item) == 0:
+			return webhook.ErrNotFound
+		case attributevalue.UnmarshalMap(failed.Item, &old) == nil && old.Redelivery == token:
+			return nil // ours: the answer of the first write was lost
+		case old.State == string(webhook.Succeeded):
+			return webhook.ErrDelivered
+		}
+		return webhook.ErrClaimed
+	}
+	if err != nil {
+		return fmt.Errorf("redeliver job %s's webhook: %w", d.JobID, err)
 	}
 	return nil
 }

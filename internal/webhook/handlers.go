@@ -38,6 +38,8 @@ type Store interface {
 var (
 	ErrNotFound = errors.New("webhook: no delivery for this job")
 	ErrClaimed  = errors.New("webhook: attempt taken by another invocation")
+	// ErrDelivered refuses to send again a delivery that succeeded.
+	ErrDelivered = errors.New("webhook: the delivery succeeded")
 )
 
 // Queue carries the waits between attempts (queue.Deliveries): a message
