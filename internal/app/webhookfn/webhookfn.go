@@ -5,13 +5,15 @@ package webhookfn
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"genjobs/internal/app"
+	"genjobs/internal/app/blobs"
+	"genjobs/internal/app/queues"
+	"genjobs/internal/app/tables"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
@@ -25,11 +27,8 @@ import (
 // with a client built from d.AWS (locally, moto's KMS). It does no I/O: the
 // key's public half is fetched on first use.
 func signer(d app.Deps, id string) (*signing.KMS, error) {
-	if d.AWS == nil {
-		return nil, fmt.Errorf("signing key %s: no AWS configuration for KMS", id)
-	}
 	p := d.Retries.KMS
-	client := kms.NewFromConfig(*d.AWS, func(o *kms.Options) {
+	client := kms.NewFromConfig(d.AWS, func(o *kms.Options) {
 		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
 		o.HTTPClient = p.HTTPClient(o.HTTPClient)
 		o.APIOptions = p.APIOptions(o.APIOptions)
@@ -85,12 +84,12 @@ func Deliverer(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	links := d.ResultLinks()
+	links := blobs.ResultLinks(d)
 	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 	del := &webhook.Deliverer{
 		Metrics: d.Metrics,
-		Store:   d.Store(),
-		Queue:   queue.NewDeliveries(d.Queues(), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Store:   tables.Store(d),
+		Queue:   queue.NewDeliveries(queues.Client(d), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
 		Sender:  &webhook.Sender{Client: webhook.NewClient(guard.Transport()), Signer: tokens{s}},
 		Render: func(ctx context.Context, j *job.Job) ([]byte, error) {
 			return httpapi.RecordBody(ctx, links, j)
