@@ -21,6 +21,7 @@ import (
 	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
 	"genjobs/internal/app/queues"
+	"genjobs/internal/app/signers"
 	"genjobs/internal/app/webhookfn"
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/billing"
@@ -206,7 +207,7 @@ func TestTheJWKSAnswers503WhileKMSIsDown(t *testing.T) {
 	}
 	d.AWS = emulator.MotoConfig(kms.URL)
 	d.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h, err := webhookfn.JWKS(d)
+	h, err := signers.JWKS(d)
 	if err != nil {
 		t.Fatal(err)
 	}

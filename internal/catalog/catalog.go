@@ -43,8 +43,14 @@ type Endpoint struct {
 	Description string
 	OperationID string
 
-	schemaJSON json.RawMessage // as published: no $schema
-	raw        []byte          // the embedded file
+	raw []byte // the embedded file
+	// published is the schema as the OpenAPI document shows it (no
+	// $schema, no $id), made on first use: only the document's generator
+	// and the price list's check read it.
+	published struct {
+		once sync.Once
+		json json.RawMessage
+	}
 	// The validator is compiled on the endpoint's first request, not at
 	// init: compiling all seven was most of the generate function's cold
 	// start, and one instance mostly serves a few endpoints.
@@ -66,7 +72,22 @@ func (e *Endpoint) Path() string {
 
 // Schema is the request body's JSON Schema as the OpenAPI document shows it.
 // The caller owns the returned bytes.
-func (e *Endpoint) Schema() json.RawMessage { return slices.Clone(e.schemaJSON) }
+func (e *Endpoint) Schema() json.RawMessage {
+	e.published.once.Do(func() {
+		var published map[string]json.RawMessage
+		if err := json.Unmarshal(e.raw, &published); err != nil {
+			panic(err) // load parsed the same bytes
+		}
+		delete(published, "$schema")
+		delete(published, "$id")
+		doc, err := json.Marshal(published)
+		if err != nil {
+			panic(err)
+		}
+		e.published.json = doc
+	})
+	return slices.Clone(e.published.json)
+}
 
 // Deprecations lists the deprecated fields the endpoint still knows (spec 9):
 // aliases with their Replacement, and ignored fields with none.
@@ -129,10 +150,26 @@ func endpoints() []*Endpoint {
 
 var registerFormats sync.Once
 
-// New reads every endpoint's schema: its properties, defaults and aliases are
-// checked here; the validator itself is compiled on first use (schema). Call
-// it once, at init.
+// New returns the catalog, read once per process and shared (a Catalog does
+// not change once read): the generate function's builder and its price list
+// both use it, and each read costs a cold start about half a millisecond.
+// Every endpoint's properties, defaults and aliases are checked when it is
+// read; the validators are compiled on first use (schema).
 func New() (*Catalog, error) {
+	sharedOnce.Do(func() { shared, sharedErr = read() })
+	return shared, sharedErr
+}
+
+// The shared catalog. Not a package-level sync.OnceValues: a package
+// variable's initializer is linked into every binary that imports the
+// package, and with it the schema validator.
+var (
+	sharedOnce sync.Once
+	shared     *Catalog
+	sharedErr  error
+)
+
+func read() (*Catalog, error) {
 	c := &Catalog{byPath: map[string]*Endpoint{}}
 	for _, e := range endpoints() {
 		if err := e.load(); err != nil {
@@ -170,14 +207,7 @@ func (e *Endpoint) load() error {
 			return fmt.Errorf("alias %s: no property %s", d.Field, d.Replacement)
 		}
 	}
-	var published map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &published); err != nil {
-		return err
-	}
-	delete(published, "$schema")
-	delete(published, "$id")
-	e.schemaJSON, err = json.Marshal(published)
-	return err
+	return nil
 }
 
 // schema is the endpoint's compiled validator, compiled on first use.

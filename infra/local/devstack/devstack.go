@@ -37,6 +37,7 @@ import (
 	"genjobs/internal/app/jobsfn"
 	"genjobs/internal/app/providerfn"
 	"genjobs/internal/app/queues"
+	"genjobs/internal/app/signers"
 	"genjobs/internal/app/tables"
 	"genjobs/internal/app/webhookfn"
 	"genjobs/internal/app/workerfn"
@@ -73,7 +74,7 @@ var Functions = map[string]app.Function{
 	"jobs":        {HTTP: jobsfn.Build},
 	"usage":       {HTTP: tables.Usage},
 	"styles":      {HTTP: tables.Styles},
-	"jwks":        {HTTP: webhookfn.JWKS},
+	"jwks":        {HTTP: signers.JWKS},
 	"deliverer":   {SQS: webhookfn.Deliverer},
 	"notifier":    {Stream: queues.Notifier},
 	"assets":      {HTTP: blobs.Assets},
