@@ -91,6 +91,10 @@ func lambdaEnv(name, taskRoot string) []string {
 		"ALLOW_PRIVATE_DESTINATIONS=false",
 		"DELIVERIES_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-deliveries",
 		"DELIVERIES_DLQ_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-deliveries-dlq",
+		"LIGHT_JOBS_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-light-jobs",
+		"LIGHT_JOBS_DLQ_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-light-jobs-dlq",
+		"PROVIDER_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/genjobs-provider",
+		"PROVIDER_SECRETS_PREFIX=genjobs/providers/",
 		// A KMS key: the signers must reach their first next without a call to it.
 		"SIGNING_KEY_ID=arn:aws:kms:us-east-1:000000000000:key/00000000-0000-0000-0000-000000000000",
 	}

@@ -43,7 +43,7 @@ func (r *report) sizes(ts []target, size map[string]int64) {
 		n := size[t.name]
 		limit := int64(sizeLimit)
 		switch t.name {
-		case "worker":
+		case "worker", "lightworker":
 			limit = workerSizeLimit
 		case "deliverer", "provider", "callbacks":
 			limit = delivererSizeLimit
@@ -54,6 +54,8 @@ func (r *report) sizes(ts []target, size map[string]int64) {
 			note = r.fail("%s B: not under the %d MB limit", commas(n), limit/1_000_000)
 		case t.name == bareName:
 			note = "baseline"
+		case limit-n < minSpare:
+			note = r.fail("%s B: less than %.0f MB to spare under the %d MB limit", commas(n), float64(minSpare)/1e6, limit/1_000_000)
 		default:
 			note = fmt.Sprintf("%+.2f MB vs bare; %.2f MB to spare", float64(n-bare)/1e6, float64(limit-n)/1e6)
 		}
@@ -68,7 +70,11 @@ func (r *report) coldStarts(ts []target, cold map[string]*coldStats) {
 		p50 := percentile(st.cold, 50)
 		note := "baseline"
 		if t.name != bareName {
-			note = signedMS(p50-bare) + " vs bare (p50)"
+			x := ratio(p50, bare)
+			note = fmt.Sprintf("%.2fx bare (p50), %s", x, signedMS(p50-bare))
+			if x > maxColdRatio {
+				note = r.fail("%.2fx bare (p50), over %.1fx", x, maxColdRatio)
+			}
 		}
 		if len(st.errs) > 0 {
 			note = r.fail("%d of %d starts failed: %s", len(st.errs), coldRuns+1, firstLine(st.errs[0]))

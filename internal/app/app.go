@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"genjobs/internal/awsclient"
+	"genjobs/internal/blob/s3url"
 	"genjobs/internal/clock"
 	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
@@ -215,6 +216,12 @@ func FromEnv() (Deps, error) {
 func (d Deps) WithRetries(p awsclient.Profile) Deps {
 	d.Retries = p
 	return d
+}
+
+// ResultLinks mints result URLs without the S3 client, for the functions
+// that only hand them out (package s3url): they link no S3 package.
+func (d Deps) ResultLinks() s3url.ResultLinks {
+	return s3url.NewResultLinks(s3url.NewPresigner(d.AWS.Credentials, d.AWS.Region, awsclient.Endpoint(d.AWS, "S3")), d.ResultsBucket)
 }
 
 // Require checks that the configuration a builder needs is set: settings

@@ -89,6 +89,11 @@ func (e *Endpoint) Schema() json.RawMessage {
 	return slices.Clone(e.published.json)
 }
 
+// Source is the endpoint's schema file as embedded: Schema with its
+// $schema and $id, for readers of its properties that need not pay for
+// Schema's copy. The caller owns the returned bytes.
+func (e *Endpoint) Source() []byte { return slices.Clone(e.raw) }
+
 // Deprecations lists the deprecated fields the endpoint still knows (spec 9):
 // aliases with their Replacement, and ignored fields with none.
 func (e *Endpoint) Deprecations() []Deprecation {

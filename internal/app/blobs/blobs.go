@@ -18,12 +18,6 @@ func Store(d app.Deps) *blob.Store {
 	return blob.New(blob.NewClient(d.AWS, d.Retries.S3), d.ResultsBucket, d.AssetsBucket)
 }
 
-// ResultLinks mints result URLs without an S3 client, for the functions
-// that only hand them out (blob.Presigner).
-func ResultLinks(d app.Deps) blob.ResultLinks {
-	return blob.NewResultLinks(blob.NewPresigner(d.AWS.Credentials, d.AWS.Region, awsclient.Endpoint(d.AWS, "S3")), d.ResultsBucket)
-}
-
 // Assets builds the assets function's handler.
 func Assets(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{"TABLE_NAME": d.Table, "ASSETS_BUCKET": d.AssetsBucket}); err != nil {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/blobs"
 	"genjobs/internal/app/queues"
 	"genjobs/internal/app/tables"
 	"genjobs/internal/awsclient"
@@ -46,7 +45,7 @@ func Build(d app.Deps) (http.Handler, error) {
 		Catalog:           cat,
 		Jobs:              st,
 		Prices:            list,
-		Results:           blobs.ResultLinks(d),
+		Results:           d.ResultLinks(),
 		Queue:             queues.JobQueue(d, queues.Client(d)),
 		Assets:            st,
 		Clock:             d.Clock,

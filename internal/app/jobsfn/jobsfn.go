@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/blobs"
 	"genjobs/internal/app/queues"
 	"genjobs/internal/app/tables"
 	"genjobs/internal/awsclient"
@@ -22,6 +21,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	d = d.WithRetries(awsclient.Requests)
 	st := tables.Store(d)
 	cancel := queues.Lifecycle(d, st, queues.JobQueue(d, queues.Client(d)))
-	h := &httpapi.Jobs{Auth: tables.Authenticator(d, st), Jobs: st, Results: blobs.ResultLinks(d), Cancel: cancel, Deliveries: st}
+	h := &httpapi.Jobs{Auth: tables.Authenticator(d, st), Jobs: st, Results: d.ResultLinks(), Cancel: cancel, Deliveries: st}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }

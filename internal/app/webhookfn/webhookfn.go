@@ -6,7 +6,6 @@ import (
 	"context"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/blobs"
 	"genjobs/internal/app/queues"
 	"genjobs/internal/app/signers"
 	"genjobs/internal/app/tables"
@@ -27,7 +26,7 @@ func Deliverer(d app.Deps) (app.SQSHandler, error) {
 	}
 	d = d.WithRetries(awsclient.Events)
 	s := signers.Signer(d, d.SigningKeyID)
-	links := blobs.ResultLinks(d)
+	links := d.ResultLinks()
 	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 	del := &webhook.Deliverer{
 		Metrics: d.Metrics,

@@ -261,7 +261,7 @@ func readEndpointFields() (map[string]map[string]schemaField, error) {
 		var s struct {
 			Properties map[string]schemaField `json:"properties"`
 		}
-		dec := json.NewDecoder(bytes.NewReader(e.Schema()))
+		dec := json.NewDecoder(bytes.NewReader(e.Source()))
 		dec.UseNumber()
 		if err := dec.Decode(&s); err != nil {
 			return nil, fmt.Errorf("schema of %s: %w", e.Path(), err)
