@@ -3,7 +3,6 @@ package repocheck
 import (
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -59,7 +58,7 @@ func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 			t.Errorf("functions/%s: not in links; say what it may link", fn)
 			continue
 		}
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", "-tags", "lambda.norpc", "./functions/"+fn)
+		cmd := exec.Command("go", "list", "-deps", "-tags", "lambda.norpc", "./functions/"+fn)
 		cmd.Dir = root
 		cmd.Env = append(cmd.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
 		out, err := cmd.Output()
