@@ -6,7 +6,8 @@
 // This package holds what every function shares (Deps, Start) and the
 // functions that use no AWS service (notfound, openapi). The builders of the
 // others live in sub-packages grouped by the AWS clients they use (tables,
-// blobs, queues, jobsfn, generatefn, workerfn, webhookfn, providerfn): a
+// blobs, queues, signers, jobsfn, generatefn, workerfn, webhookfn,
+// providerfn): a
 // binary links every package its builder imports and runs their init, so a
 // function that never sends to SQS must not import the package that does.
 package app
@@ -159,8 +160,6 @@ func Config(getenv func(string) string) (Deps, error) {
 		}
 		d.AllowPrivateDestinations = b
 	}
-	// Without pointers into d, which would move it to the heap and with it
-	// the type of every client it holds into the binary.
 	var err error
 	if d.RequeueAfter, err = positiveDuration(getenv, "SWEEPER_REQUEUE_AFTER"); err != nil {
 		return d, err
