@@ -83,7 +83,11 @@ func (e Endpoints) GetServiceBaseEndpoint(_ context.Context, sdkID string) (stri
 }
 
 // Endpoint is the endpoint cfg gives the service sdkID: one of its sources',
-// else its BaseEndpoint; "" for the service's own (AWS).
+// else its BaseEndpoint; "" for the service's own (AWS). The adapters set it
+// on their clients' options (store.NewClient, ...) rather than leave it to
+// the SDK, which ignores the configuration's sources when the process has
+// AWS_ENDPOINT_URL and not the service's own variable: a developer's
+// AWS_ENDPOINT_URL must not take the local stack's functions elsewhere.
 func Endpoint(cfg aws.Config, sdkID string) string {
 	type source interface {
 		GetServiceBaseEndpoint(context.Context, string) (string, bool, error)

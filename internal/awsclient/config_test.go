@@ -8,7 +8,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"genjobs/internal/awsclient"
+	"genjobs/internal/blob"
+	"genjobs/internal/queue"
 	"genjobs/internal/store"
 )
 
@@ -73,5 +77,25 @@ func TestFromEnvWithoutCredentialsNamesTheVariables(t *testing.T) {
 	_, err := cfg.Credentials.Retrieve(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
 		t.Errorf("Retrieve: %v; want an error naming AWS_ACCESS_KEY_ID", err)
+	}
+}
+
+// The local stack names each emulator in its configuration's sources; the
+// SDK would drop them for a process's AWS_ENDPOINT_URL (a developer's shell
+// pointed at another emulator), the adapters' clients must not.
+func TestConfiguredEndpointsWinOverTheProcesssEndpointURL(t *testing.T) {
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+	cfg := aws.Config{Region: "us-east-1", ConfigSources: []any{awsclient.Endpoints{
+		"DynamoDB": "http://127.0.0.1:8000", "SQS": "http://127.0.0.1:4566", "S3": "http://127.0.0.1:4566",
+	}}}
+	for name, ep := range map[string]*string{
+		"DynamoDB": store.NewClient(cfg, awsclient.Requests.DynamoDB).Options().BaseEndpoint,
+		"SQS":      queue.NewClient(cfg, awsclient.Requests.SQS).Options().BaseEndpoint,
+		"S3":       blob.NewClient(cfg, awsclient.Requests.S3).Options().BaseEndpoint,
+	} {
+		want := cfg.ConfigSources[0].(awsclient.Endpoints)[name]
+		if ep == nil || *ep != want {
+			t.Errorf("%s client's endpoint %v; want %s", name, ep, want)
+		}
 	}
 }

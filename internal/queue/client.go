@@ -7,9 +7,14 @@ import (
 	"genjobs/internal/awsclient"
 )
 
-// NewClient builds the SQS client of cfg, following p.
+// NewClient builds the SQS client of cfg, following p, at the endpoint cfg
+// names for SQS (awsclient.Endpoint).
 func NewClient(cfg aws.Config, p awsclient.Policy) *sqs.Client {
-	return sqs.NewFromConfig(cfg, Options(p))
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		if u := awsclient.Endpoint(cfg, sqs.ServiceID); u != "" {
+			o.BaseEndpoint = aws.String(u)
+		}
+	}, Options(p))
 }
 
 // Options makes an SQS client follow p.

@@ -10,12 +10,17 @@ import (
 	"genjobs/internal/awsclient"
 )
 
-// NewClient builds the DynamoDB client of cfg, following p. A client whose
-// endpoint is set (DynamoDB Local) skips the CRC32 check of answers, which
+// NewClient builds the DynamoDB client of cfg, following p, at the endpoint
+// cfg names for DynamoDB (awsclient.Endpoint). A client whose endpoint is
+// set (DynamoDB Local) skips the CRC32 check of answers, which
 // DynamoDB Local omits on errors (docs/local-stack.md, "Emulator and SDK
 // traps").
 func NewClient(cfg aws.Config, p awsclient.Policy) *dynamodb.Client {
-	return dynamodb.NewFromConfig(cfg, Options(p))
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if u := awsclient.Endpoint(cfg, dynamodb.ServiceID); u != "" {
+			o.BaseEndpoint = aws.String(u)
+		}
+	}, Options(p))
 }
 
 // Options makes a DynamoDB client follow p.

@@ -21,6 +21,9 @@ import (
 func Signer(d app.Deps, id string) *signing.KMS {
 	p := d.Retries.KMS
 	client := kms.NewFromConfig(d.AWS, func(o *kms.Options) {
+		if u := awsclient.Endpoint(d.AWS, kms.ServiceID); u != "" {
+			o.BaseEndpoint = &u
+		}
 		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
 		o.HTTPClient = p.HTTPClient(o.HTTPClient)
 		o.APIOptions = p.APIOptions(o.APIOptions)
