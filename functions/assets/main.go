@@ -1,6 +1,9 @@
-// Command assets is the Assets Lambda function; internal/app wires it.
+// Command assets is the Assets Lambda function; internal/app/blobs wires it.
 package main
 
-import "genjobs/internal/app"
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/app/blobs"
+)
 
-func main() { app.Start("assets", app.Function{HTTP: app.Assets}) }
+func main() { app.Start("assets", app.Function{HTTP: blobs.Assets}) }

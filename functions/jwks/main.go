@@ -1,10 +1,10 @@
 // Command jwks is the JWKS Lambda function (GET /.well-known/jwks.json);
-// internal/app/webhookfn wires it.
+// internal/app/signers wires it.
 package main
 
 import (
 	"genjobs/internal/app"
-	"genjobs/internal/app/webhookfn"
+	"genjobs/internal/app/signers"
 )
 
-func main() { app.Start("jwks", app.Function{HTTP: webhookfn.JWKS}) }
+func main() { app.Start("jwks", app.Function{HTTP: signers.JWKS}) }

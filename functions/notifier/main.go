@@ -1,7 +1,11 @@
 // Command notifier is the Notifier Lambda function: on the table's stream,
-// it starts the webhook of each job that ended with one; internal/app wires it.
+// it starts the webhook of each job that ended with one;
+// internal/app/queues wires it.
 package main
 
-import "genjobs/internal/app"
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/app/queues"
+)
 
-func main() { app.Start("notifier", app.Function{Stream: app.Notifier}) }
+func main() { app.Start("notifier", app.Function{Stream: queues.Notifier}) }

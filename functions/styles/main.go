@@ -1,6 +1,9 @@
-// Command styles is the Styles Lambda function; internal/app wires it.
+// Command styles is the Styles Lambda function; internal/app/tables wires it.
 package main
 
-import "genjobs/internal/app"
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/app/tables"
+)
 
-func main() { app.Start("styles", app.Function{HTTP: app.Styles}) }
+func main() { app.Start("styles", app.Function{HTTP: tables.Styles}) }

@@ -1,6 +1,9 @@
-// Command usage is the Usage Lambda function; internal/app wires it.
+// Command usage is the Usage Lambda function; internal/app/tables wires it.
 package main
 
-import "genjobs/internal/app"
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/app/tables"
+)
 
-func main() { app.Start("usage", app.Function{HTTP: app.Usage}) }
+func main() { app.Start("usage", app.Function{HTTP: tables.Usage}) }

@@ -54,6 +54,8 @@ func (r *report) sizes(ts []target, size map[string]int64) {
 			note = r.fail("%s B: not under the %d MB limit", commas(n), limit/1_000_000)
 		case t.name == bareName:
 			note = "baseline"
+		case limit-n < minSpare:
+			note = r.fail("%s B: less than %.0f MB to spare under the %d MB limit", commas(n), float64(minSpare)/1e6, limit/1_000_000)
 		default:
 			note = fmt.Sprintf("%+.2f MB vs bare; %.2f MB to spare", float64(n-bare)/1e6, float64(limit-n)/1e6)
 		}
@@ -68,10 +70,10 @@ func (r *report) coldStarts(ts []target, cold map[string]*coldStats) {
 		p50 := percentile(st.cold, 50)
 		note := "baseline"
 		if t.name != bareName {
-			ratio := float64(p50) / float64(bare)
-			note = fmt.Sprintf("%.2fx bare (%s, p50)", ratio, signedMS(p50-bare))
-			if ratio > coldStartAim {
-				note += fmt.Sprintf("; over the %.1fx aim", coldStartAim)
+			x := ratio(p50, bare)
+			note = fmt.Sprintf("%.2fx bare (p50), %s", x, signedMS(p50-bare))
+			if x > maxColdRatio {
+				note = r.fail("%.2fx bare (p50), over %.1fx", x, maxColdRatio)
 			}
 		}
 		if len(st.errs) > 0 {

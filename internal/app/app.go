@@ -2,6 +2,14 @@
 // adapters built once, handlers on top. functions/*/main.go and the local
 // runner both build their handlers here, so that what runs locally is what
 // runs in Lambda.
+//
+// This package holds what every function shares (Deps, Start) and the
+// functions that use no AWS service (notfound, openapi). The builders of the
+// others live in sub-packages grouped by the AWS clients they use (tables,
+// blobs, queues, signers, jobsfn, generatefn, workerfn, webhookfn,
+// providerfn): a
+// binary links every package its builder imports and runs their init, so a
+// function that never sends to SQS must not import the package that does.
 package app
 
 import (
@@ -17,23 +25,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"genjobs/internal/auth"
 	"genjobs/internal/awsclient"
-	"genjobs/internal/blob"
+	"genjobs/internal/blob/s3url"
 	"genjobs/internal/clock"
 	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
-	"genjobs/internal/lifecycle"
 	"genjobs/internal/metrics"
 	"genjobs/internal/openapi/published"
-	"genjobs/internal/queue"
-	"genjobs/internal/store"
-	"genjobs/internal/sweeper"
 	"genjobs/internal/webhook"
 )
 
@@ -60,20 +59,15 @@ func FunctionName(logicalID string) string {
 	return strings.ToLower(strings.TrimSuffix(logicalID, "Function"))
 }
 
-// Deps is what every function is built from.
+// Deps is what every function is built from: its settings, and the AWS
+// configuration its builder makes its own clients from (tables.Store,
+// queues.Client, blobs.Store, ...), so that each binary links only the
+// clients it uses.
 type Deps struct {
-	DynamoDB *dynamodb.Client
-	// LocalSQS is the local runner's SQS client; in Lambda each function
-	// that sends to a queue makes its own (Queues), so that the others do
-	// not link the SQS client.
-	LocalSQS *sqs.Client
-	// S3 is set by the local runner; in Lambda it is made from AWS by the
-	// functions that use it, so that the others do not link the S3 client.
-	// AWS builds the clients a function makes for itself (KMS, Secrets
-	// Manager): locally its BaseEndpoint is moto's server, so that those
-	// clients are built by the same code as in Lambda.
-	S3  *s3.Client
-	AWS *aws.Config
+	// AWS is the configuration of every AWS client: in Lambda, read from
+	// the environment (awsclient.FromEnv); locally and in tests, the
+	// emulators' endpoints (awsclient.Endpoints in its ConfigSources).
+	AWS aws.Config
 
 	Table        string // TABLE_NAME
 	JobsQueueURL string // JOBS_QUEUE_URL
@@ -166,8 +160,6 @@ func Config(getenv func(string) string) (Deps, error) {
 		}
 		d.AllowPrivateDestinations = b
 	}
-	// Without pointers into d, which would move it to the heap and with it
-	// the type of every client it holds into the binary.
 	var err error
 	if d.RequeueAfter, err = positiveDuration(getenv, "SWEEPER_REQUEUE_AFTER"); err != nil {
 		return d, err
@@ -205,55 +197,30 @@ func positiveDuration(getenv func(string) string, name string) (time.Duration, e
 	return dur, nil
 }
 
-// FromEnv reads the configuration and builds the AWS clients. It does no
-// network I/O: credentials resolve on first use. Endpoint overrides come
-// from the SDK's own AWS_ENDPOINT_URL_<SERVICE> variables.
-func FromEnv(ctx context.Context) (Deps, error) {
+// FromEnv reads the configuration and the AWS configuration from the
+// environment. It builds no client and does no I/O: each builder makes the
+// clients its function uses.
+func FromEnv() (Deps, error) {
 	d, err := Config(os.Getenv)
 	if err != nil {
 		return d, err
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return d, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	d.AWS = &cfg
-	d.DynamoDB = DynamoDBClient(cfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "")
+	d.AWS = awsclient.FromEnv(os.Getenv)
 	return d, nil
 }
 
-// DynamoDBClient builds the DynamoDB client from cfg. DynamoDB Local omits
-// the CRC32 header on errors, so local clients skip that check
-// (docs/local-stack.md, "Emulator and SDK traps").
-func DynamoDBClient(cfg aws.Config, local bool) *dynamodb.Client {
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.DisableValidateResponseChecksum = local
-	})
-}
-
-// Queues is the SQS client, following d's profile: the local runner's, or
-// one made from the AWS configuration. Only the builders of functions that
-// send to a queue call it.
-func (d Deps) Queues() *sqs.Client {
-	client := d.LocalSQS
-	if client == nil {
-		client = sqs.NewFromConfig(*d.AWS)
-	}
-	return awsclient.SQS(client, d.Retries.SQS)
-}
-
 // WithRetries returns d with its clients following profile p: every
-// builder calls it first, so that the clients the local runner passes in follow the
-// profile as Lambda's do. The clients are derived, not rebuilt: endpoints,
-// credentials and the HTTP client's TLS roots stay.
+// builder that makes AWS clients calls it first, knowing what kind of
+// function it makes.
 func (d Deps) WithRetries(p awsclient.Profile) Deps {
 	d.Retries = p
-	if d.DynamoDB != nil {
-		d.DynamoDB = awsclient.DynamoDB(d.DynamoDB, p.DynamoDB)
-	}
-	// SQS follows p in Queues and S3 in Blobs: deriving them here would
-	// link their clients into every function.
 	return d
+}
+
+// ResultLinks mints result URLs without the S3 client, for the functions
+// that only hand them out (package s3url): they link no S3 package.
+func (d Deps) ResultLinks() s3url.ResultLinks {
+	return s3url.NewResultLinks(s3url.NewPresigner(d.AWS.Credentials, d.AWS.Region, awsclient.Endpoint(d.AWS, "S3")), d.ResultsBucket)
 }
 
 // Require checks that the configuration a builder needs is set: settings
@@ -275,89 +242,6 @@ func Require(settings map[string]string) error {
 	return fmt.Errorf("%s are not set", strings.Join(missing, ", "))
 }
 
-// Store is the table adapter.
-func (d Deps) Store() *store.Store { return store.New(d.DynamoDB, d.Table) }
-
-// Blobs builds the S3 adapter. A local S3 endpoint (fauxqs) needs
-// path-style addresses.
-func (d Deps) Blobs() *blob.Store {
-	client := d.S3
-	if client != nil {
-		client = awsclient.S3(client, d.Retries.S3)
-	} else {
-		client = s3.NewFromConfig(*d.AWS, func(o *s3.Options) {
-			o.UsePathStyle = os.Getenv("AWS_ENDPOINT_URL_S3") != ""
-		}, awsclient.S3Options(d.Retries.S3))
-	}
-	return blob.New(client, d.ResultsBucket, d.AssetsBucket)
-}
-
-// ResultLinks mints result URLs without the S3 client, for the functions
-// that only hand them out (blob.Presigner).
-func (d Deps) ResultLinks() blob.ResultLinks {
-	if d.S3 != nil { // the local runner's client: its endpoint and credentials
-		o := d.S3.Options()
-		return blob.NewResultLinks(blob.NewPresigner(o.Credentials, o.Region, aws.ToString(o.BaseEndpoint)), d.ResultsBucket)
-	}
-	endpoint := os.Getenv("AWS_ENDPOINT_URL_S3")
-	if endpoint == "" {
-		endpoint = aws.ToString(d.AWS.BaseEndpoint)
-	}
-	return blob.NewResultLinks(blob.NewPresigner(d.AWS.Credentials, d.AWS.Region, endpoint), d.ResultsBucket)
-}
-
-// JobQueue sends a job's message to the queue that runs it: the provider
-// queue for a routed job, else the queue of its lane (lifecycle.QueueFor).
-func (d Deps) JobQueue() *queue.JobSender {
-	return queue.NewJobSender(d.Queues(), d.JobsQueueURL).
-		WithLane(lifecycle.LaneLight, d.LightJobsQueueURL).
-		WithProviders(d.ProviderQueueURL)
-}
-
-// Lifecycle ends jobs and promotes backlogs.
-func (d Deps) Lifecycle() *lifecycle.Ender {
-	return &lifecycle.Ender{Store: d.Store(), Queue: d.JobQueue(), Clock: d.Clock, Log: d.Log, Metrics: d.Metrics}
-}
-
-// Authenticator resolves API tokens. It remembers each token and workspace
-// it reads for up to auth.MaxCacheAge, for the life of the function instance:
-// most requests then read neither.
-func (d Deps) Authenticator() auth.Authenticator {
-	return auth.Authenticator{Dir: auth.NewCache(d.Store(), d.Clock)}
-}
-
-// Jobs builds the jobs function's handler.
-func Jobs(d Deps) (http.Handler, error) {
-	err := Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
-	if err != nil {
-		return nil, err
-	}
-	d = d.WithRetries(awsclient.Requests)
-	st := d.Store()
-	h := &httpapi.Jobs{Auth: d.Authenticator(), Jobs: st, Results: d.ResultLinks(), Cancel: d.Lifecycle(), Deliveries: st}
-	return httpapi.Middleware(d.Log, h.Routes()), nil
-}
-
-// Usage builds the usage function's handler.
-func Usage(d Deps) (http.Handler, error) {
-	if err := Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
-		return nil, err
-	}
-	d = d.WithRetries(awsclient.Requests)
-	h := &httpapi.Usage{Auth: d.Authenticator(), Ledger: d.Store(), Clock: d.Clock}
-	return httpapi.Middleware(d.Log, h.Routes()), nil
-}
-
-// Assets builds the assets function's handler.
-func Assets(d Deps) (http.Handler, error) {
-	if err := Require(map[string]string{"TABLE_NAME": d.Table, "ASSETS_BUCKET": d.AssetsBucket}); err != nil {
-		return nil, err
-	}
-	d = d.WithRetries(awsclient.Requests)
-	h := &httpapi.Assets{Auth: d.Authenticator(), Assets: d.Store(), Blobs: d.Blobs(), Clock: d.Clock, BaseURL: d.BaseURL}
-	return httpapi.Middleware(d.Log, h.Routes()), nil
-}
-
 // OpenAPI builds the handler of the public OpenAPI document, built before
 // deploy (package published).
 func OpenAPI(d Deps) (http.Handler, error) {
@@ -372,56 +256,6 @@ func OpenAPI(d Deps) (http.Handler, error) {
 // NotFound builds the $default route's handler.
 func NotFound(d Deps) (http.Handler, error) {
 	return httpapi.Middleware(d.Log, httpapi.NotFound()), nil
-}
-
-// Notifier builds the handler of the table's stream: it starts the webhook
-// delivery of each job that ended with one.
-func Notifier(d Deps) (StreamHandler, error) {
-	err := Require(map[string]string{"TABLE_NAME": d.Table, "DELIVERIES_QUEUE_URL": d.DeliveriesQueueURL, "DELIVERIES_DLQ_URL": d.DeliveriesDLQURL})
-	if err != nil {
-		return nil, err
-	}
-	d = d.WithRetries(awsclient.Events)
-	n := &webhook.Notifier{
-		Store: d.Store(), Queue: queue.NewDeliveries(d.Queues(), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
-		Clock: d.Clock, Log: d.Log,
-	}
-	return WithMargin(n.HandleStream), nil
-}
-
-// Sweeper builds the sweeper function's handler of its schedule.
-func Sweeper(d Deps) (ScheduleHandler, error) {
-	err := Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "JOBS_DLQ_URL": d.JobsDLQURL})
-	if err != nil {
-		return nil, err
-	}
-	d = d.WithRetries(awsclient.Events)
-	q := d.JobQueue()
-	s := &sweeper.Sweeper{
-		Store:     d.Store(),
-		Lifecycle: d.Lifecycle(),
-		Queue:     q,
-		Dead: queue.DeadLetterQueues{queue.NewDeadLetters(d.Queues(), d.JobsDLQURL),
-			queue.NewDeadLetters(d.Queues(), d.LightJobsDLQURL)},
-		Clock:        d.Clock,
-		Log:          d.Log,
-		Deadline:     sweeper.DefaultDeadline,
-		RequeueAfter: sweeper.DefaultRequeueAfter,
-		Lease:        d.Store(),
-		LeaseFor:     sweeper.DefaultLeaseFor,
-	}
-	if d.DeliveriesQueueURL != "" { // re-sends overdue webhook attempts too
-		s.Deliveries = d.Store()
-		s.DeliveryQueue = queue.NewDeliveries(d.Queues(), d.DeliveriesQueueURL, d.DeliveriesDLQURL)
-	}
-	if d.RequeueAfter > 0 {
-		s.RequeueAfter = d.RequeueAfter
-	}
-	return func(ctx context.Context, e events.EventBridgeEvent) error {
-		ctx, cancel := fault.Reserve(ctx, EventMargin)
-		defer cancel()
-		return s.Handle(ctx, e)
-	}, nil
 }
 
 // EventMargin is what an event handler keeps of its time, before the

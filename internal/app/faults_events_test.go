@@ -20,6 +20,8 @@ import (
 
 	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
+	"genjobs/internal/app/queues"
+	"genjobs/internal/app/signers"
 	"genjobs/internal/app/webhookfn"
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/billing"
@@ -92,7 +94,7 @@ func TestAWorkerThatCannotEndItsJobReportsTheMessage(t *testing.T) {
 // sequence number, and leaves the records after it to the stream's retry.
 func TestTheNotifierReportsTheRecordItCouldNotStart(t *testing.T) {
 	s := newStack(t)
-	h, err := app.Notifier(s.d)
+	h, err := queues.Notifier(s.d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +172,7 @@ func TestASweepGoesOnPastWhatFailsAndReportsIt(t *testing.T) {
 	s := newStack(t)
 	j := s.queuedJob("")
 	s.d.Clock = &clock.Fixed{T: j.CreatedAt.Add(3 * time.Minute)} // no worker took it for 2 minutes
-	h, err := app.Sweeper(s.d)
+	h, err := queues.Sweeper(s.d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,10 +205,9 @@ func TestTheJWKSAnswers503WhileKMSIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := emulator.MotoConfig(kms.URL)
-	d.AWS = &cfg
+	d.AWS = emulator.MotoConfig(kms.URL)
 	d.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h, err := webhookfn.JWKS(d)
+	h, err := signers.JWKS(d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,13 @@ import (
 
 	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
+	"genjobs/internal/app/blobs"
 	"genjobs/internal/app/generatefn"
+	"genjobs/internal/app/jobsfn"
+	"genjobs/internal/app/tables"
 	"genjobs/internal/asset"
 	"genjobs/internal/auth"
+	"genjobs/internal/awsclient"
 	"genjobs/internal/billing"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
@@ -107,12 +111,11 @@ func newStack(t *testing.T) *stack {
 	}
 	s.table = testenv.NewFaults(t, testenv.DynamoDBEndpoint())
 	s.queues = testenv.NewFaults(t, testenv.SQSEndpoint())
-	s.d.DynamoDB = emulator.DynamoDBClient(s.table.URL)
-	s.d.LocalSQS = emulator.SQSClient(s.queues.URL)
-	s.d.S3 = emulator.S3Client(s.queues.URL)
+	s.d.AWS = emulator.FunctionConfig(awsclient.Endpoints{
+		"DynamoDB": s.table.URL, "SQS": s.queues.URL, "S3": s.queues.URL,
+		"KMS": testenv.MotoEndpoint(), "Secrets Manager": testenv.MotoEndpoint(),
+	})
 	s.d.Log = slog.New(slog.NewJSONHandler(s.logs, nil))
-	moto := emulator.MotoConfig(testenv.MotoEndpoint())
-	s.d.AWS = &moto
 	return s
 }
 
@@ -243,9 +246,9 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 		fault testenv.Fault
 		after int // the status once the dependency is back
 	}{
-		{"token lookup", app.Jobs, func(*stack) call { return call{"GET", "/jobs", "", ""} },
+		{"token lookup", jobsfn.Build, func(*stack) call { return call{"GET", "/jobs", "", ""} },
 			false, "GetItem", "TOKEN#", testenv.Unavailable, 200},
-		{"workspace lookup", app.Usage, func(*stack) call { return call{"GET", "/usage", "", ""} },
+		{"workspace lookup", tables.Usage, func(*stack) call { return call{"GET", "/usage", "", ""} },
 			false, "GetItem", `{"S":"WS"}`, testenv.Drop, 200},
 		{"creation and its billing transaction", generatefn.Build, func(*stack) call {
 			return call{"POST", "/generate/image/vendor-b/model-e-4", "application/json", `{"prompt":"a cat","width":64,"height":64}`}
@@ -254,19 +257,19 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 			return call{"POST", "/generate/enhance/vendor-a/standard-enhance", "application/json",
 				`{"width":128,"height":128,"model":"Standard V2","image_url":"https://api.test/assets/` + s.asset() + `"}`}
 		}, false, "GetItem", "ASSET#", testenv.Unavailable, 200},
-		{"job", app.Jobs, func(s *stack) call { return call{"GET", "/jobs/" + s.queuedJob("").ID, "", ""} },
+		{"job", jobsfn.Build, func(s *stack) call { return call{"GET", "/jobs/" + s.queuedJob("").ID, "", ""} },
 			false, "GetItem", `{"S":"JOB"}`, testenv.Freeze, 200},
-		{"job list", app.Jobs, func(*stack) call { return call{"GET", "/jobs?limit=5", "", ""} },
+		{"job list", jobsfn.Build, func(*stack) call { return call{"GET", "/jobs?limit=5", "", ""} },
 			false, "Query", "", testenv.Unavailable, 200},
-		{"cancellation", app.Jobs, func(s *stack) call { return call{"DELETE", "/jobs/" + s.queuedJob("").ID, "", ""} },
+		{"cancellation", jobsfn.Build, func(s *stack) call { return call{"DELETE", "/jobs/" + s.queuedJob("").ID, "", ""} },
 			false, "TransactWriteItems", "", testenv.Unavailable, 200},
-		{"deliveries", app.Jobs, func(s *stack) call { return call{"GET", "/jobs/" + s.queuedJob("").ID + "/deliveries", "", ""} },
+		{"deliveries", jobsfn.Build, func(s *stack) call { return call{"GET", "/jobs/" + s.queuedJob("").ID + "/deliveries", "", ""} },
 			false, "GetItem", "WEBHOOK", testenv.Unavailable, 200},
-		{"usage", app.Usage, func(*stack) call { return call{"GET", "/usage?days=3", "", ""} },
+		{"usage", tables.Usage, func(*stack) call { return call{"GET", "/usage?days=3", "", ""} },
 			false, "Query", "", testenv.Unavailable, 200},
-		{"styles", app.Styles, func(*stack) call { return call{"GET", "/styles?filter=all", "", ""} },
+		{"styles", tables.Styles, func(*stack) call { return call{"GET", "/styles?filter=all", "", ""} },
 			false, "Query", "", testenv.Unavailable, 200},
-		{"share link", app.Styles, func(s *stack) call {
+		{"share link", tables.Styles, func(s *stack) call {
 			st := style.Style{ID: "sty_a", Title: "A", Prompt: "p", Models: []string{"model-e-4"}, CreatedAt: time.Now(),
 				WorkspaceID: "ws_a", Owner: style.APIOwner("ws_a")}
 			if err := s.store.CreateStyle(context.Background(), st); err != nil {
@@ -274,12 +277,12 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 			}
 			return call{"GET", "/styles/sty_a/share/link", "", ""}
 		}, false, "TransactWriteItems", "", testenv.Unavailable, 201},
-		{"asset upload to S3", app.Assets, func(s *stack) call { return call{"POST", "/assets", "image/png", pngBytes(s.t)} },
+		{"asset upload to S3", blobs.Assets, func(s *stack) call { return call{"POST", "/assets", "image/png", pngBytes(s.t)} },
 			true, "PutObject", "", testenv.Throttle, 201},
-		{"presigned upload's record", app.Assets, func(*stack) call {
+		{"presigned upload's record", blobs.Assets, func(*stack) call {
 			return call{"POST", "/assets/uploads", "application/json", `{"content_type":"image/png","size":1000}`}
 		}, false, "PutItem", "ASSET#", testenv.Unavailable, 201},
-		{"asset download", app.Assets, func(s *stack) call { return call{"GET", "/assets/" + s.asset(), "", ""} },
+		{"asset download", blobs.Assets, func(s *stack) call { return call{"GET", "/assets/" + s.asset(), "", ""} },
 			false, "GetItem", "ASSET#", testenv.Unavailable, 302},
 	}
 	for _, c := range cases {
@@ -362,7 +365,7 @@ func TestACreationWhoseEnqueueFailsIsStillAnswered(t *testing.T) {
 // What the service can judge without the failing dependency keeps its 4xx.
 func TestClientMistakesKeepTheir4xxDuringAnOutage(t *testing.T) {
 	s := newStack(t)
-	gen, jobs := s.build(generatefn.Build), s.build(app.Jobs)
+	gen, jobs := s.build(generatefn.Build), s.build(jobsfn.Build)
 	for _, op := range []string{"TransactWriteItems", "Query"} {
 		s.table.Set(op, testenv.Freeze)
 	}
@@ -397,7 +400,7 @@ func TestClientMistakesKeepTheir4xxDuringAnOutage(t *testing.T) {
 func TestABugIsStillA500(t *testing.T) {
 	s := newStack(t)
 	s.d.Table = "no-such-table"
-	out := s.call(s.build(app.Usage), lambdaTimeout, "GET", "/usage", "", "")
+	out := s.call(s.build(tables.Usage), lambdaTimeout, "GET", "/usage", "", "")
 	if out.StatusCode != 500 || out.Body != `{"error":"Internal server error."}` || out.Headers["Retry-After"] != "" {
 		t.Errorf("%d %s, Retry-After %q; want 500 and no Retry-After", out.StatusCode, out.Body, out.Headers["Retry-After"])
 	}

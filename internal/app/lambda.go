@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,7 +24,7 @@ func Start(name string, f Function) {
 }
 
 func start(name string, f Function) error {
-	d, err := FromEnv(context.Background())
+	d, err := FromEnv()
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -86,37 +82,9 @@ var Events = Profile{
 
 var background = Policy{MaxAttempts: 5, MaxBackoff: 2 * time.Second, ConnectTimeout: time.Second, ResponseHeaderTimeout: 3 * time.Second}
 
-// DynamoDB derives a client of c that follows p.
-func DynamoDB(c *dynamodb.Client, p Policy) *dynamodb.Client {
-	return dynamodb.New(c.Options(), func(o *dynamodb.Options) {
-		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
-		o.HTTPClient = p.HTTPClient(o.HTTPClient)
-		o.APIOptions = p.APIOptions(o.APIOptions)
-	})
-}
-
-// SQS derives a client of c that follows p.
-func SQS(c *sqs.Client, p Policy) *sqs.Client {
-	return sqs.New(c.Options(), func(o *sqs.Options) {
-		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
-		o.HTTPClient = p.HTTPClient(o.HTTPClient)
-		o.APIOptions = p.APIOptions(o.APIOptions)
-	})
-}
-
-// S3 derives a client of c that follows p.
-func S3(c *s3.Client, p Policy) *s3.Client {
-	return s3.New(c.Options(), S3Options(p))
-}
-
-// S3Options makes a client that s3.NewFromConfig builds follow p.
-func S3Options(p Policy) func(*s3.Options) {
-	return func(o *s3.Options) {
-		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
-		o.HTTPClient = p.HTTPClient(o.HTTPClient)
-		o.APIOptions = p.APIOptions(o.APIOptions)
-	}
-}
+// Each adapter applies a Policy to its own client's options (store.Options,
+// queue.Options, blob.Options, secrets.Options, ...): naming a service
+// client here would link it into every function that uses this package.
 
 // Retryer is the SDK retryer of p: the standard one (its retryable errors,
 // its token bucket that stops retrying when most calls fail) with p's
@@ -178,27 +146,33 @@ func (p Policy) HTTPClient(c HTTPDoer) HTTPDoer {
 	return b
 }
 
-// APIOptions adds to a client's middleware the marking of outage errors.
-func (p Policy) APIOptions(opts []func(*middleware.Stack) error) []func(*middleware.Stack) error {
+// APIOptions adds to a client's middleware the marking of outage errors:
+// those Classify sees, and those a service's own classifier sees (also:
+// store.BusyTransaction for DynamoDB's cancelled transactions).
+func (p Policy) APIOptions(opts []func(*middleware.Stack) error, also ...Classifier) []func(*middleware.Stack) error {
+	m := marking{also: also}
+	addMarking := func(s *middleware.Stack) error {
+		// First in the stack, so it sees the error after every retry.
+		return s.Initialize.Add(m, middleware.Before)
+	}
 	// A copy: the slice may share its array with the client it came from.
 	return append(append([]func(*middleware.Stack) error(nil), opts...), addMarking, addTracing)
 }
 
-func addMarking(s *middleware.Stack) error {
-	// First in the stack, so it sees the error after every retry.
-	return s.Initialize.Add(marking{}, middleware.Before)
-}
+// Classifier reports whether err means a dependency is unavailable now, and
+// the code to log.
+type Classifier func(err error) (code string, unavailable bool)
 
 // marking wraps an operation's outage errors in fault.Unavailable.
-type marking struct{}
+type marking struct{ also []Classifier }
 
 func (marking) ID() string { return "genjobs.MarkUnavailable" }
 
-func (marking) HandleInitialize(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (
+func (m marking) HandleInitialize(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (
 	middleware.InitializeOutput, middleware.Metadata, error,
 ) {
 	out, md, err := next.HandleInitialize(ctx, in)
-	if code, ok := Classify(err); ok {
+	if code, ok := Classify(err, m.also...); ok {
 		if ctx.Err() != nil { // the caller's deadline, not an attempt's timeout
 			code = "DeadlineExceeded"
 			if errors.Is(ctx.Err(), context.Canceled) {
@@ -229,31 +203,21 @@ var unavailableCodes = func() map[string]bool {
 	return codes
 }()
 
-// Busy reasons of a cancelled DynamoDB transaction: nothing in it was
-// refused, it met throttling or another transaction. (The store retries
-// conflicts itself; one that outlasts its retries is an outage too.)
-var busyReasons = map[string]bool{
-	"ThrottlingError": true, "ProvisionedThroughputExceeded": true, "TransactionConflict": true,
-}
-
 // Classify reports whether err means the dependency is unavailable now, and
 // the code to log: an API code (ThrottlingException, SlowDown,
-// ProvisionedThroughputExceededException, ...), a cancelled transaction's
-// busy reason, a 5xx status, a network or timeout failure, an exhausted
-// retry quota, or the caller's context ending. Anything else (a refusal, a
-// missing table, a bad request: our bug or the client's mistake) is not.
-func Classify(err error) (code string, unavailable bool) {
+// ProvisionedThroughputExceededException, ...), a 5xx status, a network or
+// timeout failure, an exhausted retry quota, or the caller's context ending;
+// or what one of also reports first (a service's own errors). Anything else
+// (a refusal, a missing table, a bad request: our bug or the client's
+// mistake) is not.
+func Classify(err error, also ...Classifier) (code string, unavailable bool) {
 	if err == nil {
 		return "", false
 	}
-	var tce *types.TransactionCanceledException
-	if errors.As(err, &tce) {
-		for _, r := range tce.CancellationReasons {
-			if c := aws.ToString(r.Code); busyReasons[c] {
-				return "TransactionCanceledException/" + c, true
-			}
+	for _, c := range also {
+		if code, ok := c(err); ok {
+			return code, true
 		}
-		return "", false
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) && unavailableCodes[api.ErrorCode()] {

@@ -29,6 +29,7 @@ import (
 
 	"genjobs/internal/awsclient"
 	"genjobs/internal/fault"
+	"genjobs/internal/store"
 )
 
 func httpError(status int, err error) error {
@@ -79,7 +80,7 @@ func TestClassify(t *testing.T) {
 		{"access denied", httpError(400, apiError("AccessDeniedException")), ""},
 		{"our bug", errors.New("decode item: bad"), ""},
 	} {
-		code, ok := awsclient.Classify(c.err)
+		code, ok := awsclient.Classify(c.err, store.BusyTransaction)
 		if ok != (c.code != "") || code != c.code {
 			t.Errorf("%s: Classify = %q, %v; want %q", c.name, code, ok, c.code)
 		}
@@ -91,8 +92,7 @@ func TestClassify(t *testing.T) {
 func client(endpoint string, p awsclient.Policy, cfg aws.Config) *dynamodb.Client {
 	cfg.Region = "us-east-1"
 	cfg.Credentials = credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")
-	c := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
-	return awsclient.DynamoDB(c, p)
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }, store.Options(p))
 }
 
 func getItem(c *dynamodb.Client) error { return getItemWithin(context.Background(), c) }
@@ -273,8 +273,8 @@ func TestThePolicyKeepsTheCABundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) })
-	if err := getItem(awsclient.DynamoDB(c, awsclient.Requests.DynamoDB)); err != nil {
+	c := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) }, store.Options(awsclient.Requests.DynamoDB))
+	if err := getItem(c); err != nil {
 		t.Errorf("a server the CA bundle trusts: %v", err)
 	}
 }

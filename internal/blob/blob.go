@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"genjobs/internal/blob/s3url"
 )
 
 // ErrNotFound is returned for a missing object.
@@ -30,7 +32,7 @@ var ErrTooLarge = errors.New("blob: object too large")
 const (
 	// ResultURLLifetime: result URLs are valid for 1 hour from the moment a
 	// job record is read (docs/api.md, "The job record").
-	ResultURLLifetime = time.Hour
+	ResultURLLifetime = s3url.ResultURLLifetime
 	// AssetURLLifetime: the target of GET /assets/{id}'s redirect is followed
 	// at once, so it lives only minutes.
 	AssetURLLifetime = 5 * time.Minute
@@ -42,7 +44,7 @@ const (
 // Store reads and writes the results and assets buckets.
 type Store struct {
 	s3      *s3.Client
-	presign *Presigner
+	presign *s3url.Presigner
 	results string
 	assets  string
 }
@@ -50,7 +52,7 @@ type Store struct {
 // New returns a Store on the two buckets. It does no I/O.
 func New(client *s3.Client, resultsBucket, assetsBucket string) *Store {
 	o := client.Options()
-	presign := NewPresigner(o.Credentials, o.Region, aws.ToString(o.BaseEndpoint))
+	presign := s3url.NewPresigner(o.Credentials, o.Region, aws.ToString(o.BaseEndpoint))
 	return &Store{s3: client, presign: presign, results: resultsBucket, assets: assetsBucket}
 }
 

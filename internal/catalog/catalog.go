@@ -43,8 +43,14 @@ type Endpoint struct {
 	Description string
 	OperationID string
 
-	schemaJSON json.RawMessage // as published: no $schema
-	raw        []byte          // the embedded file
+	raw []byte // the embedded file
+	// published is the schema as the OpenAPI document shows it (no
+	// $schema, no $id), made on first use: only the document's generator
+	// and the price list's check read it.
+	published struct {
+		once sync.Once
+		json json.RawMessage
+	}
 	// The validator is compiled on the endpoint's first request, not at
 	// init: compiling all seven was most of the generate function's cold
 	// start, and one instance mostly serves a few endpoints.
@@ -53,7 +59,14 @@ type Endpoint struct {
 		schema *gojsonschema.Schema
 		err    error
 	}
-	props      map[string]*node
+	// parsed is the schema's properties, read on the endpoint's first
+	// use (parse): a cold start reads none of the seven, and a request
+	// only its own.
+	parsed struct {
+		once  sync.Once
+		props map[string]*node
+		err   error
+	}
 	deprecated []Deprecation        // sorted by Field
 	derive     func(map[string]any) // fills defaults that depend on other fields
 	check      func(map[string]any, namer) string
@@ -66,7 +79,27 @@ func (e *Endpoint) Path() string {
 
 // Schema is the request body's JSON Schema as the OpenAPI document shows it.
 // The caller owns the returned bytes.
-func (e *Endpoint) Schema() json.RawMessage { return slices.Clone(e.schemaJSON) }
+func (e *Endpoint) Schema() json.RawMessage {
+	e.published.once.Do(func() {
+		var published map[string]json.RawMessage
+		if err := json.Unmarshal(e.raw, &published); err != nil {
+			panic(err) // load parsed the same bytes
+		}
+		delete(published, "$schema")
+		delete(published, "$id")
+		doc, err := json.Marshal(published)
+		if err != nil {
+			panic(err)
+		}
+		e.published.json = doc
+	})
+	return slices.Clone(e.published.json)
+}
+
+// Source is the endpoint's schema file as embedded: Schema with its
+// $schema and $id, for readers of its properties that need not pay for
+// Schema's copy. The caller owns the returned bytes.
+func (e *Endpoint) Source() []byte { return slices.Clone(e.raw) }
 
 // Deprecations lists the deprecated fields the endpoint still knows (spec 9):
 // aliases with their Replacement, and ignored fields with none.
@@ -129,55 +162,81 @@ func endpoints() []*Endpoint {
 
 var registerFormats sync.Once
 
-// New reads every endpoint's schema: its properties, defaults and aliases are
-// checked here; the validator itself is compiled on first use (schema). Call
-// it once, at init.
+// New returns the catalog, made once per process and shared (a Catalog does
+// not change once made): the generate function's builder and its price list
+// both use it. It reads no schema: an endpoint's properties, defaults and
+// aliases are read and checked on its first use (parse), and its validator
+// compiled on its first request (schema), so that a cold start pays for
+// neither; TestEverySchemaReadsAndCompiles checks every embedded schema.
 func New() (*Catalog, error) {
+	sharedOnce.Do(func() { shared, sharedErr = read() })
+	return shared, sharedErr
+}
+
+// The shared catalog. Not a package-level sync.OnceValues: a package
+// variable's initializer is linked into every binary that imports the
+// package, and with it the schema validator.
+var (
+	sharedOnce sync.Once
+	shared     *Catalog
+	sharedErr  error
+)
+
+func read() (*Catalog, error) {
 	c := &Catalog{byPath: map[string]*Endpoint{}}
 	for _, e := range endpoints() {
-		if err := e.load(); err != nil {
+		raw, err := schemaFiles.ReadFile("schemas/" + e.Model + ".json")
+		if err != nil {
 			return nil, fmt.Errorf("catalog: schema of %s: %w", e.Model, err)
 		}
+		e.raw = raw
+		slices.SortFunc(e.deprecated, func(a, b Deprecation) int { return strings.Compare(a.Field, b.Field) })
 		c.endpoints = append(c.endpoints, e)
 		c.byPath[e.Path()] = e
 	}
 	return c, nil
 }
 
-func (e *Endpoint) load() error {
-	raw, err := schemaFiles.ReadFile("schemas/" + e.Model + ".json")
-	if err != nil {
-		return err
-	}
-	e.raw = raw
+// parse reads the endpoint's properties on its first use and checks them:
+// known formats, defaults that are JSON, aliases that name a property.
+func (e *Endpoint) parse() error {
+	e.parsed.once.Do(func() {
+		e.parsed.props, e.parsed.err = e.read()
+		if e.parsed.err != nil {
+			e.parsed.err = fmt.Errorf("catalog: schema of %s: %w", e.Model, e.parsed.err)
+		}
+	})
+	return e.parsed.err
+}
+
+// properties is the schema's properties (parse); none if it cannot be read,
+// which Decode reports.
+func (e *Endpoint) properties() map[string]*node {
+	_ = e.parse()
+	return e.parsed.props
+}
+
+func (e *Endpoint) read() (map[string]*node, error) {
 	var root node
-	if err := json.Unmarshal(raw, &root); err != nil {
-		return err
+	if err := json.Unmarshal(e.raw, &root); err != nil {
+		return nil, err
 	}
-	e.props = root.Properties
-	for name, p := range e.props {
+	props := root.Properties
+	for name, p := range props {
 		if p.Format != "" && refFormats[p.Format] == nil || p.Items != nil && p.Items.Format != "" && refFormats[p.Items.Format] == nil {
-			return fmt.Errorf("property %s: unknown format", name)
+			return nil, fmt.Errorf("property %s: unknown format", name)
 		}
 		var v any
 		if p.Default != nil && json.Unmarshal(p.Default, &v) != nil {
-			return fmt.Errorf("property %s: default is not JSON", name)
+			return nil, fmt.Errorf("property %s: default is not JSON", name)
 		}
 	}
-	slices.SortFunc(e.deprecated, func(a, b Deprecation) int { return strings.Compare(a.Field, b.Field) })
 	for _, d := range e.deprecated {
-		if d.Replacement != "" && e.props[d.Replacement] == nil {
-			return fmt.Errorf("alias %s: no property %s", d.Field, d.Replacement)
+		if d.Replacement != "" && props[d.Replacement] == nil {
+			return nil, fmt.Errorf("alias %s: no property %s", d.Field, d.Replacement)
 		}
 	}
-	var published map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &published); err != nil {
-		return err
-	}
-	delete(published, "$schema")
-	delete(published, "$id")
-	e.schemaJSON, err = json.Marshal(published)
-	return err
+	return props, nil
 }
 
 // schema is the endpoint's compiled validator, compiled on first use.
@@ -233,8 +292,9 @@ func (r ImageRef) Name() string {
 // a worker fetches.
 func (e *Endpoint) ImageRefs(params map[string]any) []ImageRef {
 	var out []ImageRef
-	for _, name := range slices.Sorted(maps.Keys(e.props)) {
-		n := e.props[name]
+	props := e.properties()
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		n := props[name]
 		switch v := params[name].(type) {
 		case string:
 			if n.Format == "image-ref" {
@@ -299,12 +359,12 @@ type Deprecation struct {
 
 // HasField reports whether the endpoint's request schema has a property
 // named name.
-func (e *Endpoint) HasField(name string) bool { return e.props[name] != nil }
+func (e *Endpoint) HasField(name string) bool { return e.properties()[name] != nil }
 
 // ImageField reports whether the property name holds images (format
 // image-ref, or an array of them): values an outside reader must be able
 // to fetch.
 func (e *Endpoint) ImageField(name string) bool {
-	n := e.props[name]
+	n := e.properties()[name]
 	return n != nil && (n.Format == "image-ref" || n.Items != nil && n.Items.Format == "image-ref")
 }

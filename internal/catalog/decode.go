@@ -57,6 +57,9 @@ func (r *Request) JSON() []byte {
 // check, so an alias past its sunset gets its own message), the schema, the
 // endpoint's rules across fields, then defaults.
 func (e *Endpoint) Decode(body []byte, now time.Time) (*Request, error) {
+	if err := e.parse(); err != nil {
+		return nil, err
+	}
 	if len(body) > MaxBodyBytes {
 		return nil, invalid(fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes))
 	}
@@ -237,7 +240,7 @@ func (e *Endpoint) explain(re gojsonschema.ResultError, name namer) violation {
 
 	// Every other error is about a property of the body or an item of one.
 	prop, item, isItem := strings.Cut(re.Field(), ".")
-	n := e.props[prop]
+	n := e.properties()[prop]
 	v := violation{field: name.name(prop), index: -1, rank: rankOther}
 	label := v.field
 	if isItem {
@@ -364,7 +367,7 @@ func plural(n int, one, many string) string {
 func (e *Endpoint) canonicalNumbers(params map[string]any) {
 	for field, v := range params {
 		num, ok := v.(json.Number)
-		n := e.props[field]
+		n := e.properties()[field]
 		if !ok || n == nil {
 			continue
 		}
@@ -386,7 +389,7 @@ func (e *Endpoint) fillDefaults(params map[string]any) error {
 	if e.derive != nil {
 		e.derive(params)
 	}
-	for field, n := range e.props {
+	for field, n := range e.properties() {
 		if _, ok := params[field]; ok || n.Default == nil {
 			continue
 		}

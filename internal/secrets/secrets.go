@@ -79,9 +79,15 @@ func New(client *secretsmanager.Client, prefix string) *Store {
 
 // NewClient builds a Secrets Manager client from cfg that retries, times out
 // and marks outages as policy p says (awsclient), like the service's other
-// clients. It does no I/O.
+// clients, at the endpoint cfg names for it (awsclient.Endpoint). It does
+// no I/O.
 func NewClient(cfg aws.Config, p awsclient.Policy, optFns ...func(*secretsmanager.Options)) *secretsmanager.Client {
-	return secretsmanager.NewFromConfig(cfg, append(optFns, Options(p))...)
+	endpoint := func(o *secretsmanager.Options) {
+		if u := awsclient.Endpoint(cfg, secretsmanager.ServiceID); u != "" {
+			o.BaseEndpoint = aws.String(u)
+		}
+	}
+	return secretsmanager.NewFromConfig(cfg, append(append([]func(*secretsmanager.Options){endpoint}, optFns...), Options(p))...)
 }
 
 // Client derives from c (a local runner's client) a client that follows p.

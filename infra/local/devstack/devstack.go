@@ -32,11 +32,17 @@ import (
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
+	"genjobs/internal/app/blobs"
 	"genjobs/internal/app/generatefn"
+	"genjobs/internal/app/jobsfn"
 	"genjobs/internal/app/providerfn"
+	"genjobs/internal/app/queues"
+	"genjobs/internal/app/signers"
+	"genjobs/internal/app/tables"
 	"genjobs/internal/app/webhookfn"
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/auth"
+	"genjobs/internal/awsclient"
 	"genjobs/internal/billing"
 	"genjobs/internal/blob"
 	"genjobs/internal/httpapi"
@@ -65,17 +71,17 @@ const (
 // by "Function" (app.FunctionName).
 var Functions = map[string]app.Function{
 	"generate":    {HTTP: generatefn.Build},
-	"jobs":        {HTTP: app.Jobs},
-	"usage":       {HTTP: app.Usage},
-	"styles":      {HTTP: app.Styles},
-	"jwks":        {HTTP: webhookfn.JWKS},
+	"jobs":        {HTTP: jobsfn.Build},
+	"usage":       {HTTP: tables.Usage},
+	"styles":      {HTTP: tables.Styles},
+	"jwks":        {HTTP: signers.JWKS},
 	"deliverer":   {SQS: webhookfn.Deliverer},
-	"notifier":    {Stream: app.Notifier},
-	"assets":      {HTTP: app.Assets},
+	"notifier":    {Stream: queues.Notifier},
+	"assets":      {HTTP: blobs.Assets},
 	"openapi":     {HTTP: app.OpenAPI},
 	"notfound":    {HTTP: app.NotFound},
 	"worker":      {SQS: workerfn.Build},
-	"sweeper":     {Schedule: app.Sweeper},
+	"sweeper":     {Schedule: queues.Sweeper},
 	"provider":    {SQS: providerfn.Provider},
 	"callbacks":   {HTTP: providerfn.Callbacks},
 	"lightworker": {SQS: workerfn.Build},
@@ -88,12 +94,10 @@ type Stack struct {
 	Streams  *dynamodbstreams.Client // the table's stream, on DynamoDB's endpoint
 	SQS      *sqs.Client
 	S3       *s3.Client
-	// KMS and SecretsManager are moto's; AWS is the configuration the
-	// functions build their own clients from (KMS, Secrets Manager), its
-	// BaseEndpoint moto's server (UseMoto sets them all).
+	// KMS and SecretsManager are moto's, at MotoEndpoint (UseMoto sets
+	// them all).
 	KMS            *kms.Client
 	SecretsManager *secretsmanager.Client
-	AWS            *aws.Config
 	MotoEndpoint   string
 	// Secrets are the provider secrets Provision loads (LoadSecrets).
 	Secrets ProviderSecrets
@@ -383,8 +387,7 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 	if err != nil {
 		return triggers.Handlers{}, fmt.Errorf("%s: %w", id, err)
 	}
-	d.DynamoDB, d.LocalSQS, d.S3, d.Log = s.DynamoDB, s.SQS, s.S3, log
-	d.AWS = s.AWS
+	d.AWS, d.Log = s.FunctionConfig(), log
 	fn, ok := Functions[app.FunctionName(id)]
 	if !ok {
 		return triggers.Handlers{}, fmt.Errorf("%s: no builder in devstack.Functions for functions/%s", id, app.FunctionName(id))
@@ -416,6 +419,24 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 		return triggers.Handlers{}, fmt.Errorf("%s: %w", id, err)
 	}
 	return h, nil
+}
+
+// FunctionConfig is the AWS configuration the functions build their own
+// clients from, as they do in Lambda: its endpoints are the stack's
+// emulators, DynamoDB Local, fauxqs (SQS and S3) and moto (KMS and Secrets
+// Manager). Without moto (no UseMoto), KMS and Secrets Manager calls go to
+// a closed port on loopback and fail: never to AWS.
+func (s *Stack) FunctionConfig() aws.Config {
+	moto := s.MotoEndpoint
+	if moto == "" {
+		moto = "http://127.0.0.1:1"
+	}
+	return emulator.FunctionConfig(awsclient.Endpoints{
+		"DynamoDB": aws.ToString(s.DynamoDB.Options().BaseEndpoint),
+		"SQS":      aws.ToString(s.SQS.Options().BaseEndpoint),
+		"S3":       aws.ToString(s.S3.Options().BaseEndpoint),
+		"KMS":      moto, "Secrets Manager": moto,
+	})
 }
 
 // SeedDemo makes sure the demo workspace exists (created with API access),

@@ -107,8 +107,7 @@ func (s *Stack) LoadSecrets(ctx context.Context) error {
 // UseMoto points the stack's KMS and Secrets Manager, and the functions'
 // own AWS clients, at moto's server at endpoint.
 func (s *Stack) UseMoto(endpoint string) {
-	cfg := emulator.MotoConfig(endpoint)
-	s.AWS, s.MotoEndpoint = &cfg, endpoint
+	s.MotoEndpoint = endpoint
 	s.KMS = emulator.KMSClient(endpoint)
 	s.SecretsManager = emulator.SecretsManagerClient(endpoint)
 }

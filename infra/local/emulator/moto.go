@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"genjobs/internal/awsclient"
 )
 
 // PyenvPython is where the machine image keeps the Python that has moto
@@ -161,6 +163,14 @@ func SecretsManagerClient(endpoint string) *secretsmanager.Client {
 	return secretsmanager.NewFromConfig(localConfig(), func(o *secretsmanager.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 	})
+}
+
+// FunctionConfig is the AWS configuration of a local stack's functions:
+// the local credentials and region, each service at its endpoint in e.
+func FunctionConfig(e awsclient.Endpoints) aws.Config {
+	cfg := localConfig()
+	cfg.ConfigSources = []any{e}
+	return cfg
 }
 
 // MotoConfig is an AWS configuration whose every client goes to moto's

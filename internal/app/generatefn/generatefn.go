@@ -8,6 +8,8 @@ import (
 	"net/http"
 
 	"genjobs/internal/app"
+	"genjobs/internal/app/queues"
+	"genjobs/internal/app/tables"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/billing/prices"
 	"genjobs/internal/catalog"
@@ -35,16 +37,17 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	st := tables.Store(d)
 	g := &generate.Handler{
 		Providers:         routes,
 		Metrics:           d.Metrics,
-		Auth:              d.Authenticator(),
+		Auth:              tables.Authenticator(d, st),
 		Catalog:           cat,
-		Jobs:              d.Store(),
+		Jobs:              st,
 		Prices:            list,
 		Results:           d.ResultLinks(),
-		Queue:             d.JobQueue(),
-		Assets:            d.Store(),
+		Queue:             queues.JobQueue(d, queues.Client(d)),
+		Assets:            st,
 		Clock:             d.Clock,
 		BaseURL:           d.BaseURL,
 		AllowHTTPWebhooks: d.AllowPrivateDestinations,

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"genjobs/internal/app"
+	"genjobs/internal/app/blobs"
+	"genjobs/internal/app/queues"
+	"genjobs/internal/app/tables"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
@@ -55,12 +58,13 @@ func Provider(d app.Deps) (app.SQSHandler, error) {
 		return nil, err
 	}
 	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
+	st, c := tables.Store(d), queues.Client(d)
 	r := &provider.Runner{
-		Store:   d.Store(),
-		Ender:   d.Lifecycle(),
-		Queue:   providerqueue.New(d.Queues(), d.ProviderQueueURL),
-		Blobs:   Blobs{d.Blobs()},
-		Assets:  d.Store(),
+		Store:   st,
+		Ender:   queues.Lifecycle(d, st, queues.JobQueue(d, c)),
+		Queue:   providerqueue.New(c, d.ProviderQueueURL),
+		Blobs:   Blobs{blobs.Store(d)},
+		Assets:  st,
 		Secrets: secrets,
 		Clients: clients(),
 		Routes:  routes,
@@ -94,9 +98,9 @@ func Callbacks(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	c := &provider.Callbacks{
-		Store:   d.Store(),
-		Blobs:   Blobs{d.Blobs()},
-		Queue:   providerqueue.New(d.Queues(), d.ProviderQueueURL),
+		Store:   tables.Store(d),
+		Blobs:   Blobs{blobs.Store(d)},
+		Queue:   providerqueue.New(queues.Client(d), d.ProviderQueueURL),
 		Secrets: secrets,
 		Clients: clients(),
 		Routes:  routes,

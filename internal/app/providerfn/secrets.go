@@ -2,7 +2,6 @@ package providerfn
 
 import (
 	"context"
-	"errors"
 
 	"genjobs/internal/app"
 	"genjobs/internal/provider"
@@ -16,12 +15,7 @@ func Secrets(d app.Deps) (provider.Secrets, error) {
 	if err := app.Require(map[string]string{"PROVIDER_SECRETS_PREFIX": d.ProviderSecretsPrefix}); err != nil {
 		return nil, err
 	}
-	if d.AWS == nil {
-		// A local stack without Secrets Manager: routes that name a secret
-		// fail their jobs' steps, the functions still start.
-		return unavailable{}, nil
-	}
-	return SecretStore{secrets.New(secrets.NewClient(*d.AWS, d.Retries.SecretsManager), d.ProviderSecretsPrefix)}, nil
+	return SecretStore{secrets.New(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.ProviderSecretsPrefix)}, nil
 }
 
 // SecretStore adapts internal/secrets to the provider package's Secrets.
@@ -34,11 +28,4 @@ func (s SecretStore) Get(ctx context.Context, name string) (provider.Secret, err
 		return provider.Secret{}, err
 	}
 	return provider.Secret{Token: v.Token, WebhookSecret: v.WebhookSecret, WebhookToken: v.WebhookToken}, nil
-}
-
-// unavailable is the secrets store of a stack that has none.
-type unavailable struct{}
-
-func (unavailable) Get(context.Context, string) (provider.Secret, error) {
-	return provider.Secret{}, errors.New("no Secrets Manager is configured")
 }

@@ -5,6 +5,9 @@ package workerfn
 
 import (
 	"genjobs/internal/app"
+	"genjobs/internal/app/blobs"
+	"genjobs/internal/app/queues"
+	"genjobs/internal/app/tables"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/catalog"
 	"genjobs/internal/engine/reference"
@@ -24,15 +27,16 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
+	st, jobs := tables.Store(d), queues.JobQueue(d, queues.Client(d))
 	w := &worker.Worker{
 		Metrics:   d.Metrics,
-		Store:     d.Store(),
-		Ender:     d.Lifecycle(),
+		Store:     st,
+		Ender:     queues.Lifecycle(d, st, jobs),
 		Catalog:   cat,
 		Engines:   reference.Engines(),
 		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}),
-		Blobs:     d.Blobs(),
-		Assets:    d.Store(),
+		Blobs:     blobs.Store(d),
+		Assets:    st,
 		Clock:     d.Clock,
 		Log:       d.Log,
 		LeaseFor:  worker.DefaultLeaseFor,
@@ -42,7 +46,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		w.LeaseFor = d.LeaseFor
 	}
 	if d.MaxSourcePixels > 0 { // the light worker
-		w.MaxSourcePixels, w.Handover = d.MaxSourcePixels, d.JobQueue()
+		w.MaxSourcePixels, w.Handover = d.MaxSourcePixels, jobs
 	}
 	return app.WithMargin(w.HandleSQS), nil
 }

@@ -49,6 +49,16 @@ const maxJobPrice = 1_000_000 * billing.USD
 // decimals. Fields are checked against the endpoint's request schema at load.
 type List struct {
 	rules map[string]*rule
+	// defaults, when set, reads the embedded list on first use: a list
+	// without overrides costs a cold start nothing (TestDefaultsRead
+	// checks the file), one with overrides is read by Load, so that a bad
+	// override stops the function's init.
+	defaults *lazyDefaults
+}
+
+type lazyDefaults struct {
+	once sync.Once
+	err  error
 }
 
 type rule struct {
@@ -75,9 +85,22 @@ type steps struct {
 
 // Load returns the embedded default list with the entries of override
 // (same JSON shape, any subset of paths) replacing the defaults' entries for
-// those paths. An empty override is the defaults. A malformed override, an
-// unknown path or a bad rule is an error that names what is wrong.
+// those paths. An empty override is the defaults, read on first use. A
+// malformed override, an unknown path or a bad rule is an error that names
+// what is wrong.
 func Load(override []byte) (*List, error) {
+	if len(bytes.TrimSpace(override)) == 0 {
+		return &List{defaults: &lazyDefaults{}}, nil
+	}
+	rules, err := read(override)
+	if err != nil {
+		return nil, err
+	}
+	return &List{rules: rules}, nil
+}
+
+// read parses the embedded list with override's entries over it.
+func read(override []byte) (map[string]*rule, error) {
 	fields, err := endpointFields()
 	if err != nil {
 		return nil, fmt.Errorf("billing: %w", err)
@@ -93,7 +116,23 @@ func Load(override []byte) (*List, error) {
 		}
 		maps.Copy(rules, over)
 	}
-	return &List{rules: rules}, nil
+	return rules, nil
+}
+
+// table is the list's rules, reading the defaults on first use.
+func (p *List) table() (map[string]*rule, error) {
+	if d := p.defaults; d != nil {
+		d.once.Do(func() { p.rules, d.err = read(nil) })
+		return p.rules, d.err
+	}
+	return p.rules, nil
+}
+
+// Check reads the list now if it has not been read: an error is a bug of
+// the embedded file.
+func (p *List) Check() error {
+	_, err := p.table()
+	return err
 }
 
 // Price is the price of one job of endpoint path with validated params
@@ -101,7 +140,11 @@ func Load(override []byte) (*List, error) {
 // []any). A path without a price is an error, so a new model can never run
 // for free by accident.
 func (p *List) Price(path string, params map[string]any) (billing.Micros, error) {
-	r, ok := p.rules[path]
+	rules, err := p.table()
+	if err != nil {
+		return 0, err
+	}
+	r, ok := rules[path]
 	if !ok {
 		return 0, fmt.Errorf("billing: no price for %s", path)
 	}
@@ -114,7 +157,8 @@ func (p *List) Price(path string, params map[string]any) (billing.Micros, error)
 
 // Paths lists the priced paths, sorted.
 func (p *List) Paths() []string {
-	return slices.Sorted(maps.Keys(p.rules))
+	rules, _ := p.table() // none if the defaults cannot be read (Check)
+	return slices.Sorted(maps.Keys(rules))
 }
 
 func (r *rule) price(params map[string]any) (billing.Micros, error) {
@@ -261,7 +305,7 @@ func readEndpointFields() (map[string]map[string]schemaField, error) {
 		var s struct {
 			Properties map[string]schemaField `json:"properties"`
 		}
-		dec := json.NewDecoder(bytes.NewReader(e.Schema()))
+		dec := json.NewDecoder(bytes.NewReader(e.Source()))
 		dec.UseNumber()
 		if err := dec.Decode(&s); err != nil {
 			return nil, fmt.Errorf("schema of %s: %w", e.Path(), err)

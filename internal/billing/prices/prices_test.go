@@ -168,6 +168,13 @@ func TestEnhanceSteps(t *testing.T) {
 	}
 }
 
+// The default list is read on first use, not by Load: it must read.
+func TestDefaultsRead(t *testing.T) {
+	if err := load(t, "").Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestEveryEndpointPriced keeps a new catalog endpoint from shipping without
 // a default price.
 func TestEveryEndpointPriced(t *testing.T) {

@@ -1,10 +1,11 @@
-package app_test
+package tables_test
 
 import (
 	"strings"
 	"testing"
 
 	"genjobs/internal/app"
+	"genjobs/internal/app/tables"
 )
 
 func TestStylesNeedsAnAppURL(t *testing.T) {
@@ -24,7 +25,7 @@ func TestStylesNeedsAnAppURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = app.Styles(d)
+		_, err = tables.Styles(d)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("APP_URL %q: %v; want %q", appURL, err, want)
 		}

@@ -1,4 +1,4 @@
-package blob
+package s3url
 
 import (
 	"context"

@@ -1,4 +1,8 @@
-package blob
+// Package s3url mints presigned S3 URLs without the S3 client. It is a
+// package of its own, apart from the S3 adapter (package blob), so that the
+// functions that only hand URLs out (generate, jobs, the deliverer) do not
+// link the S3 client's packages and run their init.
+package s3url
 
 import (
 	"context"
@@ -101,6 +105,10 @@ type ResultLinks struct {
 func NewResultLinks(p *Presigner, resultsBucket string) ResultLinks {
 	return ResultLinks{presign: p, bucket: resultsBucket}
 }
+
+// ResultURLLifetime: result URLs are valid for 1 hour from the moment a job
+// record is read (docs/api.md, "The job record").
+const ResultURLLifetime = time.Hour
 
 // ResultURL is a presigned GET of a result, valid for ResultURLLifetime.
 func (l ResultLinks) ResultURL(ctx context.Context, key string) (string, error) {

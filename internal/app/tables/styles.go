@@ -1,10 +1,11 @@
-package app
+package tables
 
 import (
 	"fmt"
 	"net/http"
 	"net/url"
 
+	"genjobs/internal/app"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 )
@@ -12,8 +13,8 @@ import (
 // Styles builds the styles function's handler: GET /styles and
 // GET /styles/{id}/share/link. APP_URL, the web application's address,
 // prefixes share links and avatars.
-func Styles(d Deps) (http.Handler, error) {
-	if err := Require(map[string]string{"TABLE_NAME": d.Table, "APP_URL": d.AppURL}); err != nil {
+func Styles(d app.Deps) (http.Handler, error) {
+	if err := app.Require(map[string]string{"TABLE_NAME": d.Table, "APP_URL": d.AppURL}); err != nil {
 		return nil, err
 	}
 	if u, err := url.Parse(d.AppURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
@@ -21,6 +22,7 @@ func Styles(d Deps) (http.Handler, error) {
 		return nil, fmt.Errorf("APP_URL must be an absolute http(s) URL without query or fragment, not %q", d.AppURL)
 	}
 	d = d.WithRetries(awsclient.Requests)
-	h := &httpapi.Styles{Auth: d.Authenticator(), Styles: d.Store(), Clock: d.Clock, AppURL: d.AppURL}
+	st := Store(d)
+	h := &httpapi.Styles{Auth: Authenticator(d, st), Styles: st, Clock: d.Clock, AppURL: d.AppURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }

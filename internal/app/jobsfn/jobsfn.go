@@ -1,0 +1,26 @@
+// Package jobsfn wires the jobs function: GET /jobs..., cancellation (which
+// may promote a backlog: SQS) and result links.
+package jobsfn
+
+import (
+	"net/http"
+
+	"genjobs/internal/app"
+	"genjobs/internal/app/queues"
+	"genjobs/internal/app/tables"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/httpapi"
+)
+
+// Build builds the jobs function's handler.
+func Build(d app.Deps) (http.Handler, error) {
+	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
+	if err != nil {
+		return nil, err
+	}
+	d = d.WithRetries(awsclient.Requests)
+	st := tables.Store(d)
+	cancel := queues.Lifecycle(d, st, queues.JobQueue(d, queues.Client(d)))
+	h := &httpapi.Jobs{Auth: tables.Authenticator(d, st), Jobs: st, Results: d.ResultLinks(), Cancel: cancel, Deliveries: st}
+	return httpapi.Middleware(d.Log, h.Routes()), nil
+}

@@ -1,0 +1,38 @@
+// Package tables wires the table adapter that most functions build on, and
+// the functions that use the table alone: usage and styles. It links the
+// DynamoDB client and no other AWS client.
+package tables
+
+import (
+	"net/http"
+
+	"genjobs/internal/app"
+	"genjobs/internal/auth"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/httpapi"
+	"genjobs/internal/store"
+)
+
+// Store is the table adapter, on a DynamoDB client of its own that follows
+// d's profile: build it once per function and share it.
+func Store(d app.Deps) *store.Store {
+	return store.New(store.NewClient(d.AWS, d.Retries.DynamoDB), d.Table)
+}
+
+// Authenticator resolves API tokens from st. It remembers each token and
+// workspace it reads for up to auth.MaxCacheAge, for the life of the
+// function instance: most requests then read neither.
+func Authenticator(d app.Deps, st *store.Store) auth.Authenticator {
+	return auth.Authenticator{Dir: auth.NewCache(st, d.Clock)}
+}
+
+// Usage builds the usage function's handler.
+func Usage(d app.Deps) (http.Handler, error) {
+	if err := app.Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
+		return nil, err
+	}
+	d = d.WithRetries(awsclient.Requests)
+	st := Store(d)
+	h := &httpapi.Usage{Auth: Authenticator(d, st), Ledger: st, Clock: d.Clock}
+	return httpapi.Middleware(d.Log, h.Routes()), nil
+}
