@@ -23,6 +23,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/clock"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
 
@@ -37,7 +38,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{db: testenv.DynamoDB(t), table: testenv.UniqueName(t, "admin")}
-	if err := store.CreateTable(context.Background(), e.db, e.table); err != nil {
+	if err := schema.CreateTable(context.Background(), e.db, e.table); err != nil {
 		t.Fatal(err)
 	}
 	return e

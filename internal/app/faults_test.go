@@ -33,6 +33,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
 )
@@ -66,7 +67,7 @@ func newStack(t *testing.T) *stack {
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
 	table := testenv.UniqueName(t, "faults")
-	if err := store.CreateTable(ctx, db, table); err != nil {
+	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
 	s := &stack{t: t, store: store.New(db, table), logs: &logBuffer{}}

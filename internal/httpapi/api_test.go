@@ -30,6 +30,7 @@ import (
 	"genjobs/internal/openapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
 
@@ -68,7 +69,7 @@ func newEnv(t *testing.T) *env {
 	ctx := context.Background()
 	e := &env{t: t, db: testenv.DynamoDB(t), sqs: testenv.SQS(t), clock: &clock.Fixed{T: now}, logs: &bytes.Buffer{}}
 	table := testenv.UniqueName(t, "api")
-	if err := store.CreateTable(ctx, e.db, table); err != nil {
+	if err := schema.CreateTable(ctx, e.db, table); err != nil {
 		t.Fatal(err)
 	}
 	e.store = store.New(e.db, table)

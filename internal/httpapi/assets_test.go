@@ -27,6 +27,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
 
@@ -67,7 +68,7 @@ func newAssetEnv(t *testing.T) *assetEnv {
 	t.Helper()
 	e := &assetEnv{t: t, db: testenv.DynamoDB(t), s3: testenv.S3(t), bucket: testenv.NewBucket(t)}
 	table := testenv.UniqueName(t, "assets")
-	if err := store.CreateTable(context.Background(), e.db, table); err != nil {
+	if err := schema.CreateTable(context.Background(), e.db, table); err != nil {
 		t.Fatal(err)
 	}
 	e.store = store.New(e.db, table)

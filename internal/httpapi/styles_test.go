@@ -19,6 +19,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
 )
@@ -52,7 +53,7 @@ func newStyleEnv(t *testing.T) *styleEnv {
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
 	table := testenv.UniqueName(t, "styles")
-	if err := store.CreateTable(ctx, db, table); err != nil {
+	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
 	e := &styleEnv{t: t, store: store.New(db, table), at: now}

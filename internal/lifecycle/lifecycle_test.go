@@ -15,6 +15,7 @@ import (
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ func TestRandomisedRunKeepsSlotsExact(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
 	table := testenv.UniqueName(t, "life")
-	if err := store.CreateTable(ctx, db, table); err != nil {
+	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
 	s := store.New(db, table)

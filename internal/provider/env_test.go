@@ -36,6 +36,7 @@ import (
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/secrets"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
 
@@ -91,7 +92,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
 	table := testenv.UniqueName(t, "prov")
-	if err := store.CreateTable(ctx, db, table); err != nil {
+	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
 	st := store.New(db, table)

@@ -12,6 +12,7 @@ import (
 
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
 
@@ -22,7 +23,7 @@ func TestProgressWritesDoNotCarryTheRequest(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
 	table := testenv.UniqueName(t, "tbl")
-	if err := store.CreateTable(ctx, db, table); err != nil {
+	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
 	s := store.New(db, table)

@@ -11,6 +11,7 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
 
@@ -22,7 +23,7 @@ func newStore(t *testing.T) *store.Store {
 	t.Helper()
 	db := testenv.DynamoDB(t)
 	name := testenv.UniqueName(t, "tbl")
-	if err := store.CreateTable(context.Background(), db, name); err != nil {
+	if err := schema.CreateTable(context.Background(), db, name); err != nil {
 		t.Fatal(err)
 	}
 	return store.New(db, name)

@@ -39,11 +39,6 @@ import (
 	"genjobs/internal/style"
 )
 
-// styleSetAttributes are projected into styles-by-set: the immutable
-// fields a query's user, model and ids parameters are checked on before
-// the style is read.
-var styleSetAttributes = []string{"style_id", "owner_id", "models"}
-
 // styleItem is a style as stored.
 type styleItem struct {
 	PK, SK         string

@@ -20,6 +20,7 @@ import (
 	"genjobs/internal/queue"
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/sweeper"
 	"genjobs/internal/testenv"
 )
@@ -44,7 +45,7 @@ func newEnv(t *testing.T) *env {
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
 	table := testenv.UniqueName(t, "sweep")
-	if err := store.CreateTable(ctx, db, table); err != nil {
+	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, store: store.New(db, table), sqs: testenv.SQS(t), clock: &clock.Fixed{T: t0}, ctx: ctx}

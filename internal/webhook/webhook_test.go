@@ -24,6 +24,7 @@ import (
 	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
 )
@@ -65,7 +66,7 @@ func newEnv(t *testing.T, guard *netguard.Guard, timeout time.Duration) *env {
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
 	table := testenv.UniqueName(t, "wh")
-	if err := store.CreateTable(ctx, db, table); err != nil {
+	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, store: store.New(db, table), sqs: testenv.SQS(t), signer: &fakeSigner{}}

@@ -38,6 +38,7 @@ import (
 	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 	"genjobs/internal/worker"
 )
@@ -114,7 +115,7 @@ func newEnv(t *testing.T) *env {
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
 	table := testenv.UniqueName(t, "worker")
-	if err := store.CreateTable(ctx, db, table); err != nil {
+	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
 	s := store.New(db, table)

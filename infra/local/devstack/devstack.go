@@ -48,6 +48,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 )
 
 // Local resource names.
@@ -141,7 +142,7 @@ func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stac
 // Provision creates the table, the queues, the buckets and (with moto) the
 // webhook signing key unless they exist, and loads the provider secrets.
 func (s *Stack) Provision(ctx context.Context) error {
-	if err := store.CreateTable(ctx, s.DynamoDB, s.Table); err != nil {
+	if err := schema.CreateTable(ctx, s.DynamoDB, s.Table); err != nil {
 		return err
 	}
 	var err error

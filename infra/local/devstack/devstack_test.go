@@ -23,6 +23,7 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/auth"
 	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
 
@@ -104,7 +105,7 @@ func servedStack(t *testing.T, withTriggers bool, opts ...func(*devstack.Stack))
 func TestSeedDemoKeepsItsTokenAcrossRuns(t *testing.T) {
 	ctx := context.Background()
 	s := store.New(testenv.DynamoDB(t), testenv.UniqueName(t, "seed"))
-	if err := store.CreateTable(ctx, testenv.DynamoDB(t), s.Table()); err != nil {
+	if err := schema.CreateTable(ctx, testenv.DynamoDB(t), s.Table()); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "demo-token")

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"genjobs/internal/queue"
-	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 )
 
 const repo = "../../.."
@@ -109,7 +109,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 
 func TestTableMatchesTheStore(t *testing.T) {
 	props := loadRepoTemplate(t).Resources["Table"].Properties
-	in := store.TableInput("x")
+	in := schema.TableInput("x")
 	keys := func(v any) string {
 		var out []string
 		for _, k := range v.([]any) {

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/infra/local/sam"
-	"genjobs/internal/store"
+	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
 
@@ -60,7 +60,7 @@ func streamTable(t testing.TB) (string, string) {
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
 	name := testenv.UniqueName(t, "stream")
-	if err := store.CreateTable(ctx, db, name); err != nil {
+	if err := schema.CreateTable(ctx, db, name); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

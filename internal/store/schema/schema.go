@@ -1,18 +1,8 @@
-// Package store is the DynamoDB adapter: the only code that speaks to the
-// table. One table holds every entity, keyed by PK and SK:
-//
-//	entity       PK                 SK                    indexes
-//	job          JOB#<job id>       JOB                   jobs-by-workspace (GSI1), jobs-by-status (GSI2, non-terminal only)
-//	workspace    WS#<ws id>         WS                    (balance and limits live on it: one conditional write)
-//	token        TOKEN#<sha256>     TOKEN                 (the lookup of every request)
-//	token index  WS#<ws id>         TOKEN#<token id>      (revocation by id)
-//	payment      WS#<ws id>         PAYMENT#<payment id>  (top-up idempotency)
-//	ledger       WS#<ws id>         LEDGER#<time>#<id>    (every balance movement)
-//	asset        ASSET#<asset id>   ASSET                 (an uploaded image's record; its bytes are in S3)
-//	delivery     JOB#<job id>       WEBHOOK               deliveries-due (GSI4, pending only: DUE#<shard> / <next attempt>#<job id>)
-//
-// Later entities (styles, deliveries) add key prefixes and indexes.
-package store
+// Package schema is the table's definition (keys, indexes and their
+// projections, the stream) for the local stack and the tests, which create
+// the table themselves; in AWS template.yaml creates it, and a test holds
+// the two equal. The functions never link it.
+package schema
 
 import (
 	"context"
@@ -23,15 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/store"
 )
 
-// Index names; template.yaml declares the same (a test compares them).
-const (
-	IndexJobsByWorkspace = "jobs-by-workspace"
-	IndexJobsByStatus    = "jobs-by-status"
-	IndexStylesBySet     = "styles-by-set"  // styles.go
-	IndexDeliveriesDue   = "deliveries-due" // deliveries.go: pending webhook deliveries by due time
-)
+// styleSetAttributes are projected into styles-by-set: the immutable
+// fields a query's user, model and ids parameters are checked on before
+// the style is read (store.Store.ListStyles).
+var styleSetAttributes = []string{"style_id", "owner_id", "models"}
 
 // jobListAttributes are projected into jobs-by-workspace: what a job list
 // shows, without the stored request, which may be 64 KiB.
@@ -68,7 +57,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		KeySchema: key("PK", "SK"),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
 			{
-				IndexName: aws.String(IndexJobsByWorkspace),
+				IndexName: aws.String(store.IndexJobsByWorkspace),
 				KeySchema: key("GSI1PK", "GSI1SK"),
 				Projection: &types.Projection{
 					ProjectionType:   types.ProjectionTypeInclude,
@@ -76,7 +65,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 				},
 			},
 			{
-				IndexName: aws.String(IndexJobsByStatus),
+				IndexName: aws.String(store.IndexJobsByStatus),
 				KeySchema: key("GSI2PK", "GSI2SK"),
 				Projection: &types.Projection{
 					ProjectionType:   types.ProjectionTypeInclude,
@@ -84,7 +73,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 				},
 			},
 			{
-				IndexName: aws.String(IndexStylesBySet),
+				IndexName: aws.String(store.IndexStylesBySet),
 				KeySchema: key("GSI3PK", "GSI3SK"),
 				Projection: &types.Projection{
 					ProjectionType:   types.ProjectionTypeInclude,
@@ -92,7 +81,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 				},
 			},
 			{
-				IndexName: aws.String(IndexDeliveriesDue),
+				IndexName: aws.String(store.IndexDeliveriesDue),
 				KeySchema: key("GSI4PK", "GSI4SK"),
 				Projection: &types.Projection{
 					ProjectionType:   types.ProjectionTypeInclude,
