@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,4 +307,32 @@ func markdownHeadings(data []byte) []string {
 		}
 	}
 	return out
+}
+
+// maxPackageLines bounds a package under internal/: its non-test Go files'
+// lines. A package past it holds more than one idea, and is split.
+const maxPackageLines = 3000
+
+// No package under internal/ is over maxPackageLines lines of non-test Go.
+func TestNoInternalPackageIsTooLarge(t *testing.T) {
+	root, files := repository(t)
+	lines := map[string]int{}
+	for _, f := range files {
+		if !strings.HasPrefix(f.path, "internal/") || !strings.HasSuffix(f.path, ".go") || strings.HasSuffix(f.path, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, f.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines[filepath.Dir(f.path)] += bytes.Count(b, []byte("\n"))
+	}
+	if len(lines) == 0 {
+		t.Fatal("no Go files under internal/: the check read nothing")
+	}
+	for _, dir := range slices.Sorted(maps.Keys(lines)) {
+		if n := lines[dir]; n > maxPackageLines {
+			t.Errorf("%s: %d lines of non-test Go, over %d: split it into packages named for what they are", dir, n, maxPackageLines)
+		}
+	}
 }
