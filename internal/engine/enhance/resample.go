@@ -131,19 +131,67 @@ func (k *kernel) resamplePixel(dst, src []float32, x int) {
 // The even and the odd taps are summed apart: one chain of dependent
 // additions would leave the core waiting on each.
 func (k *kernel) resampleLuma(dst, src []float32) {
+	switch k.taps {
+	case 9:
+		k.resampleLuma9(dst, src)
+		return
+	case 10:
+		k.resampleLuma10(dst, src)
+		return
+	}
 	for x := range k.start {
-		w := k.weights[x*k.taps : x*k.taps+k.count[x]]
-		s := src[k.start[x] : k.start[x]+len(w)]
-		s = s[:len(w)]
-		var even, odd float32
-		t := 0
-		for ; t+1 < len(w); t += 2 {
-			even += w[t] * s[t]
-			odd += w[t+1] * s[t+1]
+		k.resampleLumaPixel(dst, src, x)
+	}
+}
+
+// resampleLumaPixel is output x of resampleLuma.
+func (k *kernel) resampleLumaPixel(dst, src []float32, x int) {
+	w := k.weights[x*k.taps : x*k.taps+k.count[x]]
+	s := src[k.start[x] : k.start[x]+len(w)]
+	s = s[:len(w)]
+	var even, odd float32
+	t := 0
+	for ; t+1 < len(w); t += 2 {
+		even += w[t] * s[t]
+		odd += w[t+1] * s[t+1]
+	}
+	if t < len(w) {
+		even += w[t] * s[t]
+	}
+	dst[x] = even + odd
+}
+
+// resampleLuma9 is resampleLuma for a kernel of nine taps (the mask's blur
+// fused with a 2x to 5x enlargement), spelled out: the same sums in the same
+// order, without the loop's bookkeeping and bounds checks. Past count (an
+// edge) the weights are 0; at the row's very end the source is shorter.
+func (k *kernel) resampleLuma9(dst, src []float32) {
+	dst = dst[:len(k.start)]
+	for x, start := range k.start {
+		if start+9 > len(src) {
+			k.resampleLumaPixel(dst, src, x)
+			continue
 		}
-		if t < len(w) {
-			even += w[t] * s[t]
+		w := (*[9]float32)(k.weights[9*x:])
+		s := (*[9]float32)(src[start:])
+		even := w[0]*s[0] + w[2]*s[2] + w[4]*s[4] + w[6]*s[6] + w[8]*s[8]
+		odd := w[1]*s[1] + w[3]*s[3] + w[5]*s[5] + w[7]*s[7]
+		dst[x] = even + odd
+	}
+}
+
+// resampleLuma10 is resampleLuma9 for ten taps (5x to 8x).
+func (k *kernel) resampleLuma10(dst, src []float32) {
+	dst = dst[:len(k.start)]
+	for x, start := range k.start {
+		if start+10 > len(src) {
+			k.resampleLumaPixel(dst, src, x)
+			continue
 		}
+		w := (*[10]float32)(k.weights[10*x:])
+		s := (*[10]float32)(src[start:])
+		even := w[0]*s[0] + w[2]*s[2] + w[4]*s[4] + w[6]*s[6] + w[8]*s[8]
+		odd := w[1]*s[1] + w[3]*s[3] + w[5]*s[5] + w[7]*s[7] + w[9]*s[9]
 		dst[x] = even + odd
 	}
 }
@@ -181,12 +229,65 @@ func (k *kernel) blurred(g []float32) *kernel {
 }
 
 // combine computes row y of a vertical resample into dst; row(j) returns
-// row j of the source, in increasing j.
+// row j of the source, in increasing j. The rows are summed a few at a time
+// (one pass over dst for up to four of them, instead of one each), in the
+// order of one at a time, so the sums are the same.
 func (k *kernel) combine(dst []float32, y int, row func(j int) []float32) {
 	w := k.weights[y*k.taps : y*k.taps+k.count[y]]
-	scaleInto(dst, row(k.start[y]), w[0])
-	for t := 1; t < len(w); t++ {
-		addScaled(dst, row(k.start[y] + t)[:len(dst)], w[t])
+	j := k.start[y]
+	switch len(w) {
+	case 1:
+		scaleInto(dst, row(j), w[0])
+		return
+	case 2:
+		scale2Into(dst, row(j), row(j+1), w[0], w[1])
+		return
+	}
+	scale3Into(dst, row(j), row(j+1), row(j+2), w[0], w[1], w[2])
+	for t := 3; t < len(w); {
+		switch n := len(w) - t; {
+		case n >= 4:
+			add4Scaled(dst, row(j+t), row(j+t+1), row(j+t+2), row(j+t+3), w[t], w[t+1], w[t+2], w[t+3])
+			t += 4
+		case n == 3:
+			add3Scaled(dst, row(j+t), row(j+t+1), row(j+t+2), w[t], w[t+1], w[t+2])
+			t += 3
+		default:
+			addScaled(dst, row(j+t), w[t])
+			t++
+		}
+	}
+}
+
+// scale2Into sets dst to wa*a + wb*b.
+func scale2Into(dst, a, b []float32, wa, wb float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] = wa*a[i] + wb*b[i]
+	}
+}
+
+// scale3Into sets dst to wa*a + wb*b + wc*c.
+func scale3Into(dst, a, b, c []float32, wa, wb, wc float32) {
+	a, b, c = a[:len(dst)], b[:len(dst)], c[:len(dst)]
+	for i := range dst {
+		dst[i] = wa*a[i] + wb*b[i] + wc*c[i]
+	}
+}
+
+// add3Scaled adds wa*a, wb*b and wc*c to dst, in that order.
+func add3Scaled(dst, a, b, c []float32, wa, wb, wc float32) {
+	a, b, c = a[:len(dst)], b[:len(dst)], c[:len(dst)]
+	for i := range dst {
+		dst[i] = dst[i] + wa*a[i] + wb*b[i] + wc*c[i]
+	}
+}
+
+// add4Scaled adds wa*a, wb*b, wc*c and wd*d to dst, in that order.
+func add4Scaled(dst, a, b, c, d []float32, wa, wb, wc, wd float32) {
+	a, b, c, d = a[:len(dst)], b[:len(dst)], c[:len(dst)], d[:len(dst)]
+	for i := range dst {
+		dst[i] = dst[i] + wa*a[i] + wb*b[i] + wc*c[i] + wd*d[i]
 	}
 }
 
