@@ -343,11 +343,12 @@ func encode8(v float32) uint8 {
 	if v >= 1 {
 		return 255
 	}
-	k := encodeTable[int(v*encodeCells)] // exact: a power of two
-	if v >= encodeThreshold[k] {
-		k++
+	k := encodeTable[int(v*encodeCells)&(encodeCells-1)] // exact: a power of two; the mask only drops the bounds check
+	var up uint8
+	if v >= encodeThreshold[k] { // a conditional move, not a branch: in a dark gradient it goes either way
+		up = 1
 	}
-	return k
+	return k + up
 }
 
 const encodeCells = 4096

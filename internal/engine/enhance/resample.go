@@ -32,6 +32,7 @@ type kernel struct {
 	start   []int
 	count   []int
 	weights []float32
+	most    int // the largest count
 }
 
 // newKernel maps outN output pixels onto win of a source axis of srcN
@@ -71,17 +72,18 @@ func newKernel(srcN, outN int, win window) *kernel {
 		for t := range k.count[i] {
 			k.weights[i*taps+t] = float32(acc[t] / sum)
 		}
+		k.most = max(k.most, k.count[i])
 	}
 	return k
 }
 
 // resampleRow resamples one row of pixels horizontally into dst.
 func (k *kernel) resampleRow(dst, src []float32) {
-	if k.taps == enlargeTaps {
-		k.resampleRow6(dst, src)
-		return
+	x := 0
+	if k.taps == enlargeTaps && k.most <= 6 {
+		x = k.resampleRow6(dst, src)
 	}
-	for x := range k.start {
+	for ; x < len(k.start); x++ {
 		k.resamplePixel(dst, src, x)
 	}
 }
@@ -90,18 +92,22 @@ func (k *kernel) resampleRow(dst, src []float32) {
 // source pixels around every point between two of them.
 const enlargeTaps = 2*lanczosLobes + 1
 
-// resampleRow6 is resampleRow for an enlarging kernel, its six taps spelled
-// out (an enlarging kernel reads at most six pixels: floor(c+3)-floor(c-3)):
-// the sums are the loop's, in the same order, so the results are the same,
-// without the loop's bookkeeping and bounds checks.
-func (k *kernel) resampleRow6(dst, src []float32) {
-	for x, start := range k.start {
-		if k.count[x] > 6 || 4*start+24 > len(src) {
-			k.resamplePixel(dst, src, x) // at the row's very end
-			continue
-		}
-		// Past count (an edge folded onto fewer pixels) the weights are 0.
-		w := (*[6]float32)(k.weights[x*enlargeTaps:])
+// resampleRow6 is resampleRow for an enlarging kernel that reads at most
+// six pixels an output (floor(c+3)-floor(c-3), the count of every one but
+// for a rounding), its six taps spelled out: the sums are the loop's, in the
+// same order, so the results are the same, without the loop's bookkeeping
+// and bounds checks. It stops before the first output whose six pixels
+// would run past src's end (past count, at an edge folded onto fewer
+// pixels, the weights are 0), and returns that output's index.
+func (k *kernel) resampleRow6(dst, src []float32) int {
+	end := len(k.start)
+	for end > 0 && 4*k.start[end-1]+24 > len(src) { // start grows with the output index
+		end--
+	}
+	weights := k.weights[:enlargeTaps*end]
+	dst = dst[:4*end]
+	for x, start := range k.start[:end] {
+		w := (*[6]float32)(weights[enlargeTaps*x:])
 		s := (*[24]float32)(src[4*start:])
 		d := (*[4]float32)(dst[4*x:])
 		d[0] = w[0]*s[0] + w[1]*s[4] + w[2]*s[8] + w[3]*s[12] + w[4]*s[16] + w[5]*s[20]
@@ -109,6 +115,7 @@ func (k *kernel) resampleRow6(dst, src []float32) {
 		d[2] = w[0]*s[2] + w[1]*s[6] + w[2]*s[10] + w[3]*s[14] + w[4]*s[18] + w[5]*s[22]
 		d[3] = w[0]*s[3] + w[1]*s[7] + w[2]*s[11] + w[3]*s[15] + w[4]*s[19] + w[5]*s[23]
 	}
+	return end
 }
 
 // resamplePixel is output pixel x of resampleRow.
@@ -210,6 +217,7 @@ func (k *kernel) blurred(g []float32) *kernel {
 		b.count[i] = k.start[last] + k.count[last] - b.start[i]
 		b.taps = max(b.taps, b.count[i])
 	}
+	b.most = b.taps
 	b.weights = make([]float32, n*b.taps)
 	acc := make([]float64, b.taps)
 	for i := range n {
@@ -314,13 +322,7 @@ func (k *kernel) span() (lo, hi int) {
 }
 
 // maxCount is the most source pixels one output pixel reads.
-func (k *kernel) maxCount() int {
-	n := 1
-	for _, c := range k.count {
-		n = max(n, c)
-	}
-	return n
-}
+func (k *kernel) maxCount() int { return max(k.most, 1) }
 
 // shifted is k reading a source whose first pixel is source pixel origin.
 func (k *kernel) shifted(origin int) *kernel {
