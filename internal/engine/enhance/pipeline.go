@@ -307,6 +307,7 @@ func (s *sourceSide) denoiseStage(in *rowStage, keep int) *rowStage {
 			cols[j][x] = int32(min(max(s.x0+x+j-denoiseRadius, 0), s.src.w-1) - s.dx0)
 		}
 	}
+	dn := newDenoiser(&cols, s.src.opaque)
 	var rows, lumas [denoiseSide][]float32
 	return newRowStage(4*w, keep, func(y int, dst []float32) {
 		for i := range denoiseSide {
@@ -314,7 +315,7 @@ func (s *sourceSide) denoiseStage(in *rowStage, keep int) *rowStage {
 			lumas[i] = luma.row(ny)
 			rows[i] = in.row(ny)
 		}
-		denoiseRow(dst, &rows, &lumas, &cols, s.src.opaque)
+		dn.denoiseRow(dst, &rows, &lumas)
 		for i := 0; i+4 <= len(dst); i += 4 {
 			toLinearPixel(dst[i : i+4 : i+4])
 		}
