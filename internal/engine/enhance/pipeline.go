@@ -501,34 +501,64 @@ func (p *pipeline) outputRow(c *chain, oy int, out []uint8) {
 // to8Row converts a row of premultiplied linear pixels with to8.
 func to8Row(o []uint8, in []float32, overWhite bool) {
 	for len(in) >= 4 && len(o) >= 4 {
-		px, q := (*[4]float32)(in), (*[4]uint8)(o)
-		in, o = in[4:], o[4:]
-		if px[3] >= opaque { // to8's first case, without the call: a photo's pixels, nearly all
-			q[0], q[1], q[2], q[3] = encode8(px[0]), encode8(px[1]), encode8(px[2]), 255
-			continue
+		n := 4 * opaqueTo8(o, in)
+		in, o = in[n:], o[n:]
+		if len(in) >= 4 && len(o) >= 4 {
+			o[0], o[1], o[2], o[3] = to8(in[:4], overWhite)
+			in, o = in[4:], o[4:]
 		}
-		q[0], q[1], q[2], q[3] = to8(px[:], overWhite)
 	}
+}
+
+// opaqueTo8 converts the opaque pixels at the start of in (to8's first
+// case: a photo's pixels, nearly all) and returns how many it converted.
+// It calls nothing, so that its loop keeps its values in registers.
+func opaqueTo8(o []uint8, in []float32) int {
+	n := 0
+	for len(in) >= 4 && len(o) >= 4 {
+		px, q := (*[4]float32)(in), (*[4]uint8)(o)
+		if !(px[3] >= opaque) {
+			break
+		}
+		q[0], q[1], q[2], q[3] = encode8(px[0]), encode8(px[1]), encode8(px[2]), 255
+		in, o = in[4:], o[4:]
+		n++
+	}
+	return n
 }
 
 // sharpenTo8 is to8Row of the pixels in sharpened by the unsharp mask of
 // gain, blurred their blurred luminance: sharpenApply's sums, without
 // storing them.
 func sharpenTo8(o []uint8, in, blurred []float32, gain float32, overWhite bool) {
+	for len(blurred) > 0 && len(in) >= 4 && len(o) >= 4 {
+		n := sharpenOpaqueTo8(o, in, blurred, gain)
+		in, o, blurred = in[4*n:], o[4*n:], blurred[n:]
+		if len(blurred) > 0 && len(in) >= 4 && len(o) >= 4 {
+			d := gain * (luminance(in) - blurred[0])
+			o[0], o[1], o[2], o[3] = to8([]float32{in[0] + d, in[1] + d, in[2] + d, in[3]}, overWhite)
+			in, o, blurred = in[4:], o[4:], blurred[1:]
+		}
+	}
+}
+
+// sharpenOpaqueTo8 is opaqueTo8 for sharpenTo8.
+func sharpenOpaqueTo8(o []uint8, in, blurred []float32, gain float32) int {
+	n := 0
 	for _, blur := range blurred {
 		if len(in) < 4 || len(o) < 4 {
-			return
+			break
 		}
 		px, q := (*[4]float32)(in), (*[4]uint8)(o)
-		in, o = in[4:], o[4:]
-		d := gain * (luminance(px[:]) - blur)
-		r, g, b := px[0]+d, px[1]+d, px[2]+d
-		if px[3] >= opaque {
-			q[0], q[1], q[2], q[3] = encode8(r), encode8(g), encode8(b), 255
-			continue
+		if !(px[3] >= opaque) {
+			break
 		}
-		q[0], q[1], q[2], q[3] = to8([]float32{r, g, b, px[3]}, overWhite)
+		d := gain * (luminance(px[:]) - blur)
+		q[0], q[1], q[2], q[3] = encode8(px[0]+d), encode8(px[1]+d), encode8(px[2]+d), 255
+		in, o = in[4:], o[4:]
+		n++
 	}
+	return n
 }
 
 func fill(pix []uint8, c [4]uint8) {
