@@ -159,14 +159,18 @@ const (
 	rangeSteps = 64 // table entries per unit of t
 )
 
-// rangeTable: +1 because t just under the limit may round up.
-var rangeTable = func() *[rangeLimit*rangeSteps + 1]float32 {
-	var t [rangeLimit*rangeSteps + 1]float32
+// rangeTable: +1 because t just under the limit may round up. An array,
+// not a pointer to one: the hot loops then index it with no load or nil
+// check first.
+var rangeTable = func() (t [rangeCells + 1]float32) {
 	for i := range t {
 		t[i] = float32(math.Exp(-float64(i) / rangeSteps))
 	}
-	return &t
+	return t
 }()
+
+// rangeCells is the range table's entries below the limit, a power of two.
+const rangeCells = rangeLimit * rangeSteps
 
 var denoiseSpaceWeights = func() (w [denoiseSide * denoiseSide]float32) {
 	for dy := -denoiseRadius; dy <= denoiseRadius; dy++ {
@@ -282,9 +286,36 @@ func (dn *denoiser) denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float3
 // denoiseNeighbours adds, for each pixel x of a row, the weighted values
 // of its five neighbours in one row: luminances l[x .. x+4], pixels
 // px[4x .. 4x+19], spatial weights sp; centres[x] is the pixel's own
-// luminance.
+// luminance. The five are spelled out, and a neighbour whose weight is 0
+// adds 0 (the sums of non-negative values are unchanged by it).
 func denoiseNeighbours(acc, sums, centres, l, px []float32, sp *[denoiseSide]float32, opaque bool) {
-	const cells = rangeLimit * rangeSteps
+	if !opaque {
+		denoiseNeighboursAlpha(acc, sums, centres, l, px, sp)
+		return
+	}
+	for x, centre := range centres {
+		if len(l) < denoiseSide || len(px) < 4*denoiseSide || len(acc) < 4 || x >= len(sums) {
+			return
+		}
+		lw, pw, a := (*[denoiseSide]float32)(l), (*[4 * denoiseSide]float32)(px), (*[4]float32)(acc)
+		l, px, acc = l[1:], px[4:], acc[4:]
+		r, g, b, sum := a[0], a[1], a[2], sums[x]
+		wt := bilateralWeight(lw[0]-centre, sp[0])
+		r, g, b, sum = r+wt*pw[0], g+wt*pw[1], b+wt*pw[2], sum+wt
+		wt = bilateralWeight(lw[1]-centre, sp[1])
+		r, g, b, sum = r+wt*pw[4], g+wt*pw[5], b+wt*pw[6], sum+wt
+		wt = bilateralWeight(lw[2]-centre, sp[2])
+		r, g, b, sum = r+wt*pw[8], g+wt*pw[9], b+wt*pw[10], sum+wt
+		wt = bilateralWeight(lw[3]-centre, sp[3])
+		r, g, b, sum = r+wt*pw[12], g+wt*pw[13], b+wt*pw[14], sum+wt
+		wt = bilateralWeight(lw[4]-centre, sp[4])
+		r, g, b, sum = r+wt*pw[16], g+wt*pw[17], b+wt*pw[18], sum+wt
+		a[0], a[1], a[2], sums[x] = r, g, b, sum
+	}
+}
+
+// denoiseNeighboursAlpha is denoiseNeighbours summing alpha too.
+func denoiseNeighboursAlpha(acc, sums, centres, l, px []float32, sp *[denoiseSide]float32) {
 	for x, centre := range centres {
 		if len(l) < denoiseSide || len(px) < 4*denoiseSide || len(acc) < 4 || x >= len(sums) {
 			return
@@ -293,27 +324,27 @@ func denoiseNeighbours(acc, sums, centres, l, px []float32, sp *[denoiseSide]flo
 		l, px, acc = l[1:], px[4:], acc[4:]
 		r, g, b, al, sum := a[0], a[1], a[2], a[3], sums[x]
 		for j := range denoiseSide {
-			d := lw[j] - centre
-			t := d * d
-			if !(t < cells) {
-				continue
-			}
-			wt := sp[j] * rangeTable[int(t)]
-			r += wt * pw[4*j]
-			g += wt * pw[4*j+1]
-			b += wt * pw[4*j+2]
-			if !opaque {
-				al += wt * pw[4*j+3]
-			}
-			sum += wt
+			wt := bilateralWeight(lw[j]-centre, sp[j])
+			p := (*[4]float32)(pw[4*j:])
+			r, g, b, al, sum = r+wt*p[0], g+wt*p[1], b+wt*p[2], al+wt*p[3], sum+wt
 		}
 		a[0], a[1], a[2], a[3], sums[x] = r, g, b, al, sum
 	}
 }
 
+// bilateralWeight is the weight of a neighbour whose scaled luminance
+// (denoiseLuma) differs from the pixel's by d, sp its spatial weight.
+func bilateralWeight(d, sp float32) float32 {
+	t := d * d
+	if !(t < rangeCells) {
+		return 0
+	}
+	return sp * rangeTable[int(t)&(rangeCells-1)] // the mask changes nothing: it drops the bounds check
+}
+
 // denoisePixel is pixel x of denoiseRow, whatever its neighbours' columns.
 func (dn *denoiser) denoisePixel(dst []float32, rows, lumas *[denoiseSide][]float32, x int) {
-	const cells = rangeLimit * rangeSteps
+	const cells = rangeCells
 	cols := dn.cols
 	var r, g, b, a, sum float32
 	centre := lumas[denoiseRadius][cols[denoiseRadius][x]]

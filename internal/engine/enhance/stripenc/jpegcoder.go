@@ -239,35 +239,27 @@ func rgbaToYCbCr(m *image.RGBA, px, py int, yBlock, cbBlock, crBlock *block) {
 	for j := range 8 {
 		sy := min(py+j, r.Max.Y-1)
 		row := m.Pix[(sy-r.Min.Y)*m.Stride:][:4*r.Dx()]
-		var p []byte
+		var p *[32]byte
 		if x := px - r.Min.X; x+8 <= r.Dx() {
-			p = row[4*x:][:32]
+			p = (*[32]byte)(row[4*x:])
 		} else {
 			for i := range 8 {
 				sx := min(x+i, r.Dx()-1)
 				copy(edge[4*i:4*i+4], row[4*sx:])
 			}
-			p = edge[:]
+			p = &edge
 		}
-		yb, cbb, crb := yBlock[8*j:][:8], cbBlock[8*j:][:8], crBlock[8*j:][:8]
+		yb, cbb, crb := (*[8]int32)(yBlock[8*j:]), (*[8]int32)(cbBlock[8*j:]), (*[8]int32)(crBlock[8*j:])
 		for i := range 8 {
 			r1, g1, b1 := int32(p[4*i]), int32(p[4*i+1]), int32(p[4*i+2])
 			yy := (19595*r1 + 38470*g1 + 7471*b1 + 1<<15) >> 16
+			// color.RGBToYCbCr clamps Cb and Cr to [0, 255] by a test of
+			// the high byte: the same as min and max, which need no branch.
 			cb := -11056*r1 - 21712*g1 + 32768*b1 + 257<<15
-			if uint32(cb)&0xff000000 == 0 {
-				cb >>= 16
-			} else {
-				cb = ^(cb >> 31)
-			}
 			cr := 32768*r1 - 27440*g1 - 5328*b1 + 257<<15
-			if uint32(cr)&0xff000000 == 0 {
-				cr >>= 16
-			} else {
-				cr = ^(cr >> 31)
-			}
 			yb[i] = yy
-			cbb[i] = int32(uint8(cb))
-			crb[i] = int32(uint8(cr))
+			cbb[i] = min(max(cb>>16, 0), 255)
+			crb[i] = min(max(cr>>16, 0), 255)
 		}
 	}
 }
