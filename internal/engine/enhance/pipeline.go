@@ -514,17 +514,16 @@ func to8Row(o []uint8, in []float32, overWhite bool) {
 // case: a photo's pixels, nearly all) and returns how many it converted.
 // It calls nothing, so that its loop keeps its values in registers.
 func opaqueTo8(o []uint8, in []float32) int {
-	n := 0
-	for len(in) >= 4 && len(o) >= 4 {
-		px, q := (*[4]float32)(in), (*[4]uint8)(o)
+	in = in[:min(len(in), len(o))&^3]
+	o = o[:len(in)]
+	for i := 0; i+4 <= len(in); i += 4 {
+		px, q := in[i:i+4:i+4], o[i:i+4:i+4]
 		if !(px[3] >= opaque) {
-			break
+			return i / 4
 		}
 		q[0], q[1], q[2], q[3] = encode8(px[0]), encode8(px[1]), encode8(px[2]), 255
-		in, o = in[4:], o[4:]
-		n++
 	}
-	return n
+	return len(in) / 4
 }
 
 // sharpenTo8 is to8Row of the pixels in sharpened by the unsharp mask of
@@ -544,21 +543,17 @@ func sharpenTo8(o []uint8, in, blurred []float32, gain float32, overWhite bool) 
 
 // sharpenOpaqueTo8 is opaqueTo8 for sharpenTo8.
 func sharpenOpaqueTo8(o []uint8, in, blurred []float32, gain float32) int {
-	n := 0
-	for _, blur := range blurred {
-		if len(in) < 4 || len(o) < 4 {
-			break
-		}
-		px, q := (*[4]float32)(in), (*[4]uint8)(o)
+	in = in[:min(len(in), len(o), 4*len(blurred))&^3]
+	o = o[:len(in)]
+	for i := 0; i+4 <= len(in); i += 4 {
+		px, q := in[i:i+4:i+4], o[i:i+4:i+4]
 		if !(px[3] >= opaque) {
-			break
+			return i / 4
 		}
-		d := gain * (luminance(px[:]) - blur)
+		d := gain * (luminance(px) - blurred[i/4])
 		q[0], q[1], q[2], q[3] = encode8(px[0]+d), encode8(px[1]+d), encode8(px[2]+d), 255
-		in, o = in[4:], o[4:]
-		n++
 	}
-	return n
+	return len(in) / 4
 }
 
 func fill(pix []uint8, c [4]uint8) {
