@@ -104,16 +104,17 @@ func (k *kernel) resampleRow6(dst, src []float32) int {
 	for end > 0 && 4*k.start[end-1]+24 > len(src) { // start grows with the output index
 		end--
 	}
-	weights := k.weights[:enlargeTaps*end]
-	dst = dst[:4*end]
-	for x, start := range k.start[:end] {
-		w := (*[6]float32)(weights[enlargeTaps*x:])
-		s := (*[24]float32)(src[4*start:])
+	weights, starts, dst := k.weights[:enlargeTaps*end:enlargeTaps*end], k.start[:end], dst[:4*end]
+	x := 0
+	for i := 0; i+enlargeTaps <= len(weights); i += enlargeTaps {
+		w := weights[i : i+6 : i+6]
+		s := (*[24]float32)(src[4*starts[x]:])
 		d := (*[4]float32)(dst[4*x:])
 		d[0] = w[0]*s[0] + w[1]*s[4] + w[2]*s[8] + w[3]*s[12] + w[4]*s[16] + w[5]*s[20]
 		d[1] = w[0]*s[1] + w[1]*s[5] + w[2]*s[9] + w[3]*s[13] + w[4]*s[17] + w[5]*s[21]
 		d[2] = w[0]*s[2] + w[1]*s[6] + w[2]*s[10] + w[3]*s[14] + w[4]*s[18] + w[5]*s[22]
 		d[3] = w[0]*s[3] + w[1]*s[7] + w[2]*s[11] + w[3]*s[15] + w[4]*s[19] + w[5]*s[23]
+		x++
 	}
 	return end
 }
@@ -138,15 +139,14 @@ func (k *kernel) resamplePixel(dst, src []float32, x int) {
 // The even and the odd taps are summed apart: one chain of dependent
 // additions would leave the core waiting on each.
 func (k *kernel) resampleLuma(dst, src []float32) {
+	x := 0
 	switch k.taps {
 	case 9:
-		k.resampleLuma9(dst, src)
-		return
+		x = k.resampleLuma9(dst, src)
 	case 10:
-		k.resampleLuma10(dst, src)
-		return
+		x = k.resampleLuma10(dst, src)
 	}
-	for x := range k.start {
+	for ; x < len(k.start); x++ {
 		k.resampleLumaPixel(dst, src, x)
 	}
 }
@@ -168,39 +168,50 @@ func (k *kernel) resampleLumaPixel(dst, src []float32, x int) {
 	dst[x] = even + odd
 }
 
+// fullEnd is the first output whose taps pixels from its start would run
+// past a source of n pixels: the outputs before it can read all taps (past
+// count, at an edge folded onto fewer pixels, the weights are 0).
+func (k *kernel) fullEnd(n int) int {
+	end := len(k.start)
+	for end > 0 && k.start[end-1]+k.taps > n { // start grows with the output index
+		end--
+	}
+	return end
+}
+
 // resampleLuma9 is resampleLuma for a kernel of nine taps (the mask's blur
 // fused with a 2x to 5x enlargement), spelled out: the same sums in the same
-// order, without the loop's bookkeeping and bounds checks. Past count (an
-// edge) the weights are 0; at the row's very end the source is shorter.
-func (k *kernel) resampleLuma9(dst, src []float32) {
-	dst = dst[:len(k.start)]
-	for x, start := range k.start {
-		if start+9 > len(src) {
-			k.resampleLumaPixel(dst, src, x)
-			continue
-		}
-		w := (*[9]float32)(k.weights[9*x:])
-		s := (*[9]float32)(src[start:])
+// order, without the loop's bookkeeping and bounds checks. It stops at
+// fullEnd and returns it.
+func (k *kernel) resampleLuma9(dst, src []float32) int {
+	end := k.fullEnd(len(src))
+	weights, starts, dst := k.weights[:9*end:9*end], k.start[:end], dst[:end]
+	x := 0
+	for i := 0; i+9 <= len(weights); i += 9 {
+		w := weights[i : i+9 : i+9]
+		s := (*[9]float32)(src[starts[x]:])
 		even := w[0]*s[0] + w[2]*s[2] + w[4]*s[4] + w[6]*s[6] + w[8]*s[8]
 		odd := w[1]*s[1] + w[3]*s[3] + w[5]*s[5] + w[7]*s[7]
 		dst[x] = even + odd
+		x++
 	}
+	return end
 }
 
 // resampleLuma10 is resampleLuma9 for ten taps (5x to 8x).
-func (k *kernel) resampleLuma10(dst, src []float32) {
-	dst = dst[:len(k.start)]
-	for x, start := range k.start {
-		if start+10 > len(src) {
-			k.resampleLumaPixel(dst, src, x)
-			continue
-		}
-		w := (*[10]float32)(k.weights[10*x:])
-		s := (*[10]float32)(src[start:])
+func (k *kernel) resampleLuma10(dst, src []float32) int {
+	end := k.fullEnd(len(src))
+	weights, starts, dst := k.weights[:10*end:10*end], k.start[:end], dst[:end]
+	x := 0
+	for i := 0; i+10 <= len(weights); i += 10 {
+		w := weights[i : i+10 : i+10]
+		s := (*[10]float32)(src[starts[x]:])
 		even := w[0]*s[0] + w[2]*s[2] + w[4]*s[4] + w[6]*s[6] + w[8]*s[8]
 		odd := w[1]*s[1] + w[3]*s[3] + w[5]*s[5] + w[7]*s[7] + w[9]*s[9]
 		dst[x] = even + odd
+		x++
 	}
+	return end
 }
 
 // blurred is k followed by a blur of its outputs with the symmetric weights
