@@ -65,6 +65,10 @@ type resampling struct {
 	// shrinking: the vertical kernel is then tall, and those rows narrow).
 	vFirst bool
 	clamp  bool // clamp every pixel (before a second pass)
+	// opaque: the source is opaque and the output's alphas are only
+	// compared with opaque (the last resample): an enlarging row sets
+	// them to 1 (resampleRow6Opaque).
+	opaque bool
 }
 
 // newResampling maps the windows of an inW x inH image onto outW x outH; the
@@ -101,7 +105,7 @@ func (r *resampling) stage(in *rowStage, keep int) *rowStage {
 		tmp := make([]float32, in.stride)
 		return newRowStage(4*outW, keep, func(y int, dst []float32) {
 			r.ky.combine(tmp, y, in.row)
-			r.kx.resampleRow(dst, tmp)
+			r.kx.resampleRowOf(dst, tmp, r.opaque)
 			finish(dst)
 		})
 	}
@@ -183,7 +187,7 @@ func (s *sharpening) fusedStage(r *resampling, in *rowStage, keep int) *rowStage
 		s.fy.combine(across, y, luma.row)
 		s.fx.resampleLuma(b, across)
 		r.ky.combine(tmp, y, in.row)
-		r.kx.resampleRow(dst[:4*s.w], tmp)
+		r.kx.resampleRowOf(dst[:4*s.w], tmp, r.opaque)
 		s.finish(dst, b)
 	})
 }
