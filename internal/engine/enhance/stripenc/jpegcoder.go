@@ -9,6 +9,7 @@
 package stripenc
 
 import (
+	"encoding/binary"
 	"errors"
 	"image"
 	"image/jpeg"
@@ -251,15 +252,18 @@ func rgbaToYCbCr(m *image.RGBA, px, py int, yBlock, cbBlock, crBlock *block) {
 		}
 		yb, cbb, crb := (*[8]int32)(yBlock[8*j:]), (*[8]int32)(cbBlock[8*j:]), (*[8]int32)(crBlock[8*j:])
 		for i := range 8 {
-			r1, g1, b1 := int32(p[4*i]), int32(p[4*i+1]), int32(p[4*i+2])
+			v := binary.LittleEndian.Uint32(p[4*i:]) // one load for R, G, B (and A)
+			r1, g1, b1 := int32(v&0xff), int32(v>>8&0xff), int32(v>>16&0xff)
 			yy := (19595*r1 + 38470*g1 + 7471*b1 + 1<<15) >> 16
 			// color.RGBToYCbCr clamps Cb and Cr to [0, 255] by a test of
-			// the high byte: the same as min and max, which need no branch.
+			// the high byte. From 8-bit R, G, B neither is below 1<<16,
+			// and both reach 256<<16 (pure blue, pure red): min clamps
+			// them alike, without a branch.
 			cb := -11056*r1 - 21712*g1 + 32768*b1 + 257<<15
 			cr := 32768*r1 - 27440*g1 - 5328*b1 + 257<<15
 			yb[i] = yy
-			cbb[i] = min(max(cb>>16, 0), 255)
-			crb[i] = min(max(cr>>16, 0), 255)
+			cbb[i] = min(cb>>16, 255)
+			crb[i] = min(cr>>16, 255)
 		}
 	}
 }
