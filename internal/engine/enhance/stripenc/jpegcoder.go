@@ -9,7 +9,6 @@
 package stripenc
 
 import (
-	"encoding/binary"
 	"errors"
 	"image"
 	"image/jpeg"
@@ -252,8 +251,7 @@ func rgbaToYCbCr(m *image.RGBA, px, py int, yBlock, cbBlock, crBlock *block) {
 		}
 		yb, cbb, crb := (*[8]int32)(yBlock[8*j:]), (*[8]int32)(cbBlock[8*j:]), (*[8]int32)(crBlock[8*j:])
 		for i := range 8 {
-			v := binary.LittleEndian.Uint32(p[4*i:]) // one load for R, G, B (and A)
-			r1, g1, b1 := int32(v&0xff), int32(v>>8&0xff), int32(v>>16&0xff)
+			r1, g1, b1 := int32(p[4*i]), int32(p[4*i+1]), int32(p[4*i+2])
 			yy := (19595*r1 + 38470*g1 + 7471*b1 + 1<<15) >> 16
 			// color.RGBToYCbCr clamps Cb and Cr to [0, 255] by a test of
 			// the high byte. From 8-bit R, G, B neither is below 1<<16,
