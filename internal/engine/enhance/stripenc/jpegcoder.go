@@ -44,12 +44,19 @@ type jpegCoder struct {
 type reciprocal struct {
 	mul  uint64
 	half int32 // d/2, added before dividing to round
+	zero int32 // d - d/2: |a| below it divides to 0
 }
 
 const recipShift = 40
 
 func newReciprocal(d int32) reciprocal {
-	return reciprocal{mul: 1<<recipShift/uint64(d) + 1, half: d >> 1}
+	return reciprocal{mul: 1<<recipShift/uint64(d) + 1, half: d >> 1, zero: d - d>>1}
+}
+
+// zeroes reports whether div(a) is 0, |a| + d/2 < d, with one comparison:
+// most of a block's quantized coefficients are.
+func (r reciprocal) zeroes(a int32) bool {
+	return uint32(a+r.zero-1) < uint32(2*r.zero-1)
 }
 
 // div is image/jpeg's div(a, d): a/d rounded half away from zero.
@@ -187,11 +194,12 @@ func (c *jpegCoder) writeBlock(w *bitWriter, b *block, q int, prevDC int32) int3
 	c.emitHuffRLE(w, 2*q, 0, dc-prevDC)
 	h, run := 2*q+1, int32(0)
 	for zig := 1; zig < 64; zig++ {
-		ac := div[zig].div(b[unzig[zig]])
-		if ac == 0 {
+		a := b[unzig[zig]&63]
+		if div[zig].zeroes(a) {
 			run++
 			continue
 		}
+		ac := div[zig].div(a)
 		for run > 15 {
 			c.emitHuff(w, h, 0xf0)
 			run -= 16
