@@ -279,10 +279,11 @@ func scale(dst *block, src *[4]block) {
 	for i := range 4 {
 		dstOff := (i&2)<<4 | (i&1)<<2
 		for y := range 4 {
+			top, bottom := (*[8]int32)(src[i][16*y:]), (*[8]int32)(src[i][16*y+8:])
+			d := (*[4]int32)(dst[8*y+dstOff:])
 			for x := range 4 {
-				j := 16*y + 2*x
-				sum := src[i][j] + src[i][j+1] + src[i][j+8] + src[i][j+9]
-				dst[8*y+x+dstOff] = (sum + 2) >> 2
+				sum := top[2*x] + top[2*x+1] + bottom[2*x] + bottom[2*x+1]
+				d[x] = (sum + 2) >> 2
 			}
 		}
 	}
