@@ -33,6 +33,31 @@ type kernel struct {
 	count   []int
 	weights []float32
 	most    int // the largest count
+	// six is, for an enlarging kernel (taps == enlargeTaps, most <= 6),
+	// each output's start and six weights side by side: the spelled-out
+	// loops then keep one slice live instead of two.
+	six []tap6
+}
+
+// tap6 is one output of an enlarging kernel: its first source pixel and
+// its six weights (0 past count).
+type tap6 struct {
+	start int
+	w     [6]float32
+}
+
+// withSix sets k.six when k is an enlarging kernel, and returns k.
+func (k *kernel) withSix() *kernel {
+	k.six = nil
+	if k.taps != enlargeTaps || k.most > 6 {
+		return k
+	}
+	k.six = make([]tap6, len(k.start))
+	for x, start := range k.start {
+		k.six[x].start = start
+		copy(k.six[x].w[:], k.weights[x*enlargeTaps:x*enlargeTaps+6])
+	}
+	return k
 }
 
 // newKernel maps outN output pixels onto win of a source axis of srcN
@@ -74,7 +99,7 @@ func newKernel(srcN, outN int, win window) *kernel {
 		}
 		k.most = max(k.most, k.count[i])
 	}
-	return k
+	return k.withSix()
 }
 
 // resampleRow resamples one row of pixels horizontally into dst.
@@ -111,21 +136,27 @@ const enlargeTaps = 2*lanczosLobes + 1
 // would run past src's end (past count, at an edge folded onto fewer
 // pixels, the weights are 0), and returns that output's index.
 func (k *kernel) resampleRow6(dst, src []float32) int {
-	end := len(k.start)
-	for end > 0 && 4*k.start[end-1]+24 > len(src) { // start grows with the output index
-		end--
-	}
-	weights, starts, dst := k.weights[:enlargeTaps*end:enlargeTaps*end], k.start[:end], dst[:4*end]
-	x := 0
-	for i := 0; i+enlargeTaps <= len(weights); i += enlargeTaps {
-		w := weights[i : i+6 : i+6]
-		s := (*[24]float32)(src[4*starts[x]:])
+	six := k.six[:k.fullEnd6(len(src))]
+	dst = dst[:4*len(six)]
+	for x := range six {
+		t := &six[x]
+		w := &t.w
+		s := (*[24]float32)(src[4*t.start:])
 		d := (*[4]float32)(dst[4*x:])
 		d[0] = w[0]*s[0] + w[1]*s[4] + w[2]*s[8] + w[3]*s[12] + w[4]*s[16] + w[5]*s[20]
 		d[1] = w[0]*s[1] + w[1]*s[5] + w[2]*s[9] + w[3]*s[13] + w[4]*s[17] + w[5]*s[21]
 		d[2] = w[0]*s[2] + w[1]*s[6] + w[2]*s[10] + w[3]*s[14] + w[4]*s[18] + w[5]*s[22]
 		d[3] = w[0]*s[3] + w[1]*s[7] + w[2]*s[11] + w[3]*s[15] + w[4]*s[19] + w[5]*s[23]
-		x++
+	}
+	return len(six)
+}
+
+// fullEnd6 is the first output whose six source pixels would run past a
+// row of n float32s (start grows with the output index).
+func (k *kernel) fullEnd6(n int) int {
+	end := len(k.six)
+	for end > 0 && 4*k.six[end-1].start+24 > n {
+		end--
 	}
 	return end
 }
@@ -136,23 +167,19 @@ func (k *kernel) resampleRow6(dst, src []float32) int {
 // every reader of the output's rows takes for 1 (opaque, to8), so it sets
 // 1 and spends a quarter less.
 func (k *kernel) resampleRow6Opaque(dst, src []float32) int {
-	end := len(k.start)
-	for end > 0 && 4*k.start[end-1]+24 > len(src) {
-		end--
-	}
-	weights, starts, dst := k.weights[:enlargeTaps*end:enlargeTaps*end], k.start[:end], dst[:4*end]
-	x := 0
-	for i := 0; i+enlargeTaps <= len(weights); i += enlargeTaps {
-		w := weights[i : i+6 : i+6]
-		s := (*[24]float32)(src[4*starts[x]:])
+	six := k.six[:k.fullEnd6(len(src))]
+	dst = dst[:4*len(six)]
+	for x := range six {
+		t := &six[x]
+		w := &t.w
+		s := (*[24]float32)(src[4*t.start:])
 		d := (*[4]float32)(dst[4*x:])
 		d[0] = w[0]*s[0] + w[1]*s[4] + w[2]*s[8] + w[3]*s[12] + w[4]*s[16] + w[5]*s[20]
 		d[1] = w[0]*s[1] + w[1]*s[5] + w[2]*s[9] + w[3]*s[13] + w[4]*s[17] + w[5]*s[21]
 		d[2] = w[0]*s[2] + w[1]*s[6] + w[2]*s[10] + w[3]*s[14] + w[4]*s[18] + w[5]*s[22]
 		d[3] = 1
-		x++
 	}
-	return end
+	return len(six)
 }
 
 // resamplePixel is output pixel x of resampleRow.
@@ -378,7 +405,7 @@ func (k *kernel) shifted(origin int) *kernel {
 	for i, v := range k.start {
 		s.start[i] = v - origin
 	}
-	return &s
+	return s.withSix()
 }
 
 // geometry says where the source lands in the output.
