@@ -37,6 +37,20 @@ type kernel struct {
 	// each output's start and six weights side by side: the spelled-out
 	// loops then keep one slice live instead of two.
 	six []tap6
+	// nine and ten are the same for a kernel of nine or ten taps (the
+	// mask's blur fused with an enlargement, resampleLuma).
+	nine []tap9
+	ten  []tap10
+}
+
+type tap9 struct {
+	start int
+	w     [9]float32
+}
+
+type tap10 struct {
+	start int
+	w     [10]float32
 }
 
 // tap6 is one output of an enlarging kernel: its first source pixel and
@@ -44,6 +58,24 @@ type kernel struct {
 type tap6 struct {
 	start int
 	w     [6]float32
+}
+
+// withLumaTaps sets k.nine or k.ten for a kernel of nine or ten taps.
+func (k *kernel) withLumaTaps() {
+	switch k.taps {
+	case 9:
+		k.nine = make([]tap9, len(k.start))
+		for x, start := range k.start {
+			k.nine[x].start = start
+			copy(k.nine[x].w[:], k.weights[9*x:9*x+9])
+		}
+	case 10:
+		k.ten = make([]tap10, len(k.start))
+		for x, start := range k.start {
+			k.ten[x].start = start
+			copy(k.ten[x].w[:], k.weights[10*x:10*x+10])
+		}
+	}
 }
 
 // withSix sets k.six when k is an enlarging kernel, and returns k.
@@ -247,34 +279,32 @@ func (k *kernel) fullEnd(n int) int {
 // order, without the loop's bookkeeping and bounds checks. It stops at
 // fullEnd and returns it.
 func (k *kernel) resampleLuma9(dst, src []float32) int {
-	end := k.fullEnd(len(src))
-	weights, starts, dst := k.weights[:9*end:9*end], k.start[:end], dst[:end]
-	x := 0
-	for i := 0; i+9 <= len(weights); i += 9 {
-		w := weights[i : i+9 : i+9]
-		s := (*[9]float32)(src[starts[x]:])
+	taps := k.nine[:k.fullEnd(len(src))]
+	dst = dst[:len(taps)]
+	for x := range taps {
+		t := &taps[x]
+		w := &t.w
+		s := (*[9]float32)(src[t.start:])
 		even := w[0]*s[0] + w[2]*s[2] + w[4]*s[4] + w[6]*s[6] + w[8]*s[8]
 		odd := w[1]*s[1] + w[3]*s[3] + w[5]*s[5] + w[7]*s[7]
 		dst[x] = even + odd
-		x++
 	}
-	return end
+	return len(taps)
 }
 
 // resampleLuma10 is resampleLuma9 for ten taps (5x to 8x).
 func (k *kernel) resampleLuma10(dst, src []float32) int {
-	end := k.fullEnd(len(src))
-	weights, starts, dst := k.weights[:10*end:10*end], k.start[:end], dst[:end]
-	x := 0
-	for i := 0; i+10 <= len(weights); i += 10 {
-		w := weights[i : i+10 : i+10]
-		s := (*[10]float32)(src[starts[x]:])
+	taps := k.ten[:k.fullEnd(len(src))]
+	dst = dst[:len(taps)]
+	for x := range taps {
+		t := &taps[x]
+		w := &t.w
+		s := (*[10]float32)(src[t.start:])
 		even := w[0]*s[0] + w[2]*s[2] + w[4]*s[4] + w[6]*s[6] + w[8]*s[8]
 		odd := w[1]*s[1] + w[3]*s[3] + w[5]*s[5] + w[7]*s[7] + w[9]*s[9]
 		dst[x] = even + odd
-		x++
 	}
-	return end
+	return len(taps)
 }
 
 // blurred is k followed by a blur of its outputs with the symmetric weights
@@ -307,6 +337,7 @@ func (k *kernel) blurred(g []float32) *kernel {
 			b.weights[i*b.taps+u] = float32(acc[u])
 		}
 	}
+	b.withLumaTaps()
 	return b
 }
 
