@@ -33,14 +33,21 @@ type kernel struct {
 	count   []int
 	weights []float32
 	most    int // the largest count
-	// six is, for an enlarging kernel (taps == enlargeTaps, most <= 6),
-	// each output's start and six weights side by side: the spelled-out
-	// loops then keep one slice live instead of two.
-	six []tap6
-	// nine and ten are the same for a kernel of nine or ten taps (the
-	// mask's blur fused with an enlargement, resampleLuma).
+	// six is, for a horizontal enlarging kernel (taps == enlargeTaps,
+	// most <= 6, set by shifted), each output's start and six weights
+	// side by side: the spelled-out loops then keep one slice live
+	// instead of two. nine and ten are the same for a kernel of nine or
+	// ten taps (the mask's blur fused with an enlargement, resampleLuma).
+	six  []tap6
 	nine []tap9
 	ten  []tap10
+}
+
+// tap6, tap9 and tap10 are one output of a kernel: its first source
+// pixel and its weights (0 past count).
+type tap6 struct {
+	start int
+	w     [6]float32
 }
 
 type tap9 struct {
@@ -51,13 +58,6 @@ type tap9 struct {
 type tap10 struct {
 	start int
 	w     [10]float32
-}
-
-// tap6 is one output of an enlarging kernel: its first source pixel and
-// its six weights (0 past count).
-type tap6 struct {
-	start int
-	w     [6]float32
 }
 
 // withLumaTaps sets k.nine or k.ten for a kernel of nine or ten taps.
@@ -131,7 +131,7 @@ func newKernel(srcN, outN int, win window) *kernel {
 		}
 		k.most = max(k.most, k.count[i])
 	}
-	return k.withSix()
+	return k
 }
 
 // resampleRow resamples one row of pixels horizontally into dst.
@@ -429,7 +429,8 @@ func (k *kernel) span() (lo, hi int) {
 // maxCount is the most source pixels one output pixel reads.
 func (k *kernel) maxCount() int { return max(k.most, 1) }
 
-// shifted is k reading a source whose first pixel is source pixel origin.
+// shifted is k reading a source whose first pixel is source pixel origin:
+// a horizontal kernel of the pipeline, with its six set.
 func (k *kernel) shifted(origin int) *kernel {
 	s := *k
 	s.start = make([]int, len(k.start))
