@@ -297,6 +297,7 @@ func (e *enhanceJob) newPipeline(src *source) *pipeline {
 		whole := func(n int) window { return window{0, float64(n)} }
 		pipe.second = newResampling(p.upW, p.upH, g.placeW, g.placeH, whole(p.upW), whole(p.upH), 0, false)
 	}
+	pipe.last().opaque = src.opaque && !pipe.last().clamp
 	if gain := e.req.Sharpen * maxSharpenGain; gain > 0 {
 		pipe.sharpen = &sharpening{w: g.placeW, h: g.placeH, mask: gaussian(sharpenSigma(p.finalScale())), gain: float32(gain)}
 		pipe.sharpen.fuse(pipe.last())

@@ -159,14 +159,18 @@ const (
 	rangeSteps = 64 // table entries per unit of t
 )
 
-// rangeTable: +1 because t just under the limit may round up.
-var rangeTable = func() *[rangeLimit*rangeSteps + 1]float32 {
-	var t [rangeLimit*rangeSteps + 1]float32
+// rangeTable: +1 because t just under the limit may round up. An array,
+// not a pointer to one: the hot loops then index it with no load or nil
+// check first.
+var rangeTable = func() (t [rangeCells + 1]float32) {
 	for i := range t {
 		t[i] = float32(math.Exp(-float64(i) / rangeSteps))
 	}
-	return &t
+	return t
 }()
+
+// rangeCells is the range table's entries below the limit, a power of two.
+const rangeCells = rangeLimit * rangeSteps
 
 var denoiseSpaceWeights = func() (w [denoiseSide * denoiseSide]float32) {
 	for dy := -denoiseRadius; dy <= denoiseRadius; dy++ {
@@ -210,72 +214,167 @@ func denoiseLuma(dst, row []float32, scale float32) {
 	}
 }
 
+// denoiser filters rows (denoiseRow) with scratch space of its own.
+type denoiser struct {
+	// cols[j][x] is the index, in the rows the filter reads, of the
+	// neighbour j-2 pixels from output pixel x (edge pixels repeated).
+	cols *[denoiseSide][]int32
+	// Output pixels [lo, hi) have their five neighbours side by side in
+	// every row (all but a few at the image's left and right ends).
+	lo, hi int
+	opaque bool
+	acc    []float32 // the weighted sums of [lo, hi): R, G, B, A a pixel
+	sums   []float32 // and of their weights
+}
+
+func newDenoiser(cols *[denoiseSide][]int32, opaque bool) *denoiser {
+	n := len(cols[0])
+	lo, hi := 0, n
+	for lo < n && cols[denoiseSide-1][lo] != cols[0][lo]+denoiseSide-1 {
+		lo++
+	}
+	for hi > lo && cols[denoiseSide-1][hi-1] != cols[0][hi-1]+denoiseSide-1 {
+		hi--
+	}
+	return &denoiser{cols: cols, lo: lo, hi: hi, opaque: opaque, acc: make([]float32, 4*(hi-lo)), sums: make([]float32, hi-lo)}
+}
+
 // denoiseRow filters one row into dst: rows and lumas are the five rows
 // around it (edge rows repeated past the image's ends) and their
-// luminances, scaled (denoiseLuma); cols[j][x] is the index, in those rows,
-// of the neighbour j-2 pixels from output pixel x (edge pixels repeated).
-// With opaque, every alpha is 1 and is not summed: the sum of the weights
-// is the sum of the alphas it would have made.
-func denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32, cols *[denoiseSide][]int32, opaque bool) {
-	const cells = rangeLimit * rangeSteps
-	for x := range len(dst) / 4 {
-		first := int(cols[0][x])
-		var r, g, b, a, sum float32
-		if int(cols[denoiseSide-1][x]) == first+denoiseSide-1 {
-			// Five neighbours side by side, as everywhere but at the image's
-			// left and right ends.
-			centre := lumas[denoiseRadius][first+denoiseRadius]
-			for i := range denoiseSide {
-				l := (*[denoiseSide]float32)(lumas[i][first:])
-				px := (*[4 * denoiseSide]float32)(rows[i][4*first:])
-				sp := (*[denoiseSide]float32)(denoiseSpaceWeights[i*denoiseSide:])
-				for j := range denoiseSide {
-					d := l[j] - centre
-					t := d * d
-					if !(t < cells) {
-						continue
-					}
-					wt := sp[j] * rangeTable[int(t)]
-					r += wt * px[4*j]
-					g += wt * px[4*j+1]
-					b += wt * px[4*j+2]
-					if !opaque {
-						a += wt * px[4*j+3]
-					}
-					sum += wt
-				}
-			}
-		} else {
-			centre := lumas[denoiseRadius][cols[denoiseRadius][x]]
-			for i := range denoiseSide {
-				srow, lrow := rows[i], lumas[i]
-				sp := denoiseSpaceWeights[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
-				for j := range denoiseSide {
-					nx := cols[j][x]
-					d := lrow[nx] - centre
-					t := d * d
-					if !(t < cells) {
-						continue
-					}
-					wt := sp[j] * rangeTable[int(t)]
-					p := srow[4*nx : 4*nx+4 : 4*nx+4]
-					r += wt * p[0]
-					g += wt * p[1]
-					b += wt * p[2]
-					if !opaque {
-						a += wt * p[3]
-					}
-					sum += wt
-				}
-			}
-		}
-		if opaque {
-			a = sum
+// luminances, scaled (denoiseLuma). With opaque, every alpha is 1 and is
+// not summed: the sum of the weights is the sum of the alphas it would
+// have made.
+//
+// The pixels whose neighbours lie side by side are summed a row of
+// neighbours at a time for the whole row (denoiseNeighbours), in the order
+// a pixel at a time would sum them, so the sums are the same, without the
+// five rows' bounds checks at every pixel.
+func (dn *denoiser) denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32) {
+	for x := range dn.lo {
+		dn.denoisePixel(dst, rows, lumas, x)
+	}
+	for x := dn.hi; x < len(dst)/4; x++ {
+		dn.denoisePixel(dst, rows, lumas, x)
+	}
+	n := dn.hi - dn.lo
+	if n <= 0 {
+		return
+	}
+	first := int(dn.cols[0][dn.lo]) // of pixel lo; the next ones' follow
+	centres := lumas[denoiseRadius][first+denoiseRadius : first+denoiseRadius+n]
+	clear(dn.acc)
+	clear(dn.sums)
+	for i := range denoiseSide {
+		sp := (*[denoiseSide]float32)(denoiseSpaceWeights[i*denoiseSide:])
+		l := lumas[i][first : first+n+denoiseSide-1]
+		px := rows[i][4*first : 4*(first+n+denoiseSide-1)]
+		denoiseNeighbours(dn.acc, dn.sums, centres, l, px, sp, dn.opaque)
+	}
+	out := dst[4*dn.lo : 4*dn.hi]
+	for x, sum := range dn.sums {
+		a := sum
+		if !dn.opaque {
+			a = dn.acc[4*x+3]
 		}
 		// The centre always counts (weight 1), so sum > 0.
 		inv := 1 / sum
-		setPixel(dst[4*x:4*x+4], r*inv, g*inv, b*inv, a*inv)
+		p := (*[4]float32)(dn.acc[4*x:])
+		setPixel(out[4*x:4*x+4], p[0]*inv, p[1]*inv, p[2]*inv, a*inv)
 	}
+}
+
+// denoiseNeighbours adds, for each pixel x of a row, the weighted values
+// of its five neighbours in one row: luminances l[x .. x+4], pixels
+// px[4x .. 4x+19], spatial weights sp; centres[x] is the pixel's own
+// luminance. The five are spelled out, and a neighbour whose weight is 0
+// adds 0 (the sums of non-negative values are unchanged by it).
+func denoiseNeighbours(acc, sums, centres, l, px []float32, sp *[denoiseSide]float32, opaque bool) {
+	if !opaque {
+		denoiseNeighboursAlpha(acc, sums, centres, l, px, sp)
+		return
+	}
+	for x, centre := range centres {
+		if len(l) < denoiseSide || len(px) < 4*denoiseSide || len(acc) < 4 || x >= len(sums) {
+			return
+		}
+		lw, pw, a := (*[denoiseSide]float32)(l), (*[4 * denoiseSide]float32)(px), (*[4]float32)(acc)
+		l, px, acc = l[1:], px[4:], acc[4:]
+		r, g, b, sum := a[0], a[1], a[2], sums[x]
+		wt := bilateralWeight(lw[0]-centre, sp[0])
+		r, g, b, sum = r+wt*pw[0], g+wt*pw[1], b+wt*pw[2], sum+wt
+		wt = bilateralWeight(lw[1]-centre, sp[1])
+		r, g, b, sum = r+wt*pw[4], g+wt*pw[5], b+wt*pw[6], sum+wt
+		wt = bilateralWeight(lw[2]-centre, sp[2])
+		r, g, b, sum = r+wt*pw[8], g+wt*pw[9], b+wt*pw[10], sum+wt
+		wt = bilateralWeight(lw[3]-centre, sp[3])
+		r, g, b, sum = r+wt*pw[12], g+wt*pw[13], b+wt*pw[14], sum+wt
+		wt = bilateralWeight(lw[4]-centre, sp[4])
+		r, g, b, sum = r+wt*pw[16], g+wt*pw[17], b+wt*pw[18], sum+wt
+		a[0], a[1], a[2], sums[x] = r, g, b, sum
+	}
+}
+
+// denoiseNeighboursAlpha is denoiseNeighbours summing alpha too.
+func denoiseNeighboursAlpha(acc, sums, centres, l, px []float32, sp *[denoiseSide]float32) {
+	for x, centre := range centres {
+		if len(l) < denoiseSide || len(px) < 4*denoiseSide || len(acc) < 4 || x >= len(sums) {
+			return
+		}
+		lw, pw, a := (*[denoiseSide]float32)(l), (*[4 * denoiseSide]float32)(px), (*[4]float32)(acc)
+		l, px, acc = l[1:], px[4:], acc[4:]
+		r, g, b, al, sum := a[0], a[1], a[2], a[3], sums[x]
+		for j := range denoiseSide {
+			wt := bilateralWeight(lw[j]-centre, sp[j])
+			p := (*[4]float32)(pw[4*j:])
+			r, g, b, al, sum = r+wt*p[0], g+wt*p[1], b+wt*p[2], al+wt*p[3], sum+wt
+		}
+		a[0], a[1], a[2], a[3], sums[x] = r, g, b, al, sum
+	}
+}
+
+// bilateralWeight is the weight of a neighbour whose scaled luminance
+// (denoiseLuma) differs from the pixel's by d, sp its spatial weight.
+func bilateralWeight(d, sp float32) float32 {
+	t := d * d
+	if !(t < rangeCells) {
+		return 0
+	}
+	return sp * rangeTable[int(t)&(rangeCells-1)] // the mask changes nothing: it drops the bounds check
+}
+
+// denoisePixel is pixel x of denoiseRow, whatever its neighbours' columns.
+func (dn *denoiser) denoisePixel(dst []float32, rows, lumas *[denoiseSide][]float32, x int) {
+	const cells = rangeCells
+	cols := dn.cols
+	var r, g, b, a, sum float32
+	centre := lumas[denoiseRadius][cols[denoiseRadius][x]]
+	for i := range denoiseSide {
+		srow, lrow := rows[i], lumas[i]
+		sp := denoiseSpaceWeights[i*denoiseSide : (i+1)*denoiseSide : (i+1)*denoiseSide]
+		for j := range denoiseSide {
+			nx := cols[j][x]
+			d := lrow[nx] - centre
+			t := d * d
+			if !(t < cells) {
+				continue
+			}
+			wt := sp[j] * rangeTable[int(t)]
+			p := srow[4*nx : 4*nx+4 : 4*nx+4]
+			r += wt * p[0]
+			g += wt * p[1]
+			b += wt * p[2]
+			if !dn.opaque {
+				a += wt * p[3]
+			}
+			sum += wt
+		}
+	}
+	if dn.opaque {
+		a = sum
+	}
+	// The centre always counts (weight 1), so sum > 0.
+	inv := 1 / sum
+	setPixel(dst[4*x:4*x+4], r*inv, g*inv, b*inv, a*inv)
 }
 
 // Unsharp masking: out = in + gain*(in - blur(in)), with a Gaussian blur.

@@ -65,6 +65,10 @@ type resampling struct {
 	// shrinking: the vertical kernel is then tall, and those rows narrow).
 	vFirst bool
 	clamp  bool // clamp every pixel (before a second pass)
+	// opaque: the source is opaque and the output's alphas are only
+	// compared with opaque (the last resample): an enlarging row sets
+	// them to 1 (resampleRow6Opaque).
+	opaque bool
 }
 
 // newResampling maps the windows of an inW x inH image onto outW x outH; the
@@ -101,7 +105,7 @@ func (r *resampling) stage(in *rowStage, keep int) *rowStage {
 		tmp := make([]float32, in.stride)
 		return newRowStage(4*outW, keep, func(y int, dst []float32) {
 			r.ky.combine(tmp, y, in.row)
-			r.kx.resampleRow(dst, tmp)
+			r.kx.resampleRowOf(dst, tmp, r.opaque)
 			finish(dst)
 		})
 	}
@@ -117,8 +121,11 @@ type sharpening struct {
 	w, h int
 	mask []float32 // the blur's weights
 	gain float32
-	// clamp makes the sharpened pixels valid (before a resample); the
-	// output's need not be, the 8-bit conversion clamps them alike.
+	// clamp makes the sharpened pixels valid (before a resample). The
+	// output's mask (no clamp) is left to the 8-bit conversion, which
+	// clamps anyway: its rows carry, after the pixels, their blurred
+	// luminance (rowStride), and the conversion adds the mask as it reads
+	// each pixel (outputRow), one pass over the row less.
 	clamp bool
 	// fx, fy, when set, are the blur fused with the resample below it
 	// (fuse): the blurred luminance straight from that resample's source.
@@ -137,6 +144,32 @@ func (s *sharpening) fuse(r *resampling) {
 	}
 }
 
+// rowStride is the length of the stage's rows: the pixels, then the
+// blurred luminance when the 8-bit conversion applies the mask.
+func (s *sharpening) rowStride() int {
+	if s.clamp {
+		return 4 * s.w
+	}
+	return 5 * s.w
+}
+
+// blurredOf is where row y's blurred luminance goes: after the pixels of
+// dst, when the 8-bit conversion applies the mask; else into scratch.
+func (s *sharpening) blurredOf(dst, scratch []float32) []float32 {
+	if s.clamp {
+		return scratch
+	}
+	return dst[4*s.w : 5*s.w]
+}
+
+// finish applies the mask to the pixels of dst, unless the 8-bit
+// conversion will.
+func (s *sharpening) finish(dst, blurred []float32) {
+	if s.clamp {
+		sharpenApply(dst, blurred, s.gain, true)
+	}
+}
+
 // fusedKeep is how many rows of the stage below r the fused mask holds.
 func (s *sharpening) fusedKeep() int { return s.fy.maxCount() }
 
@@ -149,12 +182,13 @@ func (s *sharpening) fusedStage(r *resampling, in *rowStage, keep int) *rowStage
 	across := make([]float32, inW)
 	blurred := make([]float32, s.w)
 	tmp := make([]float32, in.stride)
-	return newRowStage(4*s.w, keep, func(y int, dst []float32) {
+	return newRowStage(s.rowStride(), keep, func(y int, dst []float32) {
+		b := s.blurredOf(dst, blurred)
 		s.fy.combine(across, y, luma.row)
-		s.fx.resampleLuma(blurred, across)
+		s.fx.resampleLuma(b, across)
 		r.ky.combine(tmp, y, in.row)
-		r.kx.resampleRow(dst, tmp)
-		sharpenApply(dst, blurred, s.gain, s.clamp)
+		r.kx.resampleRowOf(dst[:4*s.w], tmp, r.opaque)
+		s.finish(dst, b)
 	})
 }
 
@@ -169,15 +203,16 @@ func (s *sharpening) stage(in *rowStage, keep int) *rowStage {
 	blurred := newRowStage(s.w, 2*r+1, func(j int, dst []float32) { blurRow(dst, in.row(j), luma, s.mask) })
 	acc := make([]float32, s.w)
 	around := make([][]float32, len(s.mask))
-	return newRowStage(4*s.w, keep, func(y int, dst []float32) {
+	return newRowStage(s.rowStride(), keep, func(y int, dst []float32) {
 		// The blur's vertical half, over the rows' horizontal blurs; past
 		// the image's ends its edge rows repeat.
 		for t := range around {
 			around[t] = blurred.row(min(max(y+t-r, 0), s.h-1))
 		}
-		blurColumns(acc, around, s.mask)
-		copy(dst, in.row(y))
-		sharpenApply(dst, acc, s.gain, s.clamp)
+		b := s.blurredOf(dst, acc)
+		blurColumns(b, around, s.mask)
+		copy(dst, in.row(y)[:4*s.w])
+		s.finish(dst, b)
 	})
 }
 
@@ -276,6 +311,7 @@ func (s *sourceSide) denoiseStage(in *rowStage, keep int) *rowStage {
 			cols[j][x] = int32(min(max(s.x0+x+j-denoiseRadius, 0), s.src.w-1) - s.dx0)
 		}
 	}
+	dn := newDenoiser(&cols, s.src.opaque)
 	var rows, lumas [denoiseSide][]float32
 	return newRowStage(4*w, keep, func(y int, dst []float32) {
 		for i := range denoiseSide {
@@ -283,7 +319,7 @@ func (s *sourceSide) denoiseStage(in *rowStage, keep int) *rowStage {
 			lumas[i] = luma.row(ny)
 			rows[i] = in.row(ny)
 		}
-		denoiseRow(dst, &rows, &lumas, &cols, s.src.opaque)
+		dn.denoiseRow(dst, &rows, &lumas)
 		for i := 0; i+4 <= len(dst); i += 4 {
 			toLinearPixel(dst[i : i+4 : i+4])
 		}
@@ -457,17 +493,71 @@ func (p *pipeline) outputRow(c *chain, oy int, out []uint8) {
 	}
 	fill(out[:4*g.placeX], p.pad)
 	fill(out[4*(g.placeX+g.placeW):], p.pad)
-	in := c.placed.row(py)[:4*g.placeW]
+	row := c.placed.row(py)
 	o := out[4*g.placeX : 4*(g.placeX+g.placeW)]
-	for x := range g.placeW {
-		px := (*[4]float32)(in[4*x:])
-		q := (*[4]uint8)(o[4*x:])
-		if px[3] >= opaque { // to8's first case, without the call: a photo's pixels, nearly all
-			q[0], q[1], q[2], q[3] = encode8(px[0]), encode8(px[1]), encode8(px[2]), 255
-			continue
-		}
-		q[0], q[1], q[2], q[3] = to8(px[:], p.overWhite)
+	if p.sharpen != nil { // the mask is added here (sharpening.clamp)
+		sharpenTo8(o, row[:4*g.placeW], row[4*g.placeW:5*g.placeW], p.sharpen.gain, p.overWhite)
+		return
 	}
+	to8Row(o, row[:4*g.placeW], p.overWhite)
+}
+
+// to8Row converts a row of premultiplied linear pixels with to8.
+func to8Row(o []uint8, in []float32, overWhite bool) {
+	for len(in) >= 4 && len(o) >= 4 {
+		n := 4 * opaqueTo8(o, in)
+		in, o = in[n:], o[n:]
+		if len(in) >= 4 && len(o) >= 4 {
+			o[0], o[1], o[2], o[3] = to8(in[:4], overWhite)
+			in, o = in[4:], o[4:]
+		}
+	}
+}
+
+// opaqueTo8 converts the opaque pixels at the start of in (to8's first
+// case: a photo's pixels, nearly all) and returns how many it converted.
+// It calls nothing, so that its loop keeps its values in registers.
+func opaqueTo8(o []uint8, in []float32) int {
+	in = in[:min(len(in), len(o))&^3]
+	o = o[:len(in)]
+	for i := 0; i+4 <= len(in); i += 4 {
+		px, q := in[i:i+4:i+4], o[i:i+4:i+4]
+		if !(px[3] >= opaque) {
+			return i / 4
+		}
+		q[0], q[1], q[2], q[3] = encode8(px[0]), encode8(px[1]), encode8(px[2]), 255
+	}
+	return len(in) / 4
+}
+
+// sharpenTo8 is to8Row of the pixels in sharpened by the unsharp mask of
+// gain, blurred their blurred luminance: sharpenApply's sums, without
+// storing them.
+func sharpenTo8(o []uint8, in, blurred []float32, gain float32, overWhite bool) {
+	for len(blurred) > 0 && len(in) >= 4 && len(o) >= 4 {
+		n := sharpenOpaqueTo8(o, in, blurred, gain)
+		in, o, blurred = in[4*n:], o[4*n:], blurred[n:]
+		if len(blurred) > 0 && len(in) >= 4 && len(o) >= 4 {
+			d := gain * (luminance(in) - blurred[0])
+			o[0], o[1], o[2], o[3] = to8([]float32{in[0] + d, in[1] + d, in[2] + d, in[3]}, overWhite)
+			in, o, blurred = in[4:], o[4:], blurred[1:]
+		}
+	}
+}
+
+// sharpenOpaqueTo8 is opaqueTo8 for sharpenTo8.
+func sharpenOpaqueTo8(o []uint8, in, blurred []float32, gain float32) int {
+	in = in[:min(len(in), len(o), 4*len(blurred))&^3]
+	o = o[:len(in)]
+	for i := 0; i+4 <= len(in); i += 4 {
+		px, q := in[i:i+4:i+4], o[i:i+4:i+4]
+		if !(px[3] >= opaque) {
+			return i / 4
+		}
+		d := gain * (luminance(px) - blurred[i/4])
+		q[0], q[1], q[2], q[3] = encode8(px[0]+d), encode8(px[1]+d), encode8(px[2]+d), 255
+	}
+	return len(in) / 4
 }
 
 func fill(pix []uint8, c [4]uint8) {

@@ -335,19 +335,24 @@ func quantize(v float32) uint8 { return uint8(min(max(v, 0), 1)*255 + 0.5) }
 // encode8 is the 8-bit sRGB encoding of a linear value, rounded to nearest:
 // a table gives the code at the start of v's 1/4096 interval, and one
 // comparison with the next code's threshold settles it (the thresholds are
-// further apart than an interval, the narrowest being 1/255/12.92).
+// further apart than an interval, the narrowest being 1/255/12.92). One
+// test sends every v outside [0, 1) to the ends: the interval's index is
+// out of the table for v >= 1, v <= -1/4096 and NaN (and 0 for v in
+// (-1/4096, 0], whose code is 0 too).
 func encode8(v float32) uint8 {
-	if !(v > 0) { // NaN too
+	i := int(v * encodeCells) // exact: a power of two
+	if uint(i) >= encodeCells {
+		if v > 0 {
+			return 255
+		}
 		return 0
 	}
-	if v >= 1 {
-		return 255
+	k := encodeTable[i]
+	var up uint8
+	if v >= encodeThreshold[k] { // a conditional move, not a branch: in a dark gradient it goes either way
+		up = 1
 	}
-	k := encodeTable[int(v*encodeCells)] // exact: a power of two
-	if v >= encodeThreshold[k] {
-		k++
-	}
-	return k
+	return k + up
 }
 
 const encodeCells = 4096

@@ -32,6 +32,64 @@ type kernel struct {
 	start   []int
 	count   []int
 	weights []float32
+	most    int // the largest count
+	// six is, for a horizontal enlarging kernel (taps == enlargeTaps,
+	// most <= 6, set by shifted), each output's start and six weights
+	// side by side: the spelled-out loops then keep one slice live
+	// instead of two. nine and ten are the same for a kernel of nine or
+	// ten taps (the mask's blur fused with an enlargement, resampleLuma).
+	six  []tap6
+	nine []tap9
+	ten  []tap10
+}
+
+// tap6, tap9 and tap10 are one output of a kernel: its first source
+// pixel and its weights (0 past count).
+type tap6 struct {
+	start int
+	w     [6]float32
+}
+
+type tap9 struct {
+	start int
+	w     [9]float32
+}
+
+type tap10 struct {
+	start int
+	w     [10]float32
+}
+
+// withLumaTaps sets k.nine or k.ten for a kernel of nine or ten taps.
+func (k *kernel) withLumaTaps() {
+	switch k.taps {
+	case 9:
+		k.nine = make([]tap9, len(k.start))
+		for x, start := range k.start {
+			k.nine[x].start = start
+			copy(k.nine[x].w[:], k.weights[9*x:9*x+9])
+		}
+	case 10:
+		k.ten = make([]tap10, len(k.start))
+		for x, start := range k.start {
+			k.ten[x].start = start
+			copy(k.ten[x].w[:], k.weights[10*x:10*x+10])
+		}
+	}
+}
+
+// withSix sets k.six when k is an enlarging kernel, and returns k.
+func (k *kernel) withSix() *kernel {
+	k.six = nil
+	if k.taps != enlargeTaps || k.most > 6 {
+		return k
+	}
+	k.six = make([]tap6, len(k.start))
+	for x, start := range k.start {
+		k.six[x].start = start
+		copy(k.six[x].w[:], k.weights[x*enlargeTaps:x*enlargeTaps+6])
+	}
+	return k
 }
 
 // newKernel maps outN output pixels onto win of a source axis of srcN
@@ -71,17 +129,29 @@ func newKernel(srcN, outN int, win window) *kernel {
 		for t := range k.count[i] {
 			k.weights[i*taps+t] = float32(acc[t] / sum)
 		}
+		k.most = max(k.most, k.count[i])
 	}
 	return k
 }
 
 // resampleRow resamples one row of pixels horizontally into dst.
 func (k *kernel) resampleRow(dst, src []float32) {
-	if k.taps == enlargeTaps {
-		k.resampleRow6(dst, src)
-		return
+	k.resampleRowOf(dst, src, false)
+}
+
+// resampleRowOf is resampleRow; with opaque, the row's pixels are all
+// opaque, and the spelled-out loop sets each output's alpha to 1 instead
+// of summing it (resampleRow6Opaque).
+func (k *kernel) resampleRowOf(dst, src []float32, opaque bool) {
+	x := 0
+	switch {
+	case k.taps != enlargeTaps || k.most > 6:
+	case opaque:
+		x = k.resampleRow6Opaque(dst, src)
+	default:
+		x = k.resampleRow6(dst, src)
 	}
-	for x := range k.start {
+	for ; x < len(k.start); x++ {
 		k.resamplePixel(dst, src, x)
 	}
 }
@@ -90,25 +160,58 @@ func (k *kernel) resampleRow(dst, src []float32) {
 // source pixels around every point between two of them.
 const enlargeTaps = 2*lanczosLobes + 1
 
-// resampleRow6 is resampleRow for an enlarging kernel, its six taps spelled
-// out (an enlarging kernel reads at most six pixels: floor(c+3)-floor(c-3)):
-// the sums are the loop's, in the same order, so the results are the same,
-// without the loop's bookkeeping and bounds checks.
-func (k *kernel) resampleRow6(dst, src []float32) {
-	for x, start := range k.start {
-		if k.count[x] > 6 || 4*start+24 > len(src) {
-			k.resamplePixel(dst, src, x) // at the row's very end
-			continue
-		}
-		// Past count (an edge folded onto fewer pixels) the weights are 0.
-		w := (*[6]float32)(k.weights[x*enlargeTaps:])
-		s := (*[24]float32)(src[4*start:])
+// resampleRow6 is resampleRow for an enlarging kernel that reads at most
+// six pixels an output (floor(c+3)-floor(c-3), the count of every one but
+// for a rounding), its six taps spelled out: the sums are the loop's, in the
+// same order, so the results are the same, without the loop's bookkeeping
+// and bounds checks. It stops before the first output whose six pixels
+// would run past src's end (past count, at an edge folded onto fewer
+// pixels, the weights are 0), and returns that output's index.
+func (k *kernel) resampleRow6(dst, src []float32) int {
+	six := k.six[:k.fullEnd6(len(src))]
+	dst = dst[:4*len(six)]
+	for x := range six {
+		t := &six[x]
+		w := &t.w
+		s := (*[24]float32)(src[4*t.start:])
 		d := (*[4]float32)(dst[4*x:])
 		d[0] = w[0]*s[0] + w[1]*s[4] + w[2]*s[8] + w[3]*s[12] + w[4]*s[16] + w[5]*s[20]
 		d[1] = w[0]*s[1] + w[1]*s[5] + w[2]*s[9] + w[3]*s[13] + w[4]*s[17] + w[5]*s[21]
 		d[2] = w[0]*s[2] + w[1]*s[6] + w[2]*s[10] + w[3]*s[14] + w[4]*s[18] + w[5]*s[22]
 		d[3] = w[0]*s[3] + w[1]*s[7] + w[2]*s[11] + w[3]*s[15] + w[4]*s[19] + w[5]*s[23]
 	}
+	return len(six)
+}
+
+// fullEnd6 is the first output whose six source pixels would run past a
+// row of n float32s (start grows with the output index).
+func (k *kernel) fullEnd6(n int) int {
+	end := len(k.six)
+	for end > 0 && 4*k.six[end-1].start+24 > n {
+		end--
+	}
+	return end
+}
+
+// resampleRow6Opaque is resampleRow6 for a row of opaque pixels (alphas
+// of 1, to within float32's rounding): the alpha it would sum is 1 to
+// within a few ulps (six weights summing to 1 times alphas of 1), which
+// every reader of the output's rows takes for 1 (opaque, to8), so it sets
+// 1 and spends a quarter less.
+func (k *kernel) resampleRow6Opaque(dst, src []float32) int {
+	six := k.six[:k.fullEnd6(len(src))]
+	dst = dst[:4*len(six)]
+	for x := range six {
+		t := &six[x]
+		w := &t.w
+		s := (*[24]float32)(src[4*t.start:])
+		d := (*[4]float32)(dst[4*x:])
+		d[0] = w[0]*s[0] + w[1]*s[4] + w[2]*s[8] + w[3]*s[12] + w[4]*s[16] + w[5]*s[20]
+		d[1] = w[0]*s[1] + w[1]*s[5] + w[2]*s[9] + w[3]*s[13] + w[4]*s[17] + w[5]*s[21]
+		d[2] = w[0]*s[2] + w[1]*s[6] + w[2]*s[10] + w[3]*s[14] + w[4]*s[18] + w[5]*s[22]
+		d[3] = 1
+	}
+	return len(six)
 }
 
 // resamplePixel is output pixel x of resampleRow.
@@ -131,21 +234,77 @@ func (k *kernel) resamplePixel(dst, src []float32, x int) {
 // The even and the odd taps are summed apart: one chain of dependent
 // additions would leave the core waiting on each.
 func (k *kernel) resampleLuma(dst, src []float32) {
-	for x := range k.start {
-		w := k.weights[x*k.taps : x*k.taps+k.count[x]]
-		s := src[k.start[x] : k.start[x]+len(w)]
-		s = s[:len(w)]
-		var even, odd float32
-		t := 0
-		for ; t+1 < len(w); t += 2 {
-			even += w[t] * s[t]
-			odd += w[t+1] * s[t+1]
-		}
-		if t < len(w) {
-			even += w[t] * s[t]
-		}
+	x := 0
+	switch k.taps {
+	case 9:
+		x = k.resampleLuma9(dst, src)
+	case 10:
+		x = k.resampleLuma10(dst, src)
+	}
+	for ; x < len(k.start); x++ {
+		k.resampleLumaPixel(dst, src, x)
+	}
+}
+
+// resampleLumaPixel is output x of resampleLuma.
+func (k *kernel) resampleLumaPixel(dst, src []float32, x int) {
+	w := k.weights[x*k.taps : x*k.taps+k.count[x]]
+	s := src[k.start[x] : k.start[x]+len(w)]
+	s = s[:len(w)]
+	var even, odd float32
+	t := 0
+	for ; t+1 < len(w); t += 2 {
+		even += w[t] * s[t]
+		odd += w[t+1] * s[t+1]
+	}
+	if t < len(w) {
+		even += w[t] * s[t]
+	}
+	dst[x] = even + odd
+}
+
+// fullEnd is the first output whose taps pixels from its start would run
+// past a source of n pixels: the outputs before it can read all taps (past
+// count, at an edge folded onto fewer pixels, the weights are 0).
+func (k *kernel) fullEnd(n int) int {
+	end := len(k.start)
+	for end > 0 && k.start[end-1]+k.taps > n { // start grows with the output index
+		end--
+	}
+	return end
+}
+
+// resampleLuma9 is resampleLuma for a kernel of nine taps (the mask's blur
+// fused with a 2x to 5x enlargement), spelled out: the same sums in the same
+// order, without the loop's bookkeeping and bounds checks. It stops at
+// fullEnd and returns it.
+func (k *kernel) resampleLuma9(dst, src []float32) int {
+	taps := k.nine[:k.fullEnd(len(src))]
+	dst = dst[:len(taps)]
+	for x := range taps {
+		t := &taps[x]
+		w := &t.w
+		s := (*[9]float32)(src[t.start:])
+		even := w[0]*s[0] + w[2]*s[2] + w[4]*s[4] + w[6]*s[6] + w[8]*s[8]
+		odd := w[1]*s[1] + w[3]*s[3] + w[5]*s[5] + w[7]*s[7]
 		dst[x] = even + odd
 	}
+	return len(taps)
+}
+
+// resampleLuma10 is resampleLuma9 for ten taps (5x to 8x).
+func (k *kernel) resampleLuma10(dst, src []float32) int {
+	taps := k.ten[:k.fullEnd(len(src))]
+	dst = dst[:len(taps)]
+	for x := range taps {
+		t := &taps[x]
+		w := &t.w
+		s := (*[10]float32)(src[t.start:])
+		even := w[0]*s[0] + w[2]*s[2] + w[4]*s[4] + w[6]*s[6] + w[8]*s[8]
+		odd := w[1]*s[1] + w[3]*s[3] + w[5]*s[5] + w[7]*s[7] + w[9]*s[9]
+		dst[x] = even + odd
+	}
+	return len(taps)
 }
 
 // blurred is k followed by a blur of its outputs with the symmetric weights
@@ -162,6 +321,7 @@ func (k *kernel) blurred(g []float32) *kernel {
 		b.count[i] = k.start[last] + k.count[last] - b.start[i]
 		b.taps = max(b.taps, b.count[i])
 	}
+	b.most = b.taps
 	b.weights = make([]float32, n*b.taps)
 	acc := make([]float64, b.taps)
 	for i := range n {
@@ -177,16 +337,70 @@ func (k *kernel) blurred(g []float32) *kernel {
 			b.weights[i*b.taps+u] = float32(acc[u])
 		}
 	}
+	b.withLumaTaps()
 	return b
 }
 
 // combine computes row y of a vertical resample into dst; row(j) returns
-// row j of the source, in increasing j.
+// row j of the source, in increasing j. The rows are summed a few at a time
+// (one pass over dst for up to four of them, instead of one each), in the
+// order of one at a time, so the sums are the same.
 func (k *kernel) combine(dst []float32, y int, row func(j int) []float32) {
 	w := k.weights[y*k.taps : y*k.taps+k.count[y]]
-	scaleInto(dst, row(k.start[y]), w[0])
-	for t := 1; t < len(w); t++ {
-		addScaled(dst, row(k.start[y] + t)[:len(dst)], w[t])
+	j := k.start[y]
+	switch len(w) {
+	case 1:
+		scaleInto(dst, row(j), w[0])
+		return
+	case 2:
+		scale2Into(dst, row(j), row(j+1), w[0], w[1])
+		return
+	}
+	scale3Into(dst, row(j), row(j+1), row(j+2), w[0], w[1], w[2])
+	for t := 3; t < len(w); {
+		switch n := len(w) - t; {
+		case n >= 4:
+			add4Scaled(dst, row(j+t), row(j+t+1), row(j+t+2), row(j+t+3), w[t], w[t+1], w[t+2], w[t+3])
+			t += 4
+		case n == 3:
+			add3Scaled(dst, row(j+t), row(j+t+1), row(j+t+2), w[t], w[t+1], w[t+2])
+			t += 3
+		default:
+			addScaled(dst, row(j+t), w[t])
+			t++
+		}
+	}
+}
+
+// scale2Into sets dst to wa*a + wb*b.
+func scale2Into(dst, a, b []float32, wa, wb float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		dst[i] = wa*a[i] + wb*b[i]
+	}
+}
+
+// scale3Into sets dst to wa*a + wb*b + wc*c.
+func scale3Into(dst, a, b, c []float32, wa, wb, wc float32) {
+	a, b, c = a[:len(dst)], b[:len(dst)], c[:len(dst)]
+	for i := range dst {
+		dst[i] = wa*a[i] + wb*b[i] + wc*c[i]
+	}
+}
+
+// add3Scaled adds wa*a, wb*b and wc*c to dst, in that order.
+func add3Scaled(dst, a, b, c []float32, wa, wb, wc float32) {
+	a, b, c = a[:len(dst)], b[:len(dst)], c[:len(dst)]
+	for i := range dst {
+		dst[i] = dst[i] + wa*a[i] + wb*b[i] + wc*c[i]
+	}
+}
+
+// add4Scaled adds wa*a, wb*b, wc*c and wd*d to dst, in that order.
+func add4Scaled(dst, a, b, c, d []float32, wa, wb, wc, wd float32) {
+	a, b, c, d = a[:len(dst)], b[:len(dst)], c[:len(dst)], d[:len(dst)]
+	for i := range dst {
+		dst[i] = dst[i] + wa*a[i] + wb*b[i] + wc*c[i] + wd*d[i]
 	}
 }
 
@@ -213,22 +427,17 @@ func (k *kernel) span() (lo, hi int) {
 }
 
 // maxCount is the most source pixels one output pixel reads.
-func (k *kernel) maxCount() int {
-	n := 1
-	for _, c := range k.count {
-		n = max(n, c)
-	}
-	return n
-}
+func (k *kernel) maxCount() int { return max(k.most, 1) }
 
-// shifted is k reading a source whose first pixel is source pixel origin.
+// shifted is k reading a source whose first pixel is source pixel origin:
+// a horizontal kernel of the pipeline, with its six set.
 func (k *kernel) shifted(origin int) *kernel {
 	s := *k
 	s.start = make([]int, len(k.start))
 	for i, v := range k.start {
 		s.start[i] = v - origin
 	}
-	return &s
+	return s.withSix()
 }
 
 // geometry says where the source lands in the output.

@@ -153,7 +153,8 @@ func TestJPEGCoderMatchesImageJPEG(t *testing.T) {
 }
 
 // Quantizing by reciprocal rounds exactly as image/jpeg's division, for
-// every quantizer and every DCT output (they are under 2^14 in size).
+// every quantizer and every DCT output (they are under 2^14 in size), and
+// zeroes tells the zero quotients.
 func TestReciprocalDivision(t *testing.T) {
 	for q := int32(1); q <= 255; q++ {
 		d := 8 * q
@@ -165,6 +166,9 @@ func TestReciprocalDivision(t *testing.T) {
 			}
 			if got := r.div(a); got != want {
 				t.Fatalf("%d / %d: %d, want %d", a, d, got, want)
+			}
+			if r.zeroes(a) != (want == 0) {
+				t.Fatalf("%d / %d: zeroes says %v, the quotient is %d", a, d, r.zeroes(a), want)
 			}
 		}
 	}

@@ -44,12 +44,19 @@ type jpegCoder struct {
 type reciprocal struct {
 	mul  uint64
 	half int32 // d/2, added before dividing to round
+	zero int32 // d - d/2: |a| below it divides to 0
 }
 
 const recipShift = 40
 
 func newReciprocal(d int32) reciprocal {
-	return reciprocal{mul: 1<<recipShift/uint64(d) + 1, half: d >> 1}
+	return reciprocal{mul: 1<<recipShift/uint64(d) + 1, half: d >> 1, zero: d - d>>1}
+}
+
+// zeroes reports whether div(a) is 0, |a| + d/2 < d, with one comparison:
+// most of a block's quantized coefficients are.
+func (r reciprocal) zeroes(a int32) bool {
+	return uint32(a+r.zero-1) < uint32(2*r.zero-1)
 }
 
 // div is image/jpeg's div(a, d): a/d rounded half away from zero.
@@ -187,11 +194,12 @@ func (c *jpegCoder) writeBlock(w *bitWriter, b *block, q int, prevDC int32) int3
 	c.emitHuffRLE(w, 2*q, 0, dc-prevDC)
 	h, run := 2*q+1, int32(0)
 	for zig := 1; zig < 64; zig++ {
-		ac := div[zig].div(b[unzig[zig]])
-		if ac == 0 {
+		a := b[unzig[zig]&63]
+		if div[zig].zeroes(a) {
 			run++
 			continue
 		}
+		ac := div[zig].div(a)
 		for run > 15 {
 			c.emitHuff(w, h, 0xf0)
 			run -= 16
@@ -239,35 +247,29 @@ func rgbaToYCbCr(m *image.RGBA, px, py int, yBlock, cbBlock, crBlock *block) {
 	for j := range 8 {
 		sy := min(py+j, r.Max.Y-1)
 		row := m.Pix[(sy-r.Min.Y)*m.Stride:][:4*r.Dx()]
-		var p []byte
+		var p *[32]byte
 		if x := px - r.Min.X; x+8 <= r.Dx() {
-			p = row[4*x:][:32]
+			p = (*[32]byte)(row[4*x:])
 		} else {
 			for i := range 8 {
 				sx := min(x+i, r.Dx()-1)
 				copy(edge[4*i:4*i+4], row[4*sx:])
 			}
-			p = edge[:]
+			p = &edge
 		}
-		yb, cbb, crb := yBlock[8*j:][:8], cbBlock[8*j:][:8], crBlock[8*j:][:8]
+		yb, cbb, crb := (*[8]int32)(yBlock[8*j:]), (*[8]int32)(cbBlock[8*j:]), (*[8]int32)(crBlock[8*j:])
 		for i := range 8 {
 			r1, g1, b1 := int32(p[4*i]), int32(p[4*i+1]), int32(p[4*i+2])
 			yy := (19595*r1 + 38470*g1 + 7471*b1 + 1<<15) >> 16
+			// color.RGBToYCbCr clamps Cb and Cr to [0, 255] by a test of
+			// the high byte. From 8-bit R, G, B neither is below 1<<16,
+			// and both reach 256<<16 (pure blue, pure red): min clamps
+			// them alike, without a branch.
 			cb := -11056*r1 - 21712*g1 + 32768*b1 + 257<<15
-			if uint32(cb)&0xff000000 == 0 {
-				cb >>= 16
-			} else {
-				cb = ^(cb >> 31)
-			}
 			cr := 32768*r1 - 27440*g1 - 5328*b1 + 257<<15
-			if uint32(cr)&0xff000000 == 0 {
-				cr >>= 16
-			} else {
-				cr = ^(cr >> 31)
-			}
 			yb[i] = yy
-			cbb[i] = int32(uint8(cb))
-			crb[i] = int32(uint8(cr))
+			cbb[i] = min(cb>>16, 255)
+			crb[i] = min(cr>>16, 255)
 		}
 	}
 }
@@ -277,10 +279,11 @@ func scale(dst *block, src *[4]block) {
 	for i := range 4 {
 		dstOff := (i&2)<<4 | (i&1)<<2
 		for y := range 4 {
+			top, bottom := (*[8]int32)(src[i][16*y:]), (*[8]int32)(src[i][16*y+8:])
+			d := (*[4]int32)(dst[8*y+dstOff:])
 			for x := range 4 {
-				j := 16*y + 2*x
-				sum := src[i][j] + src[i][j+1] + src[i][j+8] + src[i][j+9]
-				dst[8*y+x+dstOff] = (sum + 2) >> 2
+				sum := top[2*x] + top[2*x+1] + bottom[2*x] + bottom[2*x+1]
+				d[x] = (sum + 2) >> 2
 			}
 		}
 	}
