@@ -110,6 +110,8 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	s3c := s3.New(clients.S3.Options(), func(o *s3.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), m.count) })
 	local := devstack.New(db, q, s3c, "")
 	local.UseMoto(clients.MotoEndpoint)
+	// The functions build their own clients (as in Lambda): the same notes.
+	local.FunctionAPIOptions = []func(*middleware.Stack) error{marks.claimed.firstStatusWrite, m.capacity, m.count}
 	local.Table, local.JobsQueue = "genjobs-bench-runs", "genjobs-bench-runs-jobs"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-runs-results", "genjobs-bench-runs-assets"
 	if err := local.Provision(ctx); err != nil {

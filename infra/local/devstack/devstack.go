@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
@@ -100,6 +102,9 @@ type Stack struct {
 	KMS            *kms.Client
 	SecretsManager *secretsmanager.Client
 	MotoEndpoint   string
+	// FunctionAPIOptions are added to every AWS client the functions build
+	// from FunctionConfig (the bench meters their calls with them).
+	FunctionAPIOptions []func(*middleware.Stack) error
 	// Secrets are the provider secrets Provision loads (LoadSecrets).
 	Secrets ProviderSecrets
 
@@ -432,12 +437,14 @@ func (s *Stack) FunctionConfig() aws.Config {
 	if moto == "" {
 		moto = "http://127.0.0.1:1"
 	}
-	return emulator.FunctionConfig(awsclient.Endpoints{
+	cfg := emulator.FunctionConfig(awsclient.Endpoints{
 		"DynamoDB": aws.ToString(s.DynamoDB.Options().BaseEndpoint),
 		"SQS":      aws.ToString(s.SQS.Options().BaseEndpoint),
 		"S3":       aws.ToString(s.S3.Options().BaseEndpoint),
 		"KMS":      moto, "Secrets Manager": moto,
 	})
+	cfg.APIOptions = append(slices.Clone(cfg.APIOptions), s.FunctionAPIOptions...)
+	return cfg
 }
 
 // SeedDemo makes sure the demo workspace exists (created with API access),
