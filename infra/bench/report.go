@@ -198,7 +198,7 @@ func (r *report) footnotes(srcBytes int, loadBefore, loadAtLoad, loadAtRuns stri
 	r.t.note("first invoke: the process's first event handed over to its response posted back (no network: events without a token).")
 	r.t.note("create job: workspace %s with max_concurrent = max_running = %s (no 429s, no backlog); %d-request warm-up first;",
 		loadWorkspace, commas(loadLimit), warmupRequests)
-	r.t.note("  each request = 2 GetItem + 1 TransactWriteItems (the job's conditional Put, the workspace's slot counters and reservation, the ledger entry, the request's Put) + 1 SQS SendMessage.")
+	r.t.note("  each request = 1 TransactWriteItems (the job's conditional Put, the workspace's slot counters and reservation, the ledger entry, the request's Put) + 1 SQS SendMessage; the token and workspace GetItems only when the function instance has not read them in the last 5 s.")
 	r.t.note("raw PutItem: copies of a job item the API wrote, with its condition, same count and clients: DynamoDB Local's ceiling.")
 	r.t.note("raw TransactWriteItems: a creation's four writes (job, the one workspace item, a ledger entry, the request) without the service: the ceiling of billed creation in one workspace here.")
 	r.t.note("job runs: own table, queue and buckets on the same emulators; workspace %s with max_concurrent = max_running = %d, so no",

@@ -321,7 +321,7 @@ func (r *report) styles(s *stylesReport) {
 		commas(stylesTotal), commas(int64(s.visible)), stylesWorkspace)
 	r.t.note("  the rest: other workspaces' and an application user's private styles, public ones not approved), stored by %d writers in %.1f s;",
 		stylesWriters, s.populate.Seconds())
-	r.t.note("  each request = 2 GetItem (token, workspace) + 4 Query of styles-by-set (merged) + BatchGetItem of the page; %d-request warm-up first;",
+	r.t.note("  each request = 4 Query of styles-by-set (merged) + BatchGetItem of the page; %d-request warm-up first;",
 		stylesWarmup)
 	r.t.note("  at most %d requests or %.0f s; 1-minute load average %s before them.", stylesRequests, stylesDuration.Seconds(), s.loadAvg)
 }
