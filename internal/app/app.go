@@ -7,9 +7,9 @@
 // functions that use no AWS service (notfound, openapi). The builders of the
 // others live in sub-packages grouped by the AWS clients they use (tables,
 // blobs, queues, signers, jobsfn, generatefn, workerfn, webhookfn,
-// providerfn): a
-// binary links every package its builder imports and runs their init, so a
-// function that never sends to SQS must not import the package that does.
+// providerfn): a binary links every package its builder imports and runs
+// their init, so a function that never sends to SQS must not import the
+// package that does.
 package app
 
 import (
