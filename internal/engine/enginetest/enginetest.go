@@ -18,6 +18,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,3 +245,33 @@ func Allocated(fn func()) uint64 {
 
 // LieBudget is what decoding a lying header may cost on the heap.
 const LieBudget = 64 << 20
+
+// PeakHeap runs fn and returns the most heap it held at once: the largest
+// live heap seen above the heap before it, sampled every 5 ms, garbage not
+// yet collected included. (HeapSys growth would read 0 once an earlier run
+// has grown the heap.)
+func PeakHeap(fn func()) (peak uint64) {
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var m runtime.MemStats
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapAlloc-min(m.HeapAlloc, before.HeapAlloc))
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	fn()
+	close(stop)
+	wg.Wait()
+	return peak
+}

@@ -3,13 +3,12 @@ package enhance
 import (
 	"context"
 	"image"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"genjobs/internal/engine"
+	"genjobs/internal/engine/enginetest"
 )
 
 // A default request (every filter at 0.5) on a 1024x1024 JPEG photo.
@@ -44,7 +43,7 @@ func BenchmarkEnhancePeakHeap4096(b *testing.B) {
 			}), input)
 			var peak uint64
 			for b.Loop() {
-				peak = max(peak, peakHeap(func() {
+				peak = max(peak, enginetest.PeakHeap(func() {
 					if _, err := (Engine{}).Run(context.Background(), j, func(engine.Update) error { return nil }); err != nil {
 						b.Fatal(err)
 					}
@@ -53,35 +52,6 @@ func BenchmarkEnhancePeakHeap4096(b *testing.B) {
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 		})
 	}
-}
-
-// peakHeap runs fn and returns the most heap it held at once: the largest
-// live heap seen above the heap before it. (HeapSys growth would read 0
-// once an earlier run has grown the heap.)
-func peakHeap(fn func()) (peak uint64) {
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		var m runtime.MemStats
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapAlloc-min(m.HeapAlloc, before.HeapAlloc))
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	fn()
-	close(stop)
-	wg.Wait()
-	return peak
 }
 
 // BenchmarkEnhanceFill is the pipeline alone, without an encoder: a

@@ -3,6 +3,7 @@ package stripenc
 import (
 	"compress/flate"
 	"fmt"
+	"genjobs/internal/engine/enginetest"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -10,7 +11,6 @@ import (
 	"runtime"
 	"sync"
 	"testing"
-	"time"
 
 	kflate "github.com/klauspost/compress/flate"
 )
@@ -131,7 +131,7 @@ func BenchmarkPeakHeap22000(b *testing.B) {
 			var peak uint64
 			for b.Loop() {
 				out.n = 0
-				peak = max(peak, peakHeap(func() {
+				peak = max(peak, enginetest.PeakHeap(func() {
 					if err := encoders[format](&out); err != nil {
 						b.Fatal(err)
 					}
@@ -141,34 +141,6 @@ func BenchmarkPeakHeap22000(b *testing.B) {
 			b.ReportMetric(float64(out.n), "out-bytes")
 		})
 	}
-}
-
-// peakHeap runs fn and returns the most heap it held at once (sampled every
-// 5 ms), garbage not yet collected included.
-func peakHeap(fn func()) (peak uint64) {
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		var m runtime.MemStats
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapAlloc-min(m.HeapAlloc, before.HeapAlloc))
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	fn()
-	close(stop)
-	wg.Wait()
-	return peak
 }
 
 // The deflaters on the filtered rows of the 4096 x 4096 photo, one stream
