@@ -298,6 +298,17 @@ func one(args []string, what string) (string, error) {
 	return args[0], nil
 }
 
+// clientFor reads a command's one argument (what it is, for the usage
+// error) and makes the API client.
+func (c *cli) clientFor(args []string, what string) (string, *client.Client, error) {
+	arg, err := one(args, what)
+	if err != nil {
+		return "", nil, err
+	}
+	cl, err := c.client()
+	return arg, cl, err
+}
+
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func jsonObject(k, v string) ([]byte, error) { return json.Marshal(map[string]string{k: v}) }

@@ -16,11 +16,7 @@ func outFlag(fs *flag.FlagSet) {
 }
 
 func (c *cli) jobsGet(ctx context.Context, _ *flag.FlagSet, args []string) error {
-	id, err := one(args, "job id")
-	if err != nil {
-		return err
-	}
-	cl, err := c.client()
+	id, cl, err := c.clientFor(args, "job id")
 	if err != nil {
 		return err
 	}
@@ -33,11 +29,7 @@ func (c *cli) jobsGet(ctx context.Context, _ *flag.FlagSet, args []string) error
 }
 
 func (c *cli) jobsWait(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	id, err := one(args, "job id")
-	if err != nil {
-		return err
-	}
-	cl, err := c.client()
+	id, cl, err := c.clientFor(args, "job id")
 	if err != nil {
 		return err
 	}
@@ -45,11 +37,7 @@ func (c *cli) jobsWait(ctx context.Context, fs *flag.FlagSet, args []string) err
 }
 
 func (c *cli) jobsCancel(ctx context.Context, _ *flag.FlagSet, args []string) error {
-	id, err := one(args, "job id")
-	if err != nil {
-		return err
-	}
-	cl, err := c.client()
+	id, cl, err := c.clientFor(args, "job id")
 	if err != nil {
 		return err
 	}
@@ -62,11 +50,7 @@ func (c *cli) jobsCancel(ctx context.Context, _ *flag.FlagSet, args []string) er
 }
 
 func (c *cli) jobsDownload(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	id, err := one(args, "job id")
-	if err != nil {
-		return err
-	}
-	cl, err := c.client()
+	id, cl, err := c.clientFor(args, "job id")
 	if err != nil {
 		return err
 	}
@@ -85,11 +69,7 @@ func (c *cli) jobsDownload(ctx context.Context, fs *flag.FlagSet, args []string)
 }
 
 func (c *cli) jobsDeliveries(ctx context.Context, _ *flag.FlagSet, args []string) error {
-	id, err := one(args, "job id")
-	if err != nil {
-		return err
-	}
-	cl, err := c.client()
+	id, cl, err := c.clientFor(args, "job id")
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,7 @@ import (
 )
 
 func (c *cli) assetsUpload(ctx context.Context, _ *flag.FlagSet, args []string) error {
-	file, err := one(args, "file")
-	if err != nil {
-		return err
-	}
-	cl, err := c.client()
+	file, cl, err := c.clientFor(args, "file")
 	if err != nil {
 		return err
 	}
@@ -120,11 +116,7 @@ func stylesListCommand() *command {
 }
 
 func (c *cli) stylesShare(ctx context.Context, _ *flag.FlagSet, args []string) error {
-	id, err := one(args, "style id")
-	if err != nil {
-		return err
-	}
-	cl, err := c.client()
+	id, cl, err := c.clientFor(args, "style id")
 	if err != nil {
 		return err
 	}
