@@ -45,15 +45,7 @@ func Provider(d app.Deps) (app.SQSHandler, error) {
 		return nil, err
 	}
 	d = d.WithRetries(awsclient.Events)
-	cat, err := catalog.New()
-	if err != nil {
-		return nil, err
-	}
-	routes, err := provider.LoadRoutes(d.ProviderRoutes, d.ProviderQueueURL, cat)
-	if err != nil {
-		return nil, err
-	}
-	secrets, err := Secrets(d)
+	cat, routes, secrets, err := routing(d)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +70,24 @@ func Provider(d app.Deps) (app.SQSHandler, error) {
 	return app.WithMargin(r.HandleSQS), nil
 }
 
+// routing is what both provider functions check at init: the catalog, the
+// routes against it, and the secrets the routes name.
+func routing(d app.Deps) (*catalog.Catalog, provider.Routes, provider.Secrets, error) {
+	cat, err := catalog.New()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	routes, err := provider.LoadRoutes(d.ProviderRoutes, d.ProviderQueueURL, cat)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sec, err := Secrets(d)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cat, routes, sec, nil
+}
+
 // Callbacks builds the handler of POST /callbacks/{provider}/{job_id}/{token}.
 func Callbacks(d app.Deps) (http.Handler, error) {
 	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "PROVIDER_QUEUE_URL": d.ProviderQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
@@ -85,15 +95,7 @@ func Callbacks(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	d = d.WithRetries(awsclient.Requests)
-	cat, err := catalog.New()
-	if err != nil {
-		return nil, err
-	}
-	routes, err := provider.LoadRoutes(d.ProviderRoutes, d.ProviderQueueURL, cat)
-	if err != nil {
-		return nil, err
-	}
-	secrets, err := Secrets(d)
+	_, routes, secrets, err := routing(d)
 	if err != nil {
 		return nil, err
 	}
