@@ -49,8 +49,8 @@ func (q *Queue) Schedule(ctx context.Context, m provider.Message, delay time.Dur
 
 // Settings of the provider queue, as template.yaml sets them: a visibility
 // timeout six times the provider function's (as Lambda advises for SQS
-// sources), and the dead-letter
-// queue after 5 receives of a message no step could handle.
+// sources), and the dead-letter queue after 5 receives of a message no step
+// could handle.
 const (
 	VisibilityTimeoutSeconds = 3600
 	MaxReceiveCount          = 5
