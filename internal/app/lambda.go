@@ -1,14 +1,19 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"genjobs/internal/httpapi"
+	"genjobs/internal/logging"
 	"genjobs/internal/metrics"
 )
 
@@ -28,34 +33,73 @@ func start(name string, f Function) error {
 	if err != nil {
 		return err
 	}
-	// In Lambda, standard output goes to CloudWatch Logs, which reads the
-	// metrics' EMF lines; the local stack runs without them.
-	d.Metrics = metrics.New(os.Stdout, name, d.Clock)
+	h, err := Lambda(name, f, d, os.Stdout, os.Getenv)
+	if err != nil {
+		return err
+	}
+	lambda.Start(h)
+	return errors.New("the Lambda runtime loop ended")
+}
+
+// Lambda builds the handler Lambda invokes for f, from d: its log lines
+// (package logging: the level of Lambda's LoggingConfig, each line with the
+// invocation's request id, trace id and cold-start flag) and its metrics
+// (with ColdStart on an execution environment's first invocation) are
+// written to out, standard output in Lambda, which CloudWatch Logs reads.
+func Lambda(name string, f Function, d Deps, out io.Writer, getenv func(string) string) (any, error) {
+	level := logging.Level(getenv)
+	inv := logging.NewInvocations(lambdacontext.MaxConcurrency())
+	d.Log = logging.New(out, level, inv)
+	d.Metrics = metrics.New(out, name, d.Clock).KeptAt(logging.LevelName(max(level, slog.LevelInfo)))
+	o := observer{inv: inv, metrics: d.Metrics}
 	switch {
 	case f.HTTP != nil:
 		h, err := f.HTTP(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		lambda.Start(httpapi.LambdaHandler(d.Log, h))
+		return observe(o, httpapi.LambdaHandler(d.Log, h)), nil
 	case f.SQS != nil:
 		h, err := f.SQS(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		lambda.Start(h)
+		return observe(o, h), nil
 	case f.Schedule != nil:
 		h, err := f.Schedule(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		lambda.Start(h)
+		run := observe(o, func(ctx context.Context, e events.EventBridgeEvent) (struct{}, error) {
+			return struct{}{}, h(ctx, e)
+		})
+		return func(ctx context.Context, e events.EventBridgeEvent) error {
+			_, err := run(ctx, e)
+			return err
+		}, nil
 	case f.Stream != nil:
 		h, err := f.Stream(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		lambda.Start(h)
+		return observe(o, h), nil
 	}
-	return errors.New("no builder given")
+	return nil, errors.New("no builder given")
+}
+
+type observer struct {
+	inv     *logging.Invocations
+	metrics *metrics.Emitter
+}
+
+// observe marks the invocations of h for the logs, and counts cold starts.
+func observe[E, R any](o observer, h func(context.Context, E) (R, error)) func(context.Context, E) (R, error) {
+	return func(ctx context.Context, e E) (R, error) {
+		inv, end := o.inv.Begin(ctx)
+		defer end()
+		if inv.ColdStart {
+			o.metrics.Count(metrics.ColdStart, "", 1)
+		}
+		return h(ctx, e)
+	}
 }

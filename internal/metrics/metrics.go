@@ -41,6 +41,9 @@ const (
 	// (Function).
 	PaymentRequired = "PaymentRequired"
 	TooManyRequests = "TooManyRequests"
+	// ColdStart counts the invocations that were their execution
+	// environment's first (Function): each paid for an init.
+	ColdStart = "ColdStart"
 )
 
 // Dim is one more dimension of a metric: only those this package makes.
@@ -59,6 +62,7 @@ type Emitter struct {
 	w        io.Writer
 	function string
 	clock    clock.Clock
+	level    string
 	mu       sync.Mutex
 }
 
@@ -66,6 +70,15 @@ type Emitter struct {
 // function named function (its functions/ directory: generate, worker).
 func New(w io.Writer, function string, clk clock.Clock) *Emitter {
 	return &Emitter{w: w, function: function, clock: clk}
+}
+
+// KeptAt gives every line the log level level ("WARN", ...) and returns
+// e. Lambda's log-level filtering (ApplicationLogLevel) drops the lines
+// below its level, and counts a line without a "level" as INFO: above INFO,
+// the metrics' lines would be dropped before CloudWatch Logs reads them.
+func (e *Emitter) KeptAt(level string) *Emitter {
+	e.level = level
+	return e
 }
 
 // Count records n of a count metric for model ("" when none applies).
@@ -94,6 +107,9 @@ func (e *Emitter) emit(name, unit string, value float64, model string, dims []Di
 		return
 	}
 	root := map[string]any{"Function": e.function, name: value}
+	if e.level != "" {
+		root["level"] = e.level
+	}
 	set := []string{"Function"}
 	if model != "" {
 		root["Model"] = model
