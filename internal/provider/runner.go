@@ -32,6 +32,13 @@ import (
 type Message struct {
 	JobID string `json:"job_id"`
 	Lease string `json:"lease,omitempty"`
+	// Failures counts the chain's failed tries in a row (a submission, a
+	// read, a copy of the outputs): the backoff doubles with each.
+	Failures int `json:"failures,omitempty"`
+	// Answered is the marker of a submission the provider answered with an
+	// error: nothing of it is in flight, so the next step need not wait
+	// for its answer before looking for its prediction.
+	Answered string `json:"answered,omitempty"`
 }
 
 // Store reads and writes jobs and their prediction state (store.Store).
@@ -169,7 +176,10 @@ type step struct {
 	client Client
 	secret Secret
 	lease  string // the chain's hold; empty for a step acting without one
-	log    *slog.Logger
+	// failures and answered are the chain's, from its message (Message).
+	failures int
+	answered string
+	log      *slog.Logger
 	// request is the job's validated request, read with the job: the
 	// records its transitions return do not carry it (it is an item of
 	// its own, off the job's hot item).
@@ -218,7 +228,7 @@ func (r *Runner) Step(ctx context.Context, m Message) error {
 	now := r.Clock.Now()
 	switch {
 	case m.Lease != "" && m.Lease == j.Lease.ID: // the chain's next step
-		s.lease = m.Lease
+		s.lease, s.failures, s.answered = m.Lease, m.Failures, m.Answered
 	case j.Lease.Held(now):
 		if sub.Callback != "" && m.Lease == "" {
 			// A callback ended the prediction while a chain sleeps: act on
@@ -308,6 +318,7 @@ func (s *step) submit(ctx context.Context, previous string) error {
 	s.sub.Tries++
 	input, msg, err := s.input(ctx)
 	if err != nil {
+		s.answered = marker // nothing was sent
 		return s.retry(ctx, "prepare the input", err)
 	}
 	if msg != "" {
@@ -322,6 +333,9 @@ func (s *step) submit(ctx context.Context, previous string) error {
 		return s.fail(ctx, job.CodeProvider, Trim("The provider refused the request: "+pe.Message))
 	}
 	if err != nil {
+		if answered(err) {
+			s.answered = marker
+		}
 		return s.retry(ctx, "submit", err)
 	}
 	if err := r.Store.RecordPrediction(ctx, s.j.ID, marker, p.ID); err != nil {
@@ -336,7 +350,7 @@ func (s *step) submit(ctx context.Context, previous string) error {
 // prediction it may have made before making another.
 func (s *step) recover(ctx context.Context) error {
 	r := s.r
-	if wait := r.InFlight - r.Clock.Now().Sub(s.sub.MarkedAt); wait > 0 {
+	if wait := r.InFlight - r.Clock.Now().Sub(s.sub.MarkedAt); wait > 0 && s.answered != s.sub.Marker {
 		return s.next(ctx, wait) // its answer may yet come
 	}
 	if !s.client.Readable() {
@@ -439,6 +453,11 @@ func (s *step) next(ctx context.Context, delay time.Duration) error {
 }
 
 func (s *step) nextAs(ctx context.Context, delay time.Duration, to job.Status, progress *float64) error {
+	return s.schedule(ctx, delay, to, progress, Message{})
+}
+
+// schedule is nextAs sending m's Failures and Answered along.
+func (s *step) schedule(ctx context.Context, delay time.Duration, to job.Status, progress *float64, m Message) error {
 	r := s.r
 	now := r.Clock.Now()
 	if until := s.deadline(); now.Add(delay).After(until) {
@@ -453,22 +472,40 @@ func (s *step) nextAs(ctx context.Context, delay time.Duration, to job.Status, p
 		return err
 	}
 	s.j = j
-	return r.Queue.Schedule(ctx, Message{JobID: s.j.ID, Lease: s.lease}, delay)
+	m.JobID, m.Lease = s.j.ID, s.lease
+	return r.Queue.Schedule(ctx, m, delay)
 }
 
+// MaxRetryAfter bounds the wait a provider's Retry-After asks for: one
+// delayed message; a provider still busy then says so again.
+const MaxRetryAfter = 15 * time.Minute
+
 // retry schedules the step again after a failure of the provider or of
-// ours: after Retry-After when the provider gave one, else a backoff.
+// ours: after Retry-After when the provider gave one (at most
+// MaxRetryAfter), else after a backoff that doubles with the chain's
+// failures in a row, up to MaxPoll.
 func (s *step) retry(ctx context.Context, what string, err error) error {
 	r := s.r
-	delay := RetryAfter(err) // honoured as given (a wait over 15 minutes is a chain of messages)
+	delay := min(RetryAfter(err), MaxRetryAfter)
 	if delay == 0 {
-		delay = min(r.RetryBase<<min(max(s.sub.Tries-1, 0), 10), r.MaxPoll)
+		delay = min(r.RetryBase<<min(s.failures, 10), r.MaxPoll)
 	}
-	s.log.Warn("provider step failed; retrying", "step", what, "retry_in", delay.String(), "error", err.Error())
+	s.log.Warn("provider step failed; retrying", "step", what, "retry_in", delay.String(), "failures", s.failures+1, "error", err.Error())
 	if s.lease == "" {
 		return err // a callback's step: SQS delivers it again
 	}
-	return s.next(ctx, delay)
+	m := Message{Failures: s.failures + 1}
+	if s.answered == s.sub.Marker && s.sub.PredictionID == "" {
+		m.Answered = s.answered
+	}
+	return s.schedule(ctx, delay, s.j.Status, nil, m)
+}
+
+// answered reports whether err is the provider's answer (a status code)
+// rather than a request that may still be in flight.
+func answered(err error) bool {
+	var pe *Error
+	return errors.As(err, &pe) && pe.StatusCode != 0
 }
 
 // fail ends the job as failed with a message the client reads.
