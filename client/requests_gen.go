@@ -31,8 +31,9 @@ type StandardEnhanceRequest struct {
 	// V2", "CGI", "High Fidelity V2", "Upscale High Fidelity V3", "Text Refine".
 	Model string `json:"model"`
 
-	// OutputFormat: File format of the output image. One of "png", "jpg",
-	// "webp". Default "jpg".
+	// OutputFormat: File format of the output image. webp allows at most 16383
+	// pixels a side and 67108864 pixels in all (8192 x 8192); use png or jpg for
+	// larger outputs. One of "png", "jpg", "webp". Default "jpg".
 	OutputFormat *string `json:"output_format,omitempty"`
 
 	// SubjectDetection: Which part of the image the enhancement applies to. One

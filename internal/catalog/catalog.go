@@ -239,7 +239,12 @@ func (e *Endpoint) read() (map[string]*node, error) {
 	return props, nil
 }
 
-// schema is the endpoint's compiled validator, compiled on first use.
+// schema is the endpoint's compiled validator, compiled on first use. It
+// leaves out the schema's root allOf: the conditions across fields written
+// there for readers of the OpenAPI document (mode image needs image_urls)
+// are the endpoint's rules (check), which say what is wrong in the
+// request's own words; TestSchemaConditionsAreTheRules holds the two
+// together.
 func (e *Endpoint) schema() (*gojsonschema.Schema, error) {
 	e.compiled.once.Do(func() {
 		registerFormats.Do(func() {
@@ -250,7 +255,11 @@ func (e *Endpoint) schema() (*gojsonschema.Schema, error) {
 		loader := gojsonschema.NewSchemaLoader()
 		loader.Draft = gojsonschema.Draft7
 		loader.AutoDetect = false
-		e.compiled.schema, e.compiled.err = loader.Compile(gojsonschema.NewBytesLoader(e.raw))
+		var root map[string]json.RawMessage
+		if e.compiled.err = json.Unmarshal(e.raw, &root); e.compiled.err == nil {
+			delete(root, "allOf")
+			e.compiled.schema, e.compiled.err = loader.Compile(gojsonschema.NewGoLoader(root))
+		}
 		if e.compiled.err != nil {
 			e.compiled.err = fmt.Errorf("catalog: schema of %s: %w", e.Model, e.compiled.err)
 		}

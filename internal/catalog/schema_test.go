@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -14,6 +15,8 @@ var portableKeywords = map[string]bool{
 	"additionalProperties": true, "items": true, "minimum": true, "maximum": true,
 	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
 	"enum": true, "format": true, "default": true,
+	// The conditions across fields (TestSchemaConditionsAreTheRules).
+	"allOf": true, "if": true, "then": true, "const": true,
 }
 
 var imageFields = map[string]bool{
@@ -77,6 +80,12 @@ func walkSchema(t *testing.T, model, path string, s map[string]any) {
 			}
 		case "items":
 			walkSchema(t, model, path+"[]", v.(map[string]any))
+		case "allOf":
+			for i, sub := range v.([]any) {
+				walkSchema(t, model, fmt.Sprintf("%s.allOf[%d]", path, i), sub.(map[string]any))
+			}
+		case "if", "then":
+			walkSchema(t, model, path+"."+k, v.(map[string]any))
 		}
 	}
 }
