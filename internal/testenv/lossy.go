@@ -47,6 +47,10 @@ type Lossy struct {
 	// Losses are the kinds drawn from (all three unless set before the
 	// first call).
 	Losses []Loss
+	// LoseFirst loses the answer of the first first attempt of each path
+	// whatever the rate, so that every path a run reaches is injected at
+	// least once (Injected tells).
+	LoseFirst bool
 
 	choose func(op string, body []byte) (path string, rate float64)
 
@@ -128,7 +132,8 @@ func (l *Lossy) draw(path string, rate float64, first bool) (Loss, bool) {
 	if l.counts[path] == nil {
 		l.counts[path] = map[string]int{}
 	}
-	if !first || l.rnd.Float64() >= rate {
+	lost := l.counts[path][Reset.String()] + l.counts[path][ServerError.String()] + l.counts[path][Delay.String()]
+	if !first || l.rnd.Float64() >= rate && (!l.LoseFirst || lost > 0) {
 		l.counts[path]["passed"]++
 		return 0, false
 	}
@@ -139,6 +144,14 @@ func (l *Lossy) draw(path string, rate float64, first bool) (Loss, bool) {
 	loss := kinds[l.rnd.IntN(len(kinds))]
 	l.counts[path][loss.String()]++
 	return loss, true
+}
+
+// Injected is how many answers of path were lost, of every kind.
+func (l *Lossy) Injected(path string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.counts[path]
+	return c[Reset.String()] + c[ServerError.String()] + c[Delay.String()]
 }
 
 // Lost is how many answers of path were lost with loss.
@@ -159,10 +172,10 @@ func (l *Lossy) Table() string {
 	}
 	sort.Strings(paths)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-22s %8s %6s %6s %6s\n", "write path", "passed", "reset", "500", "delay")
+	fmt.Fprintf(&b, "%-28s %8s %6s %6s %6s\n", "write path", "passed", "reset", "500", "delay")
 	for _, p := range paths {
 		c := l.counts[p]
-		fmt.Fprintf(&b, "%-22s %8d %6d %6d %6d\n", p, c["passed"], c["reset"], c["500"], c["delay"])
+		fmt.Fprintf(&b, "%-28s %8d %6d %6d %6d\n", p, c["passed"], c["reset"], c["500"], c["delay"])
 	}
 	return b.String()
 }

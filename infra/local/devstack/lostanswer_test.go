@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +27,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
+	"genjobs/internal/provider/providertest"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
@@ -41,7 +45,39 @@ const (
 	lostSettleMax = 60 * time.Second       // for every job to end and every webhook to land
 	lostPoll      = 250 * time.Millisecond // while waiting for them
 	lostWorkspace = "ws_lost"
+	// The routed endpoints: one whose predictions succeed at once (in
+	// faultBodies), one whose predictions run until cancelled.
+	lostInstantPath = "/generate/image/vendor-b/model-e-4"
+	lostRunningPath = "/generate/video/vendor-c/model-c"
 )
+
+// lostPNG is the routed predictions' output.
+var lostPNG = func() []byte {
+	var b bytes.Buffer
+	_ = png.Encode(&b, image.NewGray(image.Rect(0, 0, 4, 4)))
+	return b.Bytes()
+}()
+
+// The write paths under test. Each must be injected at least once in a
+// run: a path whose expressions changed (a renamed placeholder) is no
+// longer recognised, and the test says so instead of passing without it.
+const (
+	pathCreation         = "creation"
+	pathIdempotent       = "creation+idempotency key"
+	pathEnd              = "end+settlement"
+	pathPromotion        = "promotion"
+	pathClaim            = "claim"
+	pathHeartbeat        = "heartbeat"
+	pathDeliveryClaim    = "delivery claim"
+	pathDeliveryRecord   = "delivery record"
+	pathDeliveryCreation = "delivery creation"
+	pathSubmissionMark   = "provider submission mark"
+	pathPredictionRecord = "provider prediction record"
+	pathProviderCancel   = "provider cancel mark"
+)
+
+var lostPaths = []string{pathCreation, pathIdempotent, pathEnd, pathPromotion, pathClaim, pathHeartbeat,
+	pathDeliveryClaim, pathDeliveryRecord, pathDeliveryCreation, pathSubmissionMark, pathPredictionRecord, pathProviderCancel}
 
 // lostPath names the write path of a DynamoDB call by what its request
 // carries (the expressions the store writes); "" for the calls that are
@@ -52,27 +88,35 @@ func lostPath(op string, body []byte) (string, float64) {
 	switch op {
 	case "TransactWriteItems":
 		switch {
+		case has("jobs_active :one") && has(`"IDEM#`):
+			path = pathIdempotent
 		case has("jobs_active :one"):
-			path = "creation"
+			path = pathCreation
 		case has("settlement"):
-			path = "end+settlement"
+			path = pathEnd
 		case has("jobs_running < max_running"):
-			path = "promotion"
+			path = pathPromotion
 		}
 	case "UpdateItem":
 		switch {
 		case has("attempts :one"):
-			path = "claim"
+			path = pathClaim
 		case has("lease_id = :holder"):
-			path = "heartbeat"
+			path = pathHeartbeat
 		case has("claim_until = :until"):
-			path = "delivery claim"
+			path = pathDeliveryClaim
 		case has("list_append(attempts"):
-			path = "delivery record"
+			path = pathDeliveryRecord
+		case has("SET pred_marker = :marker"):
+			path = pathSubmissionMark
+		case has("SET pred_id = :id"):
+			path = pathPredictionRecord
+		case has("SET pred_cancelled = :yes"):
+			path = pathProviderCancel
 		}
 	case "PutItem":
 		if has(`"WEBHOOK"`) {
-			path = "delivery creation"
+			path = pathDeliveryCreation
 		}
 	}
 	if path == "" {
@@ -84,8 +128,12 @@ func lostPath(op string, body []byte) (string, float64) {
 // TestLostAnswers runs the local stack (gateway, functions, triggers) with
 // its DynamoDB client behind a proxy that applies a write and then loses
 // its answer (a TCP reset, a 500, or an answer held back 1.5 s), at random
-// on 15% of the first attempts of each write path, under a steady load of
-// job creations with a webhook and cancellations. The SDK retries each
+// on 15% of the first attempts of each write path and always on the first,
+// under a steady load of job creations with a webhook (half with an
+// Idempotency-Key), and cancellations; model-e-4 is routed to a Replicate
+// fake whose predictions succeed at once, model-c to one whose predictions
+// run until cancelled, and those jobs are cancelled once submitted. Every
+// write path named in lostPaths must have been injected. The SDK retries each
 // lost answer, and the retry meets its own success. Invariants: every job
 // created ends, exactly once (one reservation, one settlement); every
 // webhook of an ended job is delivered and recorded succeeded; no job
@@ -95,7 +143,15 @@ func lostPath(op string, body []byte) (string, float64) {
 func TestLostAnswers(t *testing.T) {
 	ctx := context.Background()
 	proxy := testenv.NewLossy(t, testenv.DynamoDBEndpoint(), uint64(time.Now().UnixNano()), lostPath)
+	proxy.LoseFirst = true
 	local := devstack.New(emulator.DynamoDBClient(proxy.URL), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
+	instant, running := providertest.NewReplicate(t), providertest.NewReplicate(t)
+	instant.Succeed = providertest.NewFiles(t).Put("/out/lost.png", providertest.File{ContentType: "image/png", Data: lostPNG})
+	local.ProviderRoutes = fmt.Sprintf(`{
+		%q: {"provider": "replicate", "base_url": %q, "model": "acme/image", "input": {"prompt": "prompt"}, "secret": "replicate"},
+		%q: {"provider": "replicate", "base_url": %q, "model": "acme/video", "input": {"prompt": "prompt"}, "secret": "replicate"}}`,
+		lostInstantPath, instant.URL, lostRunningPath, running.URL)
+	local.Secrets = devstack.ProviderSecrets{"replicate": json.RawMessage(fmt.Sprintf(`{"token": %q, "webhook_secret": %q}`, instant.Token, instant.WebhookSecret))}
 	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
 	local.DeliveriesQueue = testenv.UniqueName(t, "dlv")
 	local.UseMoto(testenv.MotoEndpoint())
@@ -171,6 +227,11 @@ func TestLostAnswers(t *testing.T) {
 		time.Sleep(lostPoll)
 	}
 	t.Logf("injections (first attempts of each write path; every retry passes):\n%s", proxy.Table())
+	for _, p := range lostPaths {
+		if proxy.Injected(p) == 0 {
+			t.Errorf("write path %q was never injected: no call was recognised as it (its expressions changed?) or the load never reached it", p)
+		}
+	}
 	if len(open) > 0 {
 		t.Errorf("%d of %d jobs not done %s after the load:\n%s", len(open), len(jobs), lostSettleMax, strings.Join(open[:min(len(open), 10)], "\n"))
 	}
@@ -258,8 +319,11 @@ func lostWorkspaceToken(t *testing.T, s *store.Store) string {
 	return token
 }
 
-// lostLoad creates jobs with a webhook for lostLoadFor and cancels every
-// fourth one right away; it returns the ids of the jobs answered 200.
+// lostLoad creates jobs with a webhook for lostLoadFor, every other one
+// with an Idempotency-Key, and cancels every fourth one right away; beside
+// them it creates jobs of lostRunningPath one at a time and cancels each
+// once its prediction is submitted. It returns the ids of the jobs
+// answered 200.
 func lostLoad(t *testing.T, api, token, hook string) []string {
 	t.Helper()
 	client := &http.Client{Timeout: 20 * time.Second}
@@ -268,12 +332,16 @@ func lostLoad(t *testing.T, api, token, hook string) []string {
 		jobs []string
 		wg   sync.WaitGroup
 	)
+	var calls atomic.Int64
 	call := func(method, path, body string) (int, []byte) {
 		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Webhook-URL", hook)
+			if calls.Add(1)%2 == 0 {
+				req.Header.Set("Idempotency-Key", auth.NewID("idem_"))
+			}
 		}
 		resp, err := client.Do(req)
 		if err != nil {
@@ -284,7 +352,43 @@ func lostLoad(t *testing.T, api, token, hook string) []string {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
+	create := func(path, body string) (string, bool) {
+		status, answer := call("POST", path, body)
+		if status != 200 {
+			t.Errorf("create: %d %s", status, answer)
+			return "", false
+		}
+		var rec struct {
+			ID string `json:"job_id"`
+		}
+		if json.Unmarshal(answer, &rec) != nil || rec.ID == "" {
+			t.Errorf("create answered %s", answer)
+			return "", false
+		}
+		mu.Lock()
+		jobs = append(jobs, rec.ID)
+		mu.Unlock()
+		return rec.ID, true
+	}
 	end := time.Now().Add(lostLoadFor)
+	// Jobs whose predictions run: each is cancelled once submitted (or
+	// after 5 s), so that the provider's cancellation is recorded.
+	wg.Go(func() {
+		for time.Now().Before(end) {
+			id, ok := create(lostRunningPath, `{"prompt":"a slow river"}`)
+			if !ok {
+				continue
+			}
+			for wait := time.Now().Add(5 * time.Second); time.Now().Before(wait); time.Sleep(100 * time.Millisecond) {
+				if _, rec := call("GET", "/jobs/"+id, ""); bytes.Contains(rec, []byte(`"status":"scheduled"`)) {
+					break
+				}
+			}
+			if status, body := call("DELETE", "/jobs/"+id, ""); status != 200 && status != 409 {
+				t.Errorf("cancel: %d %s", status, body)
+			}
+		}
+	})
 	for c := range lostClients {
 		wg.Go(func() {
 			tick := time.NewTicker(lostPace)
@@ -292,23 +396,12 @@ func lostLoad(t *testing.T, api, token, hook string) []string {
 			for i := 0; time.Now().Before(end); i++ {
 				<-tick.C
 				b := faultBodies[(i+c)%len(faultBodies)]
-				status, body := call("POST", b.path, b.body)
-				if status != 200 {
-					t.Errorf("create: %d %s", status, body)
+				id, ok := create(b.path, b.body)
+				if !ok {
 					continue
 				}
-				var rec struct {
-					ID string `json:"job_id"`
-				}
-				if json.Unmarshal(body, &rec) != nil || rec.ID == "" {
-					t.Errorf("create answered %s", body)
-					continue
-				}
-				mu.Lock()
-				jobs = append(jobs, rec.ID)
-				mu.Unlock()
 				if i%4 == 3 {
-					if status, body := call("DELETE", "/jobs/"+rec.ID, ""); status != 200 && status != 409 {
+					if status, body := call("DELETE", "/jobs/"+id, ""); status != 200 && status != 409 {
 						t.Errorf("cancel: %d %s", status, body)
 					}
 				}

@@ -78,6 +78,9 @@ type Replicate struct {
 	// Hide leaves the webhook out of list items, as the real list does
 	// not promise it: Find then reads each prediction.
 	Hide bool
+	// Succeed, when set, is the output of every prediction created: each
+	// has succeeded by its creation's answer.
+	Succeed any
 }
 
 // NewReplicate starts a fake on 127.0.0.1.
@@ -205,6 +208,9 @@ func (r *Replicate) create(w http.ResponseWriter, req *http.Request) {
 	}
 	if owner := req.PathValue("owner"); owner != "" {
 		p.Model = owner + "/" + req.PathValue("name")
+	}
+	if r.Succeed != nil {
+		p.Status, p.Output = "succeeded", r.Succeed
 	}
 	r.preds[p.ID] = p
 	r.order = append(r.order, p.ID)
