@@ -38,6 +38,8 @@ const (
 	AssetURLLifetime = 5 * time.Minute
 	// SharedAssetURLLifetime: an input image sent to a model provider as a
 	// URL must outlive its queue and the job's deadline (at most 2 hours).
+	// A URL lives no longer than its credentials are known to: with
+	// Lambda's role credentials, s3url.UnknownExpiryCover (1 hour).
 	SharedAssetURLLifetime = 3 * time.Hour
 )
 

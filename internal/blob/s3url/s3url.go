@@ -23,6 +23,11 @@ import (
 // about 2.4 MB of their binaries, for it. The URLs are the SDK presigner's,
 // byte for byte (links_test.go compares them): SigV4 query signing,
 // UNSIGNED-PAYLOAD, and the presigner's x-id query parameter.
+//
+// A presigned URL stops working when the credentials that signed it
+// expire, whatever its own X-Amz-Expires says. So each URL is signed for
+// the lifetime asked, or for as long as the credentials are known to last
+// if that is shorter (Covered).
 type Presigner struct {
 	creds  aws.CredentialsProvider
 	region string
@@ -44,7 +49,8 @@ func NewPresigner(creds aws.CredentialsProvider, region, endpoint string) *Presi
 	}
 }
 
-// GetURL is a presigned GET of s3://bucket/key, valid for expires.
+// GetURL is a presigned GET of s3://bucket/key, valid for expires or as
+// long as the credentials are known to last (Covered).
 func (p *Presigner) GetURL(ctx context.Context, bucket, key string, expires time.Duration) (string, error) {
 	u, err := p.sign(ctx, http.MethodGet, "GetObject", bucket, key, expires, nil)
 	if err != nil {
@@ -54,7 +60,8 @@ func (p *Presigner) GetURL(ctx context.Context, bucket, key string, expires time
 }
 
 // PutURL is a presigned PUT of s3://bucket/key whose signature covers the
-// Content-Type and Content-Length headers, valid for expires.
+// Content-Type and Content-Length headers, valid for expires or as long as
+// the credentials are known to last (Covered).
 func (p *Presigner) PutURL(ctx context.Context, bucket, key, contentType string, size int64, expires time.Duration) (string, error) {
 	u, err := p.sign(ctx, http.MethodPut, "PutObject", bucket, key, expires, func(r *http.Request) {
 		r.Header.Set("Content-Type", contentType)
@@ -66,7 +73,43 @@ func (p *Presigner) PutURL(ctx context.Context, bucket, key, contentType string,
 	return u, nil
 }
 
+// ExpiryMargin is how long before its credentials expire a URL stops: a
+// request made at a URL's last second may reach S3 a little later.
+const ExpiryMargin = time.Minute
+
+// UnknownExpiryCover is how long temporary credentials that do not say
+// when they expire are trusted from the moment of signing. In Lambda the
+// execution role's credentials come from the environment
+// (AWS_SESSION_TOKEN) without their expiry, and AWS does not document how
+// long they outlive the execution environment that holds them; one hour is
+// the default maximum session of an IAM role, and what the service
+// assumes. A longer URL signed with them (a provider's 3-hour asset URL)
+// is signed for an hour.
+const UnknownExpiryCover = time.Hour
+
+// Covered is the part of want that credentials c, used at now, are known
+// to cover: up to ExpiryMargin before their expiry when they have one,
+// UnknownExpiryCover for temporary credentials of unknown expiry, all of
+// it for long-term keys (an IAM user's).
+func Covered(c aws.Credentials, now time.Time, want time.Duration) time.Duration {
+	switch {
+	case c.CanExpire:
+		return min(want, c.Expires.Sub(now)-ExpiryMargin)
+	case c.SessionToken != "":
+		return min(want, UnknownExpiryCover)
+	}
+	return want
+}
+
 func (p *Presigner) sign(ctx context.Context, method, op, bucket, key string, expires time.Duration, with func(*http.Request)) (string, error) {
+	creds, err := p.creds.Retrieve(ctx)
+	if err != nil {
+		return "", fmt.Errorf("credentials: %w", err)
+	}
+	now := p.now().UTC()
+	if expires = Covered(creds, now, expires); expires < time.Second {
+		return "", fmt.Errorf("the credentials expire at %s, too soon to sign a URL", creds.Expires.UTC().Format(time.RFC3339))
+	}
 	target := "https://" + bucket + ".s3." + p.region + "." + dnsSuffix(p.region) + "/" + httpbinding.EscapePath(key, false)
 	if p.endpoint != "" {
 		target = p.endpoint + "/" + bucket + "/" + httpbinding.EscapePath(key, false)
@@ -79,11 +122,7 @@ func (p *Presigner) sign(ctx context.Context, method, op, bucket, key string, ex
 	if with != nil {
 		with(req)
 	}
-	creds, err := p.creds.Retrieve(ctx)
-	if err != nil {
-		return "", fmt.Errorf("credentials: %w", err)
-	}
-	u, _, err := p.signer.PresignHTTP(ctx, creds, req, "UNSIGNED-PAYLOAD", "s3", p.region, p.now().UTC())
+	u, _, err := p.signer.PresignHTTP(ctx, creds, req, "UNSIGNED-PAYLOAD", "s3", p.region, now)
 	return u, err
 }
 
@@ -110,7 +149,8 @@ func NewResultLinks(p *Presigner, resultsBucket string) ResultLinks {
 // record is read (docs/api.md, "The job record").
 const ResultURLLifetime = time.Hour
 
-// ResultURL is a presigned GET of a result, valid for ResultURLLifetime.
+// ResultURL is a presigned GET of a result, valid for ResultURLLifetime
+// (less only when the credentials expire sooner).
 func (l ResultLinks) ResultURL(ctx context.Context, key string) (string, error) {
 	return l.presign.GetURL(ctx, l.bucket, key, ResultURLLifetime)
 }

@@ -3,12 +3,15 @@ package s3url
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"genjobs/internal/awsclient"
 )
 
 // Presigner must mint exactly the SDK presigner's URL: the same signature
@@ -81,4 +84,59 @@ func signedAt(t *testing.T, presigned string) func() time.Time {
 		t.Fatalf("the SDK's URL has no X-Amz-Date: %s", presigned)
 	}
 	return func() time.Time { return at }
+}
+
+// TestURLsDoNotOutliveTheirCredentials: a URL signed with credentials that
+// expire before the lifetime asked for is signed only for as long as they
+// last (a 3-hour URL with credentials of 10 more minutes would answer
+// ExpiredToken after 10); Lambda's role credentials, whose expiry the
+// environment does not give, are trusted for UnknownExpiryCover; an IAM
+// user's keys for the whole lifetime; credentials about to expire sign
+// nothing.
+func TestURLsDoNotOutliveTheirCredentials(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 7, 0, 0, 0, time.UTC)
+	lambda := awsclient.FromEnv(func(k string) string {
+		return map[string]string{"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "ASIAEXAMPLE",
+			"AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "session-token"}[k]
+	})
+	for _, tc := range []struct {
+		name  string
+		creds aws.CredentialsProvider
+		want  time.Duration // the URL's lifetime; 0: no URL
+	}{
+		{"session credentials expiring in 10 minutes", aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "ASIASHORT", SecretAccessKey: "s", SessionToken: "t", CanExpire: true, Expires: now.Add(10 * time.Minute)}, nil
+		}), 10*time.Minute - ExpiryMargin},
+		{"session credentials expiring in 6 hours", aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "ASIALONG", SecretAccessKey: "s", SessionToken: "t", CanExpire: true, Expires: now.Add(6 * time.Hour)}, nil
+		}), 3 * time.Hour},
+		{"Lambda's role credentials from the environment", lambda.Credentials, UnknownExpiryCover},
+		{"an IAM user's keys", credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""), 3 * time.Hour},
+		{"session credentials expiring in 30 seconds", aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "ASIAGONE", SecretAccessKey: "s", SessionToken: "t", CanExpire: true, Expires: now.Add(30 * time.Second)}, nil
+		}), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPresigner(tc.creds, "eu-west-1", "")
+			p.now = func() time.Time { return now }
+			got, err := p.GetURL(ctx, "genjobs-assets", "assets/a.png", 3*time.Hour)
+			if tc.want == 0 {
+				if err == nil {
+					t.Fatalf("signed %s with credentials that expire in 30 s", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := url.Parse(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := u.Query().Get("X-Amz-Expires"); e != strconv.Itoa(int(tc.want.Seconds())) {
+				t.Errorf("X-Amz-Expires=%s; want %d (a 3-hour URL signed for what the credentials cover)", e, int(tc.want.Seconds()))
+			}
+		})
+	}
 }
