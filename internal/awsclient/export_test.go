@@ -1,9 +1,13 @@
 package awsclient
 
-import "github.com/aws/smithy-go/middleware"
+import (
+	"github.com/aws/smithy-go/middleware"
+
+	"genjobs/internal/xray"
+)
 
 // TracingTo is the tracing middleware sending to the daemon at addr.
 func TracingTo(addr string) func(*middleware.Stack) error {
-	t := &tracer{addr: addr}
+	t := &tracer{daemon: xray.NewDaemon(addr)}
 	return func(s *middleware.Stack) error { return s.Initialize.Add(t, middleware.Before) }
 }

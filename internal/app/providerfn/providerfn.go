@@ -23,13 +23,19 @@ import (
 	"genjobs/internal/provider/cog"
 	"genjobs/internal/provider/replicate"
 	"genjobs/internal/queue/providerqueue"
+	"genjobs/internal/xray"
 )
 
 // clients are the adapters by provider name. Their requests go to the
 // routes' base_url, which the operator configured: not through the guard.
-func clients() map[string]provider.Client {
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: trustedTransport()}
-	return map[string]provider.Client{provider.Replicate: replicate.New(hc), provider.Cog: cog.New(hc)}
+// Every request is timed (ProviderLatency) and, in a sampled invocation,
+// in its X-Ray trace.
+func clients(d app.Deps) map[string]provider.Client {
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: xray.Lambda.Transport(trustedTransport())}
+	return map[string]provider.Client{
+		provider.Replicate: provider.Timed(replicate.New(hc), d.Metrics),
+		provider.Cog:       provider.Timed(cog.New(hc), d.Metrics),
+	}
 }
 
 func trustedTransport() *http.Transport {
@@ -58,11 +64,11 @@ func Provider(d app.Deps) (app.SQSHandler, error) {
 		Blobs:   Blobs{blobs.Store(d)},
 		Assets:  st,
 		Secrets: secrets,
-		Clients: clients(),
+		Clients: clients(d),
 		Routes:  routes,
 		Catalog: cat,
-		Fetch:   &http.Client{Transport: guard.Transport()},
-		Trusted: &http.Client{Transport: trustedTransport()},
+		Fetch:   &http.Client{Transport: xray.Lambda.Transport(guard.Transport())},
+		Trusted: &http.Client{Transport: xray.Lambda.Transport(trustedTransport())},
 		Clock:   d.Clock,
 		Log:     d.Log,
 		Timings: provider.DefaultTimings,
@@ -104,7 +110,7 @@ func Callbacks(d app.Deps) (http.Handler, error) {
 		Blobs:   Blobs{blobs.Store(d)},
 		Queue:   providerqueue.New(queues.Client(d), d.ProviderQueueURL),
 		Secrets: secrets,
-		Clients: clients(),
+		Clients: clients(d),
 		Routes:  routes,
 		Clock:   d.Clock,
 		Log:     d.Log,

@@ -16,6 +16,7 @@ import (
 	"genjobs/internal/queue"
 	"genjobs/internal/signing"
 	"genjobs/internal/webhook"
+	"genjobs/internal/xray"
 )
 
 // Deliverer builds the handler of the deliveries queue.
@@ -32,7 +33,9 @@ func Deliverer(d app.Deps) (app.SQSHandler, error) {
 		Metrics: d.Metrics,
 		Store:   tables.Store(d),
 		Queue:   queue.NewDeliveries(queues.Client(d), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
-		Sender:  &webhook.Sender{Client: webhook.NewClient(guard.Transport()), Signer: tokens{s}},
+		// The POSTs are in the invocation's X-Ray trace, by host only:
+		// a receiver's path may hold its token.
+		Sender: &webhook.Sender{Client: webhook.NewClient(xray.Lambda.HostTransport(guard.Transport())), Signer: tokens{s}},
 		Render: func(ctx context.Context, j *job.Job) ([]byte, error) {
 			return httpapi.RecordBody(ctx, links, j)
 		},
