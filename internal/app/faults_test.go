@@ -3,18 +3,17 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"image"
 	"image/png"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
@@ -29,7 +28,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/billing"
-	"genjobs/internal/httpapi"
+	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
@@ -159,41 +158,38 @@ func (s *stack) build(fn func(app.Deps) (http.Handler, error)) http.Handler {
 	return h
 }
 
-// call invokes h through the Lambda adapter under a deadline of timeout,
-// as API Gateway and Lambda would, with the workspace's token (contentType
-// image/* sends body as binary).
-func (s *stack) call(h http.Handler, timeout time.Duration, method, path, contentType, body string) events.APIGatewayV2HTTPResponse {
+// answer is what the client got.
+type answer struct {
+	StatusCode int
+	Headers    http.Header
+	Body       string
+}
+
+// RequestID is API Gateway's id of the request, which the client sees in
+// apigw-requestid and every log line of the request carries.
+func (a answer) RequestID() string { return a.Headers.Get("Apigw-Requestid") }
+
+// call invokes h through API Gateway's event and the Lambda adapter
+// (lambdatest) under an invocation deadline of timeout, with the
+// workspace's token.
+func (s *stack) call(h http.Handler, timeout time.Duration, method, path, contentType, body string) answer {
 	s.t.Helper()
-	rawPath, query, _ := strings.Cut(path, "?")
-	ev := events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RouteKey: "$default", RawPath: rawPath, RawQueryString: query,
-		Headers: map[string]string{"authorization": "Bearer " + s.token, "host": "api.test"},
-		Body:    body,
-		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			DomainName: "api.test", RequestID: "req-" + strings.ReplaceAll(s.t.Name(), "/", "-"), Stage: "$default",
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: rawPath, SourceIP: "203.0.113.9"},
-		},
-	}
-	if contentType != "" {
-		ev.Headers["content-type"] = contentType
-	}
-	if strings.HasPrefix(contentType, "image/") {
-		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(body)), true
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out, err := httpapi.LambdaHandler(s.d.Log, h)(ctx, ev)
-	if err != nil {
-		s.t.Fatalf("%s %s: Lambda error %v", method, path, err)
+	req := httptest.NewRequest(method, "https://api.test"+path, strings.NewReader(body)).WithContext(ctx)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
-	return out
+	rec := lambdatest.Serve(h, req)
+	return answer{rec.Code, rec.Header(), rec.Body.String()}
 }
 
 // want503 checks the answer to an outage: 503, the fixed body, Retry-After.
-func want503(t *testing.T, what string, out events.APIGatewayV2HTTPResponse) {
+func want503(t *testing.T, what string, out answer) {
 	t.Helper()
-	if out.StatusCode != http.StatusServiceUnavailable || out.Body != unavailableBody || out.Headers["Retry-After"] != "2" {
-		t.Errorf("%s: %d %s, Retry-After %q; want 503 %s, Retry-After 2", what, out.StatusCode, out.Body, out.Headers["Retry-After"], unavailableBody)
+	if out.StatusCode != http.StatusServiceUnavailable || out.Body != unavailableBody || out.Headers.Get("Retry-After") != "2" {
+		t.Errorf("%s: %d %s, Retry-After %q; want 503 %s, Retry-After 2", what, out.StatusCode, out.Body, out.Headers.Get("Retry-After"), unavailableBody)
 	}
 }
 
@@ -302,7 +298,7 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 			if faults.Failed(c.op) == 0 {
 				t.Errorf("no %s call was failed: the 503 came from elsewhere", c.op)
 			}
-			if len(s.logs.lines(`"request_id":"req-`, "dependency unavailable", `"code":"`)) == 0 {
+			if len(s.logs.lines(`"request_id":"`+out.RequestID()+`"`, "dependency unavailable", `"code":"`)) == 0 {
 				t.Errorf("no log line with the request id and the error code:\n%s", s.logs.lines())
 			}
 			faults.Clear()
@@ -327,7 +323,7 @@ func TestAThrottledCreationWritesNothing(t *testing.T) {
 	if n := s.table.Failed("TransactWriteItems"); n != 3 {
 		t.Errorf("%d transactions sent; want the profile's 3 attempts", n)
 	}
-	if lines := s.logs.lines(`"request_id":"req-TestAThrottledCreationWritesNothing"`, `"code":"ThrottlingException"`); len(lines) != 1 {
+	if lines := s.logs.lines(`"request_id":"`+out.RequestID()+`"`, `"code":"ThrottlingException"`); len(lines) != 1 {
 		t.Errorf("want one log line with the request id and ThrottlingException; got\n%s", s.logs.lines())
 	}
 	ctx := context.Background()
@@ -402,7 +398,7 @@ func TestABugIsStillA500(t *testing.T) {
 	s := newStack(t)
 	s.d.Table = "no-such-table"
 	out := s.call(s.build(tables.Usage), lambdaTimeout, "GET", "/usage", "", "")
-	if out.StatusCode != 500 || out.Body != `{"error":"Internal server error."}` || out.Headers["Retry-After"] != "" {
-		t.Errorf("%d %s, Retry-After %q; want 500 and no Retry-After", out.StatusCode, out.Body, out.Headers["Retry-After"])
+	if out.StatusCode != 500 || out.Body != `{"error":"Internal server error."}` || out.Headers.Get("Retry-After") != "" {
+		t.Errorf("%d %s, Retry-After %q; want 500 and no Retry-After", out.StatusCode, out.Body, out.Headers.Get("Retry-After"))
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/generate"
+	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/job"
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/openapi"
@@ -102,7 +103,7 @@ func (e *env) handler(queueURL string) http.Handler {
 	mux.Handle("/jobs/", httpapi.Middleware(log, jobs.Routes()))
 	usage := &httpapi.Usage{Auth: a, Ledger: e.store, Clock: e.clock}
 	mux.Handle("/usage", httpapi.Middleware(log, usage.Routes()))
-	return mux
+	return lambdatest.Handler(mux)
 }
 
 // workspace makes a workspace with room for every test's jobs and returns a token.

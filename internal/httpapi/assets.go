@@ -65,7 +65,7 @@ type assetCreated struct {
 	AssetURL string `json:"asset_url"`
 }
 
-// create stores a raw image body of at most 4 MiB. The api-proxy has
+// create stores a raw image body of at most 4 MiB. The Lambda adapter has
 // already decoded API Gateway's base64, so r.Body holds the image's bytes.
 // Nothing is written unless the body is an image of its declared type.
 func (h *Assets) create(w http.ResponseWriter, r *http.Request) {

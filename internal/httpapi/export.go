@@ -43,7 +43,3 @@ func PublicBaseURL(configured string, r *http.Request) string { return publicBas
 
 // Logger is the request's logger, with its request id.
 func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
-
-// RawHeader is a header's value as the Lambda event carried it, before the
-// api-proxy split it at commas; ok is false outside Lambda.
-func RawHeader(ctx context.Context, name string) (string, bool) { return rawHeader(ctx, name) }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"genjobs/internal/httpapi"
+	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/signing"
 )
 
@@ -16,7 +17,7 @@ func TestJWKSIsBuiltPerRequestAndCacheable(t *testing.T) {
 	current, _ := signing.GenerateLocalKey()
 	previous, _ := signing.GenerateLocalKey()
 	builds, fail := 0, true
-	h := httpapi.JWKS(func(ctx context.Context) ([]byte, error) {
+	h := lambdatest.Handler(httpapi.JWKS(func(ctx context.Context) ([]byte, error) {
 		builds++
 		if fail { // KMS unreachable at the first request: a 500, and a retry later
 			fail = false
@@ -31,7 +32,7 @@ func TestJWKSIsBuiltPerRequestAndCacheable(t *testing.T) {
 			keys = append(keys, p)
 		}
 		return signing.JWKS(keys...)
-	})
+	}))
 	get := func() *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/.well-known/jwks.json", nil))

@@ -1,7 +1,8 @@
 // Package httpapi holds the HTTP handlers of the API functions: plain
-// net/http, wrapped for Lambda by the api-proxy. Handlers decode, call the
+// net/http, wrapped for Lambda by LambdaHandler. Handlers decode, call the
 // domain and the adapters, and map errors to status codes; a client mistake
-// is always an answer, never a Lambda error.
+// is always an answer, never a Lambda error. Their tests serve them through
+// package lambdatest, as AWS does.
 package httpapi
 
 import (

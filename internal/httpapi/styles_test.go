@@ -18,6 +18,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/store"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/style"
@@ -73,7 +74,7 @@ func newStyleEnv(t *testing.T) *styleEnv {
 		}
 	}
 	h := &httpapi.Styles{Auth: auth.Authenticator{Dir: e.store}, Styles: e.styles, Clock: &clock.Fixed{T: now}, AppURL: testAppURL}
-	e.api = httpapi.Middleware(slog.New(slog.NewJSONHandler(io.Discard, nil)), h.Routes())
+	e.api = lambdatest.Handler(httpapi.Middleware(slog.New(slog.NewJSONHandler(io.Discard, nil)), h.Routes()))
 	return e
 }
 

@@ -25,6 +25,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/callbacks"
+	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/job"
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/netguard"
@@ -45,7 +46,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 const ws = "ws_p"
 
 // env is the local stack (DynamoDB Local, fauxqs' SQS and S3) with the
-// provider steps, the callback route on 127.0.0.1 and fakes of the providers.
+// provider steps, the callback route on 127.0.0.1 (through the Lambda
+// adapter) and fakes of the providers.
 type env struct {
 	t       testing.TB
 	ctx     context.Context
@@ -158,7 +160,9 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	e.cb = &provider.Callbacks{Store: st, Blobs: providerfn.Blobs{Store: e.blobs}, Queue: providerqueue.New(sq, pq),
 		Secrets: sec, Clients: clients, Routes: rs, Clock: e.clock, Log: log}
 	h := &callbacks.Handler{Receiver: e.cb}
-	e.baseURL = providertest.Listen(t, httpapi.Middleware(log, h.Routes())).URL
+	// Served as the callbacks function is in AWS: through API Gateway's
+	// event and the Lambda adapter.
+	e.baseURL = providertest.Listen(t, lambdatest.Handler(httpapi.Middleware(log, h.Routes()))).URL
 	return e
 }
 

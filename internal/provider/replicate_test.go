@@ -203,3 +203,43 @@ func TestCallbacksThatFailVerification(t *testing.T) {
 	}
 	e.audit()
 }
+
+// TestReplicateCallbacksThroughTheLambdaAdapter: Replicate's callbacks,
+// signed as Standard Webhooks says ("webhook-signature: v1,<base64>", here
+// with a second, rotated-out signature beside it) and received through API
+// Gateway's event and the Lambda adapter as in AWS, are accepted: the
+// start callback shows the job's progress and the completion callback
+// completes it, with no read of the prediction (no polling).
+func TestReplicateCallbacksThroughTheLambdaAdapter(t *testing.T) {
+	e := newEnv(t, replicateRoutes)
+	j := e.create(imageEndpoint, `{"prompt": "a red fox", "width": 64, "height": 64}`)
+	if got := e.steps(j.ID, 1); got.Status != job.Scheduled {
+		t.Fatalf("after submission the job is %s; want scheduled", got.Status)
+	}
+	p := e.rep.Only(t)
+	reads := e.rep.Reads()
+
+	e.rep.Set(p.ID, "processing", "loading\n 40%|####      | 20/50\n", nil, "")
+	url, body, h := e.rep.Webhook(p.ID, time.Now())
+	rotated := "v1," + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))
+	h.Set("webhook-signature", rotated+" "+h.Get("webhook-signature"))
+	if code := providertest.Send(t, url, body, h); code != http.StatusNoContent {
+		t.Fatalf("the start callback answered %d; want 204\n%s", code, e.logs.String())
+	}
+	if got := e.job(j.ID); got.Status != job.Sampling || got.Progress == nil || *got.Progress != 0.4 {
+		t.Fatalf("after the start callback the job is %s with progress %v; want sampling 0.4", got.Status, got.Progress)
+	}
+
+	out := e.files.Put("/out/fox.png", providertest.File{ContentType: "image/png", Data: pngBytes})
+	e.rep.Set(p.ID, "succeeded", "done", []string{out}, "")
+	if code := e.rep.Callback(t, p.ID); code != http.StatusNoContent {
+		t.Fatalf("the completion callback answered %d; want 204\n%s", code, e.logs.String())
+	}
+	if done := e.steps(j.ID, 3); done.Status != job.Completed {
+		t.Fatalf("the job is %s; want completed\n%s", done.Status, e.logs.String())
+	}
+	if n := e.rep.Reads() - reads; n != 0 {
+		t.Errorf("the prediction was read %d times after submission; want none: the callbacks carry it", n)
+	}
+	e.audit()
+}

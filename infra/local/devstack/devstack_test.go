@@ -284,8 +284,9 @@ func TestSampleEvents(t *testing.T) {
 	}
 }
 
-// The api-proxy splits header values at commas; an Idempotency-Key with a
-// comma must still name one key, the same on every retry.
+// An Idempotency-Key with a comma reaches the handler whole through the
+// Lambda event (the api-proxy alone would split it): one key, the same on
+// every retry.
 func TestIdempotencyKeyThroughTheLambdaEvent(t *testing.T) {
 	hs, _, token := stack(t)
 	raw, err := os.ReadFile(filepath.Join(repo, "events", "generate-idempotent.json"))
@@ -321,9 +322,9 @@ func TestIdempotencyKeyThroughTheLambdaEvent(t *testing.T) {
 	}
 }
 
-// Under Lambda the X-Webhook-URL comes from the event's raw header, which
-// API Gateway joins with commas when a client sends two: a list is refused,
-// a URL with commas is stored byte for byte.
+// Under Lambda X-Webhook-URL reaches the handler as the event carries it,
+// joined with commas by API Gateway when a client sends two: a list is
+// refused, a URL with commas is stored byte for byte.
 func TestWebhookURLThroughTheLambdaEvent(t *testing.T) {
 	hs, s, token := stack(t)
 	raw, err := os.ReadFile(filepath.Join(repo, "events", "generate-model-g-3d.json"))

@@ -92,6 +92,8 @@ func TestEventCarriesTheRequest(t *testing.T) {
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Add("X-Webhook-URL", "https://example.com/a,b")
 	r.Header.Set("Cookie", "s=1; t=2")
+	r.Header.Add("Accept", "application/json")
+	r.Header.Add("Accept", "text/plain")
 	serve(g, r)
 	ev := rec.last
 	if ev.Version != "2.0" || ev.RawPath != "/generate/image/vendor-b/model-e-4" || ev.RawQueryString != "a=1&a=2&b=x" {
@@ -100,7 +102,11 @@ func TestEventCarriesTheRequest(t *testing.T) {
 	if ev.QueryStringParameters["a"] != "1,2" || ev.PathParameters["model"] != "model-e-4" {
 		t.Errorf("parameters: query %v, path %v", ev.QueryStringParameters, ev.PathParameters)
 	}
-	if ev.Headers["content-type"] != "application/json" || ev.Headers["x-webhook-url"] != "https://example.com/a,b" {
+	// Names lower-cased, repeated lines joined with commas, cookies only in
+	// their own field.
+	_, cookieHeader := ev.Headers["cookie"]
+	if ev.Headers["content-type"] != "application/json" || ev.Headers["x-webhook-url"] != "https://example.com/a,b" ||
+		ev.Headers["accept"] != "application/json,text/plain" || cookieHeader {
 		t.Errorf("headers: %v", ev.Headers)
 	}
 	if strings.Join(ev.Cookies, "|") != "s=1|t=2" || ev.Body != `{"prompt":"x"}` || ev.IsBase64Encoded {

@@ -234,8 +234,8 @@ func (g *Handler) replay(w http.ResponseWriter, r *http.Request, ws, id string) 
 }
 
 // idempotencyKey reads Idempotency-Key: 1..255 printable ASCII characters.
-// The api-proxy splits header values at commas; joining the parts again
-// gives the same key on every retry.
+// Repeated lines are joined with commas, as API Gateway joins them, so a
+// key reads the same through net/http and through Lambda.
 func idempotencyKey(h http.Header) (string, error) {
 	values := h.Values("Idempotency-Key")
 	if len(values) == 0 {
@@ -293,19 +293,15 @@ func setDeprecationHeaders(h http.Header, ds []catalog.Deprecation) {
 }
 
 // webhookURL reads X-Webhook-URL byte for byte: the receiver compares the
-// signature's aud with its own URL. Under Lambda the api-proxy splits
-// header values at commas (and drops the spaces after them), so the raw
-// value comes from the event (rawHeader); a URL may hold commas, but a value
-// that is a list of URLs, or has white space, is refused.
+// signature's aud with its own URL. A URL may hold commas, but two header
+// lines (net/http) or their comma-joined value (API Gateway joins repeated
+// headers) are a list, and a value with white space is refused.
 func webhookURL(r *http.Request, allowHTTP bool) (string, error) {
-	raw, ok := httpapi.RawHeader(r.Context(), "X-Webhook-URL")
-	if !ok {
-		values := r.Header.Values("X-Webhook-URL")
-		if len(values) > 1 {
-			return "", errors.New("X-Webhook-URL must be one URL, not a list")
-		}
-		raw = strings.Join(values, "")
+	values := r.Header.Values("X-Webhook-URL")
+	if len(values) > 1 {
+		return "", errors.New("X-Webhook-URL must be one URL, not a list")
 	}
+	raw := strings.Join(values, "")
 	if raw == "" {
 		return "", nil
 	}
