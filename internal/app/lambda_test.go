@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"genjobs/internal/app"
+	"genjobs/internal/httpapi/lambdatest"
 )
 
 type apiHandler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
@@ -63,9 +65,7 @@ func notFound(t *testing.T, env map[string]string) (apiHandler, *bytes.Buffer) {
 // without the call's context, as most of the service's lines are.
 func TestEveryLogLineCarriesTheInvocation(t *testing.T) {
 	h, out := notFound(t, nil)
-	req := events.APIGatewayV2HTTPRequest{RawPath: "/nowhere", RequestContext: events.APIGatewayV2HTTPRequestContext{
-		RequestID: "apigw-1", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: "/nowhere"},
-	}}
+	req := lambdatest.Event(httptest.NewRequest("GET", "/nowhere", nil))
 	for i, c := range []struct {
 		id, root string
 		cold     bool
@@ -103,9 +103,7 @@ func TestEveryLogLineCarriesTheInvocation(t *testing.T) {
 // WARN so that Lambda's filter, which reads a line without a level as INFO,
 // keeps them.
 func TestTheLogLevelIsLambdas(t *testing.T) {
-	req := events.APIGatewayV2HTTPRequest{RawPath: "/x", RequestContext: events.APIGatewayV2HTTPRequestContext{
-		HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: "/x"},
-	}}
+	req := lambdatest.Event(httptest.NewRequest("GET", "/x", nil))
 	for _, c := range []struct {
 		level     string
 		wantLines bool
