@@ -21,9 +21,12 @@ type Store interface {
 	Backlog(ctx context.Context, ws string, limit int) ([]*job.Job, error)
 }
 
-// Queue hands a job to the workers.
+// Queue hands a job to the queue that runs it (queue.JobSender).
 type Queue interface {
 	Enqueue(ctx context.Context, j *job.Job) error
+	// CancelPrediction asks the provider queue to cancel the prediction of
+	// a routed job that ended without it.
+	CancelPrediction(ctx context.Context, j *job.Job) error
 }
 
 // Ender ends jobs and promotes the backlog into the slots they free.
@@ -48,7 +51,7 @@ func (l *Ender) End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, er
 	if ended.Provider != "" && ended.Status != job.Completed {
 		// The provider is told: a step of the provider queue cancels the
 		// job's prediction, if one was made (it knows when none need be).
-		if err := l.Queue.Enqueue(ctx, ended); err != nil {
+		if err := l.Queue.CancelPrediction(ctx, ended); err != nil {
 			l.Log.Error("could not hand the cancellation of the job's prediction on; the prediction runs until it ends",
 				"job_id", j.ID, "error", err.Error())
 		}

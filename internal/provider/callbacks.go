@@ -118,5 +118,5 @@ func (c *Callbacks) Receive(ctx context.Context, providerName, jobID, token stri
 		return err
 	}
 	log.Info("prediction ended; its outputs are copied next", "prediction_status", string(p.Status))
-	return c.Queue.Schedule(ctx, Message{JobID: j.ID}, 0)
+	return c.Queue.Schedule(ctx, Message{Kind: StepCopy, JobID: j.ID}, 0)
 }

@@ -345,3 +345,31 @@ func (e *env) charges(id string) int {
 	}
 	return n
 }
+
+// kinds takes every message waiting on the provider queue and returns
+// their kinds.
+func (e *env) kinds() []provider.StepKind {
+	e.t.Helper()
+	var out []provider.StepKind
+	for i := 0; i < 20; i++ {
+		res, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.pq), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			return out
+		}
+		for _, m := range res.Messages {
+			var msg provider.Message
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &msg); err != nil {
+				e.t.Fatal(err)
+			}
+			out = append(out, msg.Kind)
+			_, _ = e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.pq), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	return out
+}
+
+// purge drops every message waiting on the provider queue.
+func (e *env) purge() { e.t.Helper(); _ = e.kinds() }

@@ -250,7 +250,7 @@ func TestKilledBetweenSubmitAndRecord(t *testing.T) {
 	e := newEnv(t, replicateRoutes)
 	e.runner.Store = &killedStore{Store: e.store}
 	j := e.create(imageEndpoint, fox)
-	msg := provider.Message{JobID: j.ID}
+	msg := provider.Message{Kind: provider.StepSubmit, JobID: j.ID}
 	if err := e.runner.Step(e.ctx, msg); err == nil {
 		t.Fatal("the killed step reported success")
 	}
@@ -432,3 +432,45 @@ func TestRandomisedRoutedJobs(t *testing.T) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// TestStepKindsAreExplicit: the provider queue's message says what it asks
+// for. A job's creation sends a submit; its end sends a cancel, which
+// reaches the provider; a check of a job that has ended cancels nothing,
+// and a cancel of a job still running is dropped.
+func TestStepKindsAreExplicit(t *testing.T) {
+	e := newEnv(t, replicateRoutes)
+	j := e.create(imageEndpoint, fox)
+	if kinds := e.kinds(); len(kinds) != 1 || kinds[0] != provider.StepSubmit {
+		t.Fatalf("creation sent %v; want one submit", kinds)
+	}
+	if err := e.runner.Step(e.ctx, provider.Message{Kind: provider.StepSubmit, JobID: j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	p := e.rep.Only(t)
+	e.purge()
+	if err := e.runner.Step(e.ctx, provider.Message{Kind: provider.StepCancel, JobID: j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if c := e.rep.Cancels(); len(c) != 0 {
+		t.Fatalf("a cancel step of a running job cancelled %v", c)
+	}
+	if _, err := e.life.Cancel(e.ctx, e.job(j.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if kinds := e.kinds(); len(kinds) != 1 || kinds[0] != provider.StepCancel {
+		t.Fatalf("the job's end sent %v; want one cancel", kinds)
+	}
+	if err := e.runner.Step(e.ctx, provider.Message{Kind: provider.StepPoll, JobID: j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if c := e.rep.Cancels(); len(c) != 0 {
+		t.Fatalf("a check of an ended job cancelled %v", c)
+	}
+	if err := e.runner.Step(e.ctx, provider.Message{Kind: provider.StepCancel, JobID: j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if c := e.rep.Cancels(); len(c) != 1 || c[0] != p.ID {
+		t.Fatalf("cancels %v; want %s", c, p.ID)
+	}
+	e.audit()
+}

@@ -22,24 +22,23 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
+	"genjobs/internal/provider/steps"
 )
 
-// Message is the body of a provider-queue message: a step of one job.
-// Lease, when set, is the hold of the chain of steps that sent it: only
-// that chain's messages act while the hold is in force, so duplicates and
-// stale chains drop out. Creation, promotion, the sweeper, cancellation
-// and callbacks send messages without one.
-type Message struct {
-	JobID string `json:"job_id"`
-	Lease string `json:"lease,omitempty"`
-	// Failures counts the chain's failed tries in a row (a submission, a
-	// read, a copy of the outputs): the backoff doubles with each.
-	Failures int `json:"failures,omitempty"`
-	// Answered is the marker of a submission the provider answered with an
-	// error: nothing of it is in flight, so the next step need not wait
-	// for its answer before looking for its prediction.
-	Answered string `json:"answered,omitempty"`
-}
+// Message is the body of a provider-queue message: one step of one job,
+// of an explicit kind (package steps, which the queue adapter links).
+type Message = steps.Message
+
+// StepKind is what a step is asked to do.
+type StepKind = steps.Kind
+
+// The kinds of steps.
+const (
+	StepSubmit = steps.Submit
+	StepPoll   = steps.Poll
+	StepCopy   = steps.Copy
+	StepCancel = steps.Cancel
+)
 
 // Store reads and writes jobs and their prediction state (store.Store).
 type Store interface {
@@ -145,7 +144,7 @@ func (r *Runner) HandleSQS(ctx context.Context, e events.SQSEvent) (events.SQSEv
 	var resp events.SQSEventResponse
 	for _, m := range e.Records {
 		var msg Message
-		if err := json.Unmarshal([]byte(m.Body), &msg); err != nil || !job.ValidID(msg.JobID) {
+		if err := json.Unmarshal([]byte(m.Body), &msg); err != nil || !msg.Valid() {
 			r.Log.Error("dropping an unreadable message", "message_id", m.MessageId)
 			continue
 		}
@@ -186,10 +185,11 @@ type step struct {
 	request json.RawMessage
 }
 
-// Step moves one job on by one short step: submit, read, act on a
-// callback, copy outputs, time out or cancel. It returns an error only
-// when the message must come back (the step could not even schedule its
-// successor).
+// Step moves one job on by one short step of the message's kind: submit,
+// check (read, or resubmit to Cog), copy the outputs a callback reported,
+// time out, or cancel the prediction of a job that ended. It returns an
+// error only when the message must come back (the step could not even
+// schedule its successor).
 func (r *Runner) Step(ctx context.Context, m Message) error {
 	j, sub, err := r.Store.ProviderJob(ctx, m.JobID)
 	if errors.Is(err, job.ErrNotFound) {
@@ -206,8 +206,16 @@ func (r *Runner) Step(ctx context.Context, m Message) error {
 		client = r.Clients[route.Provider]
 	}
 	s := &step{r: r, j: j, sub: sub, route: route, client: client, log: log, request: j.Request}
-	if j.Status.Terminal() {
+	m = m.Legacy(j)
+	switch {
+	case m.Kind == StepCancel && j.Status.Terminal():
 		return s.cancel(ctx)
+	case m.Kind == StepCancel:
+		log.Warn("dropping a cancellation of a job that has not ended", "status", string(j.Status))
+		return nil
+	case j.Status.Terminal():
+		log.Info("dropping a step of a job that has ended", "kind", string(m.Kind), "status", string(j.Status))
+		return nil
 	}
 	if j.Status == job.Backlogged {
 		return nil // promotion sends it again
@@ -230,7 +238,7 @@ func (r *Runner) Step(ctx context.Context, m Message) error {
 	case m.Lease != "" && m.Lease == j.Lease.ID: // the chain's next step
 		s.lease, s.failures, s.answered = m.Lease, m.Failures, m.Answered
 	case j.Lease.Held(now):
-		if sub.Callback != "" && m.Lease == "" {
+		if sub.Callback != "" && m.Kind == StepCopy {
 			// A callback ended the prediction while a chain sleeps: act on
 			// it now rather than at the chain's next step.
 			return s.settle(ctx)
@@ -472,7 +480,7 @@ func (s *step) schedule(ctx context.Context, delay time.Duration, to job.Status,
 		return err
 	}
 	s.j = j
-	m.JobID, m.Lease = s.j.ID, s.lease
+	m.Kind, m.JobID, m.Lease = StepPoll, s.j.ID, s.lease
 	return r.Queue.Schedule(ctx, m, delay)
 }
 
@@ -702,7 +710,7 @@ func (s *step) cancel(ctx context.Context) error {
 		}
 		delay := min(max(since/2, r.RetryBase), r.MaxPoll)
 		s.log.Warn("the prediction's cancellation failed; retrying", "retry_in", delay.String(), "error", err.Error())
-		return r.Queue.Schedule(ctx, Message{JobID: j.ID}, delay)
+		return r.Queue.Schedule(ctx, Message{Kind: StepCancel, JobID: j.ID}, delay)
 	}
 	id := sub.PredictionID
 	if id == "" && !s.client.Readable() {

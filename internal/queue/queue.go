@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"genjobs/internal/job"
+	"genjobs/internal/provider/steps"
 )
 
 // Message is the body of a jobs-queue message: only the id, so the worker
@@ -58,25 +59,41 @@ func (q *JobSender) WithProviders(url string) *JobSender {
 // ErrNoProviderQueue: a routed job's message has nowhere to go.
 var ErrNoProviderQueue = errors.New("no provider queue is configured (PROVIDER_QUEUE_URL)")
 
-// Enqueue sends the job's id to the queue that runs it.
+// Enqueue sends the job's message to the queue that runs it: a routed
+// job's step (its submission while queued, else its next check) to the
+// provider queue, any other job's id to the jobs queue of its lane.
 func (q *JobSender) Enqueue(ctx context.Context, j *job.Job) error {
+	if j.Provider != "" {
+		return q.sendStep(ctx, steps.Resend(j))
+	}
 	url := q.url
-	switch u, ok := q.lanes[j.Lane]; {
-	case j.Provider != "":
-		if q.providerURL == "" {
-			return fmt.Errorf("enqueue job %s: %w", j.ID, ErrNoProviderQueue)
-		}
-		url = q.providerURL
-	case ok:
+	if u, ok := q.lanes[j.Lane]; ok {
 		url = u
 	}
-	body, _ := json.Marshal(Message{JobID: j.ID})
+	return q.send(ctx, url, j.ID, Message{JobID: j.ID})
+}
+
+// CancelPrediction hands the cancellation of an ended routed job's
+// prediction to the provider queue.
+func (q *JobSender) CancelPrediction(ctx context.Context, j *job.Job) error {
+	return q.sendStep(ctx, steps.Message{Kind: steps.Cancel, JobID: j.ID})
+}
+
+func (q *JobSender) sendStep(ctx context.Context, m steps.Message) error {
+	if q.providerURL == "" {
+		return fmt.Errorf("enqueue job %s: %w", m.JobID, ErrNoProviderQueue)
+	}
+	return q.send(ctx, q.providerURL, m.JobID, m)
+}
+
+func (q *JobSender) send(ctx context.Context, url, jobID string, m any) error {
+	body, _ := json.Marshal(m)
 	_, err := q.sqs.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:    aws.String(url),
 		MessageBody: aws.String(string(body)),
 	})
 	if err != nil {
-		return fmt.Errorf("enqueue job %s: %w", j.ID, err)
+		return fmt.Errorf("enqueue job %s: %w", jobID, err)
 	}
 	return nil
 }
