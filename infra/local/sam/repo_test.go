@@ -176,9 +176,10 @@ func TestQueuesAndKeyFollowTheDecisions(t *testing.T) {
 			t.Errorf("signing key %s: %v/%v; want ECC_NIST_P256/SIGN_VERIFY", id, k["KeySpec"], k["KeyUsage"])
 		}
 		// Replaced or removed by a rotation, it must live on: the JWKS lists
-		// it until its last signature has expired.
-		if r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" {
-			t.Errorf("signing key %s: DeletionPolicy %q, UpdateReplacePolicy %q; want Retain, Retain", id, r.DeletionPolicy, r.UpdateReplacePolicy)
+		// it until its last signature has expired. Only the create that made
+		// it may delete it, when rolled back.
+		if r.DeletionPolicy != "RetainExceptOnCreate" || r.UpdateReplacePolicy != "Retain" {
+			t.Errorf("signing key %s: DeletionPolicy %q, UpdateReplacePolicy %q; want RetainExceptOnCreate, Retain", id, r.DeletionPolicy, r.UpdateReplacePolicy)
 		}
 	}
 	if keys != 1 {
@@ -198,8 +199,27 @@ func TestStatefulResourcesHaveExplicitDeletionPolicies(t *testing.T) {
 		if r.DeletionPolicy == "" || r.UpdateReplacePolicy == "" {
 			t.Errorf("%s (%s): DeletionPolicy %q, UpdateReplacePolicy %q; both must be set", id, r.Type, r.DeletionPolicy, r.UpdateReplacePolicy)
 		}
-		if (r.Type == "AWS::DynamoDB::Table" || r.Type == "AWS::S3::Bucket") && r.DeletionPolicy != "Retain" {
-			t.Errorf("%s: DeletionPolicy %s would delete the service's data with the stack", id, r.DeletionPolicy)
+		// Kept when the stack is deleted or they leave it, replaced or not;
+		// deleted when the create that made them is rolled back (they hold
+		// nothing yet, and a retried first deploy would meet them).
+		if r.Type == "AWS::DynamoDB::Table" || r.Type == "AWS::S3::Bucket" {
+			if r.DeletionPolicy != "RetainExceptOnCreate" || r.UpdateReplacePolicy != "Retain" {
+				t.Errorf("%s: DeletionPolicy %s, UpdateReplacePolicy %s; want RetainExceptOnCreate (the data outlives the stack, a failed first create leaves nothing) and Retain",
+					id, r.DeletionPolicy, r.UpdateReplacePolicy)
+			}
+		}
+	}
+}
+
+// NewAccountMemoryMB is the most memory an account new to Lambda may give
+// a function (AWS starts new accounts with a reduced memory quota).
+const NewAccountMemoryMB = 3008
+
+// A first deploy with the parameters' defaults works on a new account.
+func TestDefaultsFitANewAccount(t *testing.T) {
+	for _, f := range loadRepoTemplate(t).Functions() {
+		if f.MemorySize > NewAccountMemoryMB {
+			t.Errorf("%s: MemorySize %d MB by default; a new account may use %d (raise it with a parameter)", f.LogicalID, f.MemorySize, NewAccountMemoryMB)
 		}
 	}
 }

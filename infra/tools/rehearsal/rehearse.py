@@ -3,9 +3,14 @@
 1. Transform the SAM template with AWS's SAM translator (what `sam deploy`
    sends CloudFormation), after `sam package`'s step: CodeUri points to S3.
 2. Lint the transformed template with cfn-lint.
-3. Start moto's server on a free loopback port, and create, update and
+3. Check what a first deploy on a new account meets: every function's
+   memory (with the parameters' defaults) within what such an account may
+   use, and the stateful resources (table, buckets, key) deleted when the
+   first create fails (DeletionPolicy RetainExceptOnCreate), so that a
+   failed first deploy can simply be retried.
+4. Start moto's server on a free loopback port, and create, update and
    delete the stack in its CloudFormation, checking the stateful resources
-   and the functions after creation and what DeletionPolicy Retain keeps.
+   and the functions after creation and what the deletion policies keep.
 
 moto's CloudFormation leaves AWS::ApiGatewayV2::* unrepresented, ignores
 Architectures and is more lenient than AWS: a smoke test, not a proof.
@@ -37,6 +42,13 @@ REGION = "us-east-1"
 CODE_BUCKET = "rehearsal-artifacts"
 CODE_KEY = "bootstrap.zip"
 PARAMETERS = {"AppUrl": "https://app.example.com"}
+# The Lambda memory an account new to Lambda may give a function: AWS
+# starts new accounts with a reduced memory quota and raises it with use.
+NEW_ACCOUNT_MEMORY_MB = 3008
+# The resources holding the service's data, kept when the stack is deleted
+# or they are removed from it, and deleted when the create that made them
+# is rolled back.
+STATEFUL = ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::KMS::Key")
 
 
 class CfnLoader(yaml.SafeLoader):
@@ -153,12 +165,50 @@ def main():
     finally:
         os.unlink(path)
 
+    first_deploy(out)
     proc, endpoint = start_moto()
     try:
-        rehearse(out, endpoint, apigw)
+        rehearse(for_moto(out), endpoint, apigw)
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=10)
+
+
+def first_deploy(out):
+    """What a first `sam deploy` on a new account meets, read from the
+    transformed template: the functions' memory with the default
+    parameters, and the stateful resources' deletion policies."""
+    problems = []
+    for k, r in sorted(out["Resources"].items()):
+        if r["Type"] == "AWS::Lambda::Function":
+            mem = r["Properties"].get("MemorySize", 128)
+            if isinstance(mem, dict) and "Ref" in mem:
+                p = mem["Ref"]
+                mem = PARAMETERS.get(p, out["Parameters"][p].get("Default"))
+            if int(mem) > NEW_ACCOUNT_MEMORY_MB:
+                problems.append(f"{k}: MemorySize {mem} MB by default; a new account may use {NEW_ACCOUNT_MEMORY_MB}")
+        if r["Type"] in STATEFUL:
+            if r.get("DeletionPolicy") != "RetainExceptOnCreate":
+                problems.append(f"{k}: DeletionPolicy {r.get('DeletionPolicy')}; RetainExceptOnCreate, or a failed first "
+                                f"create leaves it behind and the retried deploy meets it")
+            if r.get("UpdateReplacePolicy") != "Retain":
+                problems.append(f"{k}: UpdateReplacePolicy {r.get('UpdateReplacePolicy')}; Retain, or a replacement loses its data")
+    if problems:
+        sys.exit("rehearsal: a first deploy on a new account:\n  " + "\n  ".join(problems))
+    print(f"rehearsal: first deploy: every function within {NEW_ACCOUNT_MEMORY_MB} MB by default; "
+          f"table, buckets and key RetainExceptOnCreate")
+
+
+def for_moto(out):
+    """moto knows DeletionPolicy Retain and not RetainExceptOnCreate, which
+    AWS treats as Retain in every operation but a rolled-back create: for
+    the create that succeeds, the update and the delete rehearsed here,
+    moto is handed Retain."""
+    out = copy.deepcopy(out)
+    for r in out["Resources"].values():
+        if r.get("DeletionPolicy") == "RetainExceptOnCreate":
+            r["DeletionPolicy"] = "Retain"
+    return out
 
 
 def rehearse(out, endpoint, apigw):
@@ -196,11 +246,15 @@ def rehearse(out, endpoint, apigw):
     print("rehearsal: update: complete")
 
     table = created["Table"]["PhysicalResourceId"]
+    buckets = [created[k]["PhysicalResourceId"] for k, r in out["Resources"].items() if r["Type"] == "AWS::S3::Bucket"]
     cfn.delete_stack(StackName=name)
     wait(cfn, name, "DELETE_COMPLETE", set())
-    kept = client("dynamodb", endpoint).list_tables()["TableNames"]
-    note = "the table kept (DeletionPolicy Retain)" if table in kept else "moto deleted the table despite Retain"
-    print(f"rehearsal: delete: complete; {note}")
+    kept_tables = client("dynamodb", endpoint).list_tables()["TableNames"]
+    kept_buckets = {b["Name"] for b in s3.list_buckets()["Buckets"]}
+    lost = ([table] if table not in kept_tables else []) + [b for b in buckets if b not in kept_buckets]
+    if lost:
+        sys.exit(f"rehearsal: the stack's deletion deleted {lost}, which the deletion policies keep")
+    print(f"rehearsal: delete: complete; the table and the {len(buckets)} buckets kept")
     print(f"rehearsal: note: moto's CloudFormation does not represent AWS::ApiGatewayV2::* "
           f"({len(apigw)} resources: the HTTP API and its stage, with the routes and integrations of its body, are not rehearsed), "
           f"ignores Architectures and is more lenient than AWS: a smoke test, not a proof")
