@@ -53,3 +53,9 @@ require (
 )
 
 replace github.com/xeipuuv/gojsonschema => ./third_party/gojsonschema
+
+// The Go client is a module of its own (client/go.mod); the command line and
+// the examples use this copy of it.
+require genjobs/client v0.0.0
+
+replace genjobs/client => ./client

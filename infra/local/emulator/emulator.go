@@ -27,25 +27,42 @@ const (
 	Region    = "us-east-1"
 )
 
-// RepoRoot returns the directory holding go.mod, walking up from the working
-// directory (tests run in their package directory).
+// RepoRoot returns the repository's directory, the one holding go.mod and
+// template.yaml, walking up from the working directory (tests run in their
+// package directory; the client's is a module of its own, whose go.mod is
+// not the repository's).
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		} else if !errors.Is(err, os.ErrNotExist) {
+		ok, err := IsRepoRoot(dir)
+		if err != nil {
 			return "", err
+		}
+		if ok {
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod found in the working directory or above it")
+			return "", errors.New("no go.mod beside a template.yaml found in the working directory or above it")
 		}
 		dir = parent
 	}
+}
+
+// IsRepoRoot reports whether dir holds the repository: go.mod and
+// template.yaml.
+func IsRepoRoot(dir string) (bool, error) {
+	for _, name := range []string{"go.mod", "template.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // CacheDir is where installed emulators live by default: <repo>/.local/cache.

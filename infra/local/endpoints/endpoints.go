@@ -120,15 +120,18 @@ func DefaultAPI() string {
 	return "http://127.0.0.1:3000"
 }
 
-// Running is the record of the repository holding the
-// working directory (the nearest parent with a go.mod).
+// Running is the record of the repository holding the working directory
+// (the nearest parent with a go.mod beside a template.yaml: client/ has a
+// go.mod of its own).
 func Running() (Stack, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return Stack{}, err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		_, mod := os.Stat(filepath.Join(dir, "go.mod"))
+		_, tpl := os.Stat(filepath.Join(dir, "template.yaml"))
+		if mod == nil && tpl == nil {
 			return Find(StateDir(dir))
 		}
 		parent := filepath.Dir(dir)

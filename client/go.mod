@@ -1,0 +1,3 @@
+module genjobs/client
+
+go 1.25.0
