@@ -96,6 +96,32 @@ func TestNoTrackedFileNamesADocumentOutsideTheRepository(t *testing.T) {
 	}
 }
 
+// citesTheContract finds a citation of the interface document the service
+// was built from (the word spec and a section number, or "the" before it),
+// which the repository
+// does not have: the contract a reader has is docs/api.md, and its sections
+// are what code points at (docs/api.md, "Styles"), which the pointer check
+// below verifies.
+var citesTheContract = regexp.MustCompile(`(?i)\bspec \d|\bthe spec('s)?\b`)
+
+func TestNoTrackedFileCitesADocumentByNumber(t *testing.T) {
+	root, files := repository(t)
+	for _, f := range files {
+		if strings.HasPrefix(f.path, "third_party/") {
+			continue // others' code, citing their own specifications
+		}
+		data, ok := read(t, root, f)
+		if !ok {
+			continue
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if m := citesTheContract.FindString(line); m != "" {
+				t.Errorf("%s:%d cites %q, a document the repository does not have: point at a section of docs/api.md instead (docs/api.md, \"Styles\")", f.path, i+1, m)
+			}
+		}
+	}
+}
+
 func TestNoBuildOutputIsTracked(t *testing.T) {
 	root, files := repository(t)
 	for _, f := range files {
@@ -177,6 +203,14 @@ func TestTheChecksTellBuildOutputAndOutsideDocumentsApart(t *testing.T) {
 	want := []string{"3: names " + outsideDocuments[0], "5: names " + outsideDocuments[3]}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("outsideMentions = %q, want %q", got, want)
+	}
+	for text, cites := range map[string]bool{
+		"// The styles endpoints (spe" + "c 4.8, 4.9).": true, "// in the spe" + "c's order": true, "per Spe" + "c 9,": true,
+		"// the styles endpoints (docs/api.md, \"Styles\")": false, "// a specification": false, "// inspect 4 rows": false,
+	} {
+		if got := citesTheContract.MatchString(text); got != cites {
+			t.Errorf("citesTheContract(%q) = %v, want %v", text, got, cites)
+		}
 	}
 	if got := outsideMentions([]byte("see docs/local-stack.md and the house style\n")); len(got) != 0 {
 		t.Errorf("a pointer into docs/ was taken for an outside document: %q", got)

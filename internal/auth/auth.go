@@ -60,7 +60,7 @@ type Principal struct {
 	TokenID     string
 }
 
-// UserID is the API's user identity inside its workspace (spec 5.4).
+// UserID is the API's user identity inside its workspace (docs/api.md, "Styles").
 func (p Principal) UserID() string { return "api:" + p.WorkspaceID }
 
 // NewToken returns a fresh token and the hash to store.

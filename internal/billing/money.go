@@ -78,7 +78,7 @@ var ErrInsufficientFunds = errors.New("the API balance does not cover the job's 
 // MaxCreditLimit bounds a Net 30 credit limit an operator can set.
 const MaxCreditLimit = 1_000_000 * USD
 
-// Top-up bounds of spec 8: a custom amount of 5 to 10000 USD.
+// Top-up bounds: a custom amount of 5 to 10000 USD (docs/api.md, "Balance and settlement").
 const (
 	MinTopUp = 5 * USD
 	MaxTopUp = 10_000 * USD

@@ -1,5 +1,5 @@
-// Package catalog knows the seven generation endpoints of the API (spec 4.1 to
-// 4.7): their paths, their request schemas and how a request body becomes the
+// Package catalog knows the seven generation endpoints of the API (docs/api.md,
+// "Endpoints"): their paths, their request schemas and how a request body becomes the
 // validated, defaulted parameters of a job. It imports no AWS package.
 //
 // Each endpoint's request schema is one embedded JSON Schema file
@@ -38,7 +38,7 @@ type Endpoint struct {
 	Kind        string // enhance, image, video, 3d
 	Vendor      string
 	Model       string
-	Tag         string // the spec's endpoint group, used as the OpenAPI tag
+	Tag         string // the endpoint's group (docs/api.md, "Endpoints"), used as the OpenAPI tag
 	Summary     string
 	Description string
 	OperationID string
@@ -101,13 +101,14 @@ func (e *Endpoint) Schema() json.RawMessage {
 // Schema's copy. The caller owns the returned bytes.
 func (e *Endpoint) Source() []byte { return slices.Clone(e.raw) }
 
-// Deprecations lists the deprecated fields the endpoint still knows (spec 9):
+// Deprecations lists the deprecated fields the endpoint still knows
+// (docs/api.md, "Body rules"):
 // aliases with their Replacement, and ignored fields with none.
 func (e *Endpoint) Deprecations() []Deprecation {
 	return slices.Clone(e.deprecated)
 }
 
-// endpoints is the spec's order, 4.1 to 4.7.
+// endpoints is the order of docs/api.md ("Choices per model").
 func endpoints() []*Endpoint {
 	return []*Endpoint{
 		{
@@ -323,7 +324,7 @@ func (e *Endpoint) ImageRefs(params map[string]any) []ImageRef {
 	return out
 }
 
-// Endpoints lists every endpoint in the spec's order (4.1 to 4.7).
+// Endpoints lists every endpoint in the order of docs/api.md ("Choices per model").
 func (c *Catalog) Endpoints() []*Endpoint { return slices.Clone(c.endpoints) }
 
 // node is the part of a property's schema that error messages and defaults

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// The camelCase aliases of spec 9 are accepted, renamed and reported (Deprecation
+// The camelCase aliases (docs/api.md, "Body rules") are accepted, renamed and reported (Deprecation
 // and Sunset headers) until aliasSunset, and refused from that instant on. The
 // spec gives no date of announcement; we date the deprecation six months before
 // the sunset, the notice we give for every removal, so the Deprecation header
@@ -14,7 +14,7 @@ var (
 	aliasSunset     = time.Date(2026, time.June, 19, 0, 0, 0, 0, time.UTC)
 )
 
-// aliasReplacements maps each alias of spec 9 to the field that replaces it.
+// aliasReplacements maps each alias to the field that replaces it.
 var aliasReplacements = map[string]string{
 	"imageUrl":        "image_url",
 	"startImage":      "start_image",
@@ -26,7 +26,8 @@ var aliasReplacements = map[string]string{
 	"styleImages":     "style_images",
 }
 
-// generateAudio is the deprecated, ignored field of 4.2 (spec 9): a boolean
+// generateAudio is the deprecated, ignored field of model-b-fast (docs/api.md,
+// "Body rules"): a boolean
 // accepted and dropped until its sunset, refused from then on. Deprecated six
 // months before, as for the aliases.
 var generateAudio = Deprecation{

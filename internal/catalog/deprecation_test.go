@@ -17,7 +17,7 @@ type alias struct {
 
 var img = "https://example.com/a.png"
 
-// aliases is spec 9's table, per endpoint, with a valid value for each.
+// aliases is the table of deprecated aliases (docs/api.md, "Body rules"), per endpoint, with a valid value for each.
 var aliases = map[string][]alias{
 	"standard-enhance": {{"imageUrl", "image_url", img}},
 	"model-b-fast": {

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// The field tables below are the test's own statement of spec 4 and
-// docs/api.md ("Choices per model"), written apart from the schema files so that a drift in
+// The field tables below are the test's own statement of the endpoints'
+// fields and docs/api.md ("Choices per model"), written apart from the schema files so that a drift in
 // either shows up here.
 
 type kind int

@@ -37,7 +37,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// now is after both deprecation dates of the spec.
+// now is after both deprecation dates (docs/api.md, "Body rules").
 var now = time.Date(2026, 11, 21, 20, 33, 0, 120e6, time.UTC)
 
 // minimal holds a valid body of each endpoint.
@@ -242,7 +242,7 @@ func TestEachEndpointCreatesAQueuedJobThatReadsBack(t *testing.T) {
 			switch k {
 			case "job_id", "status", "created_at", "completed_at", "result", "progress":
 			default:
-				t.Errorf("POST %s: the job record has a field %q the spec does not allow", path, k)
+				t.Errorf("POST %s: the job record has a field %q the job record does not have", path, k)
 			}
 		}
 		matchesSchema(t, "Job", resp.body)

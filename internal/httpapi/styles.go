@@ -20,8 +20,8 @@ type StyleStore interface {
 	ShareLink(ctx context.Context, id, owner, token string, at time.Time) (string, bool, error)
 }
 
-// Styles serves GET /styles and GET /styles/{id}/share/link (spec 4.8,
-// 4.9), as the API's own user of the token's workspace.
+// Styles serves GET /styles and GET /styles/{id}/share/link (docs/api.md,
+// "Styles"), as the API's own user of the token's workspace.
 type Styles struct {
 	Auth   Authenticator
 	Styles StyleStore

@@ -126,13 +126,14 @@ const (
 	CodeInternal     = "internal"
 )
 
-// Error is the error object of a failed job (spec 2.2).
+// Error is the error object of a failed job (docs/api.md, "Error codes of a failed job").
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message,omitempty"`
 }
 
-// Record is the job record of spec 2.1: exactly these fields, nothing else.
+// Record is the job record (docs/api.md, "The job record"): exactly these
+// fields, nothing else.
 type Record struct {
 	ID          string          `json:"job_id"`
 	Status      Status          `json:"status"`
@@ -217,7 +218,7 @@ func NewID(now time.Time) string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// ValidID reports whether s is a UUID as spec 2.1 accepts it: version 1 to 8
+// ValidID reports whether s is a UUID as a job id may be (docs/api.md, "The job record"): version 1 to 8
 // and variant 8, 9, a or b, or the all-zero or all-f UUID. It guards lookups
 // so that a malformed id costs no read.
 func ValidID(s string) bool {

@@ -140,7 +140,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 			{"title", "Generation Job Service"},
 			{"version", "1"},
 			{"description", description},
-			// The spec names no license; this states that the API is not open source.
+			// The API contract names no license; this states that the API is not open source.
 			{"license", object{{"name", "Proprietary"}, {"identifier", "LicenseRef-Proprietary"}}},
 		}},
 		{"servers", []any{object{{"url", baseURL}}}},

@@ -2,7 +2,7 @@ package openapi
 
 import "genjobs/internal/style"
 
-// The styles endpoints (spec 4.8, 4.9). Their rules live in package style
+// The styles endpoints (docs/api.md, "Styles"). Their rules live in package style
 // and the handler (package httpapi); the tests hold these to them.
 
 const stylesTagDescription = "Styles the workspace's API user may see, and shareable links to the styles it owns. " +

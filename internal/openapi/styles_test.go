@@ -31,7 +31,7 @@ func TestStylePaths(t *testing.T) {
 	}
 	slices.Sort(names)
 	if want := []string{"cursor", "filter", "ids", "liked", "limit", "model", "user"}; !slices.Equal(names, want) {
-		t.Errorf("parameters %v; want spec 4.8's %v", names, want)
+		t.Errorf("parameters %v; want those of docs/api.md (Styles) %v", names, want)
 	}
 	if l := params["limit"]; l["type"] != "integer" || l["minimum"] != 1.0 || l["maximum"] != 1000.0 || l["default"] != 100.0 {
 		t.Errorf("limit: %v", l)

@@ -118,7 +118,7 @@ func TestSettlementChargesCompletedAndReleasesTheRest(t *testing.T) {
 }
 
 // An in-flight job finishes and is charged even when the balance is spent
-// meanwhile (spec 7: in-flight jobs finish normally).
+// meanwhile (docs/api.md, "Balance and settlement": in-flight jobs finish normally).
 func TestInFlightJobIsChargedAfterTheBalanceRunsOut(t *testing.T) {
 	s, ctx := newStore(t), context.Background()
 	addWorkspace(t, s, "ws_a", 20, 20)

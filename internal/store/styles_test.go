@@ -213,7 +213,7 @@ func TestStyleFilterMembership(t *testing.T) {
 		{"B", apiB, style.Query{Filter: style.Public}, []string{"a_listed", "ann_listed", "b_listed", "bob_listed", "svc_public"}},
 		{"B", apiB, style.Query{Filter: style.All, Liked: true}, []string{"b_listed"}},
 		{"B", apiB, style.Query{Filter: style.All, IDs: []string{"sty_a_private", "sty_a_listed"}}, []string{"a_listed"}},
-		// An application user of ws_a does not see the API's styles unless shared (spec 5.4).
+		// An application user of ws_a does not see the API's styles unless shared (docs/api.md, "Styles").
 		{"Ann", ann, style.Query{Filter: style.All}, []string{"a_listed", "a_shared", "ann_private", "ann_shared", "ann_listed",
 			"ann_pending_shared", "b_listed", "b_to_a", "bob_listed", "svc_plain", "svc_public"}},
 		{"Ann", ann, style.Query{Filter: style.User}, []string{"ann_private", "ann_shared", "ann_listed", "ann_pending_shared"}},

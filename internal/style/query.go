@@ -39,7 +39,7 @@ const (
 	Public Filter = "public"
 )
 
-// Filters lists the filters in the spec's order (4.8).
+// Filters lists the filters in the order of docs/api.md ("Styles").
 var Filters = []Filter{All, User, Community, Service, Shared, Unapproved, Editor, Gallery, Public}
 
 // ParseFilter returns the filter named s.

@@ -1,14 +1,13 @@
-// Package style holds the style record (spec 2.4), who may see a style
-// (spec 5.4), the nine listing filters and the query parameters of
-// GET /styles (docs/api.md, "Styles"), and the sets a style belongs to, which the
-// store keeps as index partitions so that every filter is a Query. It
-// imports no AWS package.
+// Package style holds the style record, who may see a style, the nine
+// listing filters and the query parameters of GET /styles (docs/api.md,
+// "Styles"), and the sets a style belongs to, which the store keeps as index
+// partitions so that every filter is a Query. It imports no AWS package.
 //
-// Owners: a style is owned by the API's own user of a workspace (spec 5.4,
-// user id api:{workspace_id}), by a user of the web application in a
-// workspace, or by the service (owner null). Each user has a UUID, the
-// record's owner.id: an application user's is the application's own id, the
-// API user's is derived from its workspace (APIUserID).
+// Owners: a style is owned by the API's own user of a workspace (user id
+// api:{workspace_id}), by a user of the web application in a workspace, or
+// by the service (owner null). Each user has a UUID, the record's owner.id:
+// an application user's is the application's own id, the API user's is
+// derived from its workspace (APIUserID).
 //
 // Visibility, for a caller who is a user U of workspace W (the API's user,
 // or an application user): U's own styles, styles shared with W, the
@@ -40,7 +39,7 @@ var (
 	ErrBadCursor = errors.New("style: cursor not valid for this workspace and query")
 )
 
-// Bounds of GET /styles (spec 4.8; docs/api.md, "Pages and cursors").
+// Bounds of GET /styles (docs/api.md, "Pages and cursors").
 const (
 	DefaultLimit = 100
 	MaxLimit     = 1000
@@ -62,7 +61,7 @@ func KnownModel(m string) bool { return slices.Contains(Models, m) }
 type OwnerKind string
 
 const (
-	// OwnerAPI is the API's own user of a workspace (spec 5.4).
+	// OwnerAPI is the API's own user of a workspace (docs/api.md, "Styles").
 	OwnerAPI OwnerKind = "api"
 	// OwnerApp is a user of the web application, in a workspace.
 	OwnerApp OwnerKind = "app"
@@ -226,7 +225,8 @@ func NewShareToken() string {
 // ShareLink is the application's page of a shared style (docs/api.md, "Styles").
 func ShareLink(appURL, token string) string { return appURL + "/styles/shared/" + token }
 
-// Record is a style as the API shows it: exactly the fields of spec 2.4.
+// Record is a style as the API shows it: exactly the fields of docs/api.md
+// ("Styles").
 type Record struct {
 	ID        string       `json:"id"`
 	Title     string       `json:"title"`
@@ -240,7 +240,7 @@ type Record struct {
 	Models    []string     `json:"models"`
 }
 
-// OwnerRecord is the owner object of spec 2.4.
+// OwnerRecord is the owner object of a style (docs/api.md, "Styles").
 type OwnerRecord struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`

@@ -65,7 +65,7 @@ func demoStyles() []demoStyle {
 		{Style: style.Style{ID: "sty_community_pending", WorkspaceID: CommunityWorkspace, Owner: theoUser, Title: "Glitch (pending review)", Public: true,
 			Prompt: "datamosh, RGB split, scan lines", Models: []string{"model-e-4"}, URLs: img("glitch"), CreatedAt: at(6, 12)}},
 		// The demo workspace's own: the API's (share links work on it) and an
-		// application user's, one shared with the workspace, one not (spec 5.4).
+		// application user's, one shared with the workspace, one not (docs/api.md, "Styles").
 		{Style: style.Style{ID: "sty_demo_api_sketch", WorkspaceID: DemoWorkspace, Owner: demoAPI, Title: "Ink sketch",
 			Prompt: "loose ink lines, cross-hatching, sketchbook", Models: []string{"model-e-4"}, URLs: img("sketch"), CreatedAt: at(7, 15)}},
 		{Style: style.Style{ID: "sty_demo_app_shared", WorkspaceID: DemoWorkspace, Owner: demoAppUser, Title: "Brand palette (shared)",

@@ -65,7 +65,7 @@ func price(t *testing.T, p *prices.List, path, body string) billing.Micros {
 	return m
 }
 
-// TestModelBFast covers spec 8's table at every edge of duration, with and
+// TestModelBFast covers the price table (docs/api.md, "Prices") at every edge of duration, with and
 // without upscale: rate per second by resolution and video reference, +0.05
 // per second for upscale.
 func TestModelBFast(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"genjobs/internal/engine/enhance/stripenc"
 )
 
-// Engine is the reference engine of standard-enhance (spec 4.1): a
+// Engine is the reference engine of standard-enhance (docs/api.md, "Choices per model"): a
 // faithful, deterministic upscaler of one photo.
 //
 // The steps, and the space each works in:
