@@ -154,7 +154,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	e.runner = &provider.Runner{
 		Store: st, Ender: e.life, Queue: providerqueue.New(sq, pq), Blobs: providerfn.Blobs{Store: e.blobs}, Assets: st,
 		Secrets: sec, Clients: clients, Routes: rs, Catalog: e.cat,
-		Fetch: &http.Client{Transport: guard.Transport()}, Trusted: http.DefaultClient,
+		Fetch: guard.Transport(), Trusted: http.DefaultTransport,
 		Clock: e.clock, Log: log, Timings: timings,
 	}
 	e.cb = &provider.Callbacks{Store: st, Blobs: providerfn.Blobs{Store: e.blobs}, Queue: providerqueue.New(sq, pq),

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -142,7 +143,7 @@ func TestOutputFaults(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, replicateRoutes)
 			if c.private {
-				e.runner.Fetch = &http.Client{Transport: (&netguard.Guard{}).Transport()}
+				e.runner.Fetch = (&netguard.Guard{}).Transport()
 			}
 			j := e.create(imageEndpoint, fox)
 			e.steps(j.ID, 1)
@@ -188,6 +189,64 @@ func TestOutputFaults(t *testing.T) {
 			t.Fatalf("stored %v; want the one output", left)
 		}
 	})
+}
+
+// TestOnlyTheProvidersOwnHostIsTrusted: with private destinations
+// refused, an output on the route's base_url host (the operator's server,
+// here on 127.0.0.1) is copied without the network guard; but one there
+// that redirects to another loopback port, and one on the same host name at
+// another port, go through the guard and are refused: the job fails, the
+// other server is never contacted, and the guard's dialer (which records
+// and fails) is never asked to connect.
+func TestOnlyTheProvidersOwnHostIsTrusted(t *testing.T) {
+	var mu sync.Mutex
+	var dialed []string
+	guard := &netguard.Guard{Connect: func(_, address string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		dialed = append(dialed, address)
+		return errors.New("this test connects nowhere through the guard")
+	}}
+	png := providertest.File{ContentType: "image/png", Data: pngBytes}
+	for name, c := range map[string]struct {
+		output  func(e *env) string
+		refused bool
+	}{
+		"on the provider's host": {output: func(e *env) string { return e.rep.Files.Put("/files/fox.png", png) }},
+		"redirected from the provider's host to another port": {refused: true, output: func(e *env) string {
+			return e.rep.Files.Put("/files/fox.png", providertest.File{Redirect: e.files.Put("/out/fox.png", png)})
+		}},
+		"the provider's host name at another port": {refused: true, output: func(e *env) string { return e.files.Put("/out/fox.png", png) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, replicateRoutes)
+			e.runner.Fetch = guard.Transport()
+			j := e.create(imageEndpoint, fox)
+			e.steps(j.ID, 1)
+			p := e.rep.Only(t)
+			e.rep.Set(p.ID, "succeeded", "", []string{c.output(e)}, "")
+			got := e.steps(j.ID, 3)
+			if !c.refused {
+				if got.Status != job.Completed || string(e.result(got)[0]) != string(pngBytes) {
+					t.Fatalf("job %s %+v; want completed with the output's bytes", got.Status, got.Error)
+				}
+				return
+			}
+			if got.Status != job.Failed || got.Error.Code != job.CodeProvider || !strings.Contains(got.Error.Message, "refused by the network policy") {
+				t.Fatalf("job %s %+v; want failed, refused by the network policy", got.Status, got.Error)
+			}
+			if n := e.files.Hits("/out/fox.png"); n != 0 {
+				t.Errorf("the other port was contacted %d times", n)
+			}
+			if left := e.objects("results/"); len(left) != 0 {
+				t.Errorf("left stored: %v", left)
+			}
+			e.audit()
+		})
+	}
+	if len(dialed) != 0 {
+		t.Errorf("the guard let connections through to %v", dialed)
+	}
 }
 
 // TestDuplicateSubmissionMessage: the same start message twice makes one

@@ -91,10 +91,7 @@ func (s *step) copyOutput(ctx context.Context, ref, stem string) (string, error)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
 			return "", &copyError{msg: "The provider's output is not a URL.", permanent: true}
 		}
-		client := s.r.Fetch
-		if u.Host == s.route.Host() {
-			client = s.r.Trusted
-		}
+		client := &http.Client{Transport: &TrustedHosts{Hosts: []string{s.route.HostPort()}, Trusted: s.r.Trusted, Guarded: s.r.Fetch}}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref, nil)
 		if err != nil {
 			return "", &copyError{msg: "The provider's output is not a URL.", permanent: true}

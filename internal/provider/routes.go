@@ -55,16 +55,6 @@ func (r *Route) Deadline() time.Duration {
 	return time.Duration(r.DeadlineMinutes) * time.Minute
 }
 
-// Host is the host:port of the route's base_url: output URLs there are
-// the operator's own server, exempt from the network guard.
-func (r *Route) Host() string {
-	u, err := url.Parse(r.BaseURL)
-	if err != nil {
-		return ""
-	}
-	return u.Host
-}
-
 // Routes are the deployment's routes by endpoint path. A nil Routes routes
 // nothing.
 type Routes map[string]*Route

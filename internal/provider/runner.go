@@ -94,9 +94,11 @@ type Runner struct {
 	Clients map[string]Client // by provider name
 	Routes  Routes
 	Catalog *catalog.Catalog
-	// Fetch gets output URLs through the network guard; Trusted gets those
-	// on a route's own base_url host, which the operator configured.
-	Fetch, Trusted *http.Client
+	// Fetch is the network guard's transport, for output URLs; Trusted
+	// sends, without the guard, the requests for exactly the job's route's
+	// base_url host and port, which the operator configured. Each redirect
+	// is judged anew (TrustedHosts).
+	Fetch, Trusted http.RoundTripper
 	Clock          clock.Clock
 	Log            *slog.Logger
 	Timings

@@ -27,15 +27,23 @@ import (
 )
 
 // clients are the adapters by provider name. Their requests go to the
-// routes' base_url, which the operator configured: not through the guard.
+// routes' base_url, which the operator configured, without the network
+// guard; a redirect elsewhere goes through it (provider.TrustedHosts).
 // Every request is timed (ProviderLatency) and, in a sampled invocation,
 // in its X-Ray trace.
-func clients(d app.Deps) map[string]provider.Client {
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: xray.Lambda.Transport(trustedTransport())}
+func clients(d app.Deps, routes provider.Routes) map[string]provider.Client {
+	t := &provider.TrustedHosts{Hosts: routes.Hosts(), Trusted: trustedTransport(), Guarded: guard(d).Transport()}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: xray.Lambda.Transport(t)}
 	return map[string]provider.Client{
 		provider.Replicate: provider.Timed(replicate.New(hc), d.Metrics),
 		provider.Cog:       provider.Timed(cog.New(hc), d.Metrics),
 	}
+}
+
+// guard is the network policy of every request the service makes for a
+// client's or a provider's URL.
+func guard(d app.Deps) *netguard.Guard {
+	return &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 }
 
 func trustedTransport() *http.Transport {
@@ -55,7 +63,6 @@ func Provider(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 	st, c := tables.Store(d), queues.Client(d)
 	r := &provider.Runner{
 		Store:   st,
@@ -64,11 +71,11 @@ func Provider(d app.Deps) (app.SQSHandler, error) {
 		Blobs:   Blobs{blobs.Store(d)},
 		Assets:  st,
 		Secrets: secrets,
-		Clients: clients(d),
+		Clients: clients(d, routes),
 		Routes:  routes,
 		Catalog: cat,
-		Fetch:   &http.Client{Transport: xray.Lambda.Transport(guard.Transport())},
-		Trusted: &http.Client{Transport: xray.Lambda.Transport(trustedTransport())},
+		Fetch:   xray.Lambda.Transport(guard(d).Transport()),
+		Trusted: xray.Lambda.Transport(trustedTransport()),
 		Clock:   d.Clock,
 		Log:     d.Log,
 		Timings: provider.DefaultTimings,
@@ -110,7 +117,7 @@ func Callbacks(d app.Deps) (http.Handler, error) {
 		Blobs:   Blobs{blobs.Store(d)},
 		Queue:   providerqueue.New(queues.Client(d), d.ProviderQueueURL),
 		Secrets: secrets,
-		Clients: clients(d),
+		Clients: clients(d, routes),
 		Routes:  routes,
 		Clock:   d.Clock,
 		Log:     d.Log,

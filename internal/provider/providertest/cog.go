@@ -188,22 +188,33 @@ type Files struct {
 	URL   string
 	mu    sync.Mutex
 	files map[string]File
+	hits  map[string]int
 }
 
 // File is one served file.
 type File struct {
 	ContentType string
 	Data        []byte
-	Status      int  // answered instead of the file when set
-	StopAfter   int  // when > 0: the connection drops after this many bytes
-	ClaimLength bool // send Content-Length of Data (with StopAfter: more than is sent)
+	Status      int    // answered instead of the file when set
+	StopAfter   int    // when > 0: the connection drops after this many bytes
+	ClaimLength bool   // send Content-Length of Data (with StopAfter: more than is sent)
+	Redirect    string // when set: answered 302 to this URL instead
 }
 
 // NewFiles starts a file server on 127.0.0.1.
 func NewFiles(t testing.TB) *Files {
-	f := &Files{files: map[string]File{}}
+	f := newFiles()
 	f.URL = Listen(t, http.HandlerFunc(f.serve)).URL
 	return f
+}
+
+func newFiles() *Files { return &Files{files: map[string]File{}, hits: map[string]int{}} }
+
+// Hits counts the requests for path.
+func (f *Files) Hits(path string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits[path]
 }
 
 // Put serves file at path and returns its URL.
@@ -217,9 +228,14 @@ func (f *Files) Put(path string, file File) string {
 func (f *Files) serve(w http.ResponseWriter, req *http.Request) {
 	f.mu.Lock()
 	file, ok := f.files[req.URL.Path]
+	f.hits[req.URL.Path]++
 	f.mu.Unlock()
 	if !ok {
 		http.NotFound(w, req)
+		return
+	}
+	if file.Redirect != "" {
+		http.Redirect(w, req, file.Redirect, http.StatusFound)
 		return
 	}
 	if file.Status != 0 {

@@ -81,19 +81,23 @@ type Replicate struct {
 	// Succeed, when set, is the output of every prediction created: each
 	// has succeeded by its creation's answer.
 	Succeed any
+	// Files serves files under /files/ on the API's own host.
+	Files *Files
 }
 
 // NewReplicate starts a fake on 127.0.0.1.
 func NewReplicate(t testing.TB) *Replicate {
 	r := &Replicate{Token: "r8_test_token", WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString([]byte("test webhook signing key 32bytes")),
-		preds: map[string]*RPrediction{}}
+		preds: map[string]*RPrediction{}, Files: newFiles()}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /files/", r.Files.serve)
 	mux.HandleFunc("POST /v1/models/{owner}/{name}/predictions", r.create)
 	mux.HandleFunc("POST /v1/predictions", r.create)
 	mux.HandleFunc("GET /v1/predictions", r.list)
 	mux.HandleFunc("GET /v1/predictions/{id}", r.get)
 	mux.HandleFunc("POST /v1/predictions/{id}/cancel", r.cancel)
 	r.URL = Listen(t, mux).URL
+	r.Files.URL = r.URL
 	return r
 }
 
