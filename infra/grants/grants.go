@@ -65,8 +65,13 @@ type Function struct {
 // Analyze compiles every function under dir/functions and returns what
 // each can reach, by functions/ directory name.
 func Analyze(dir string) (map[string]*Function, error) {
+	return AnalyzePackages(dir, "./functions/...")
+}
+
+// AnalyzePackages is Analyze of the main packages patterns match.
+func AnalyzePackages(dir string, patterns ...string) (map[string]*Function, error) {
 	cfg := &packages.Config{Mode: packages.LoadSyntax, Dir: dir}
-	pkgs, err := packages.Load(cfg, "./functions/...")
+	pkgs, err := packages.Load(cfg, patterns...)
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +113,14 @@ func Analyze(dir string) (map[string]*Function, error) {
 	prog.Build()
 	a := newAnalyzer(prog)
 	out := map[string]*Function{}
+	mains := map[string]bool{}
+	for _, p := range module {
+		if p.Name == "main" {
+			mains[p.PkgPath] = true
+		}
+	}
 	for _, p := range ssaPkgs {
-		if p == nil || p.Pkg.Name() != "main" || !strings.HasPrefix(p.Pkg.Path(), Module+"/functions/") {
+		if p == nil || !mains[p.Pkg.Path()] {
 			continue
 		}
 		name := path.Base(p.Pkg.Path())
@@ -366,6 +377,14 @@ var services = map[string][]string{
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager": {"SecretId"},
 }
 
+// isRequestOfAnotherService tells an SDK request input of a service
+// missing from services.
+func isRequestOfAnotherService(pkg, typeName string) bool {
+	const prefix = "github.com/aws/aws-sdk-go-v2/service/"
+	rest, ok := strings.CutPrefix(pkg, prefix)
+	return ok && !strings.Contains(rest, "/") && strings.HasSuffix(typeName, "Input")
+}
+
 // action is the IAM action a request of the SDK type typeName in package
 // pkg needs: its operation's, save where IAM names it otherwise; "" for a
 // type that is no request.
@@ -419,6 +438,12 @@ func (a *analyzer) requests(reach map[*ssa.Function]bool) []request {
 					}
 					pkg := named.Obj().Pkg().Path()
 					fields, ok := services[pkg]
+					if !ok && isRequestOfAnotherService(pkg, named.Obj().Name()) {
+						// A service the analysis does not know: say so rather
+						// than pass its requests unchecked.
+						out = append(out, request{action: path.Base(pkg) + ":" + strings.TrimSuffix(named.Obj().Name(), "Input"), fn: fn, pos: in.Pos()})
+						continue
+					}
 					act := action(pkg, named.Obj().Name())
 					if !ok || act == "" {
 						continue
@@ -512,6 +537,9 @@ func compact(s []string) []string {
 
 // resource names what a request acts on from the origins of its values.
 func resource(act string, tuple []origin) (Resource, string) {
+	if len(tuple) == 0 {
+		return Resource{}, "a request of a service the analysis does not know: add the fields naming its resources to services"
+	}
 	id := tuple[0]
 	if strings.HasPrefix(act, "dynamodb:") && id.why == "unset" && len(tuple) > 2 {
 		id = tuple[2] // a batch: its items by table name
@@ -818,7 +846,9 @@ func (a *analyzer) origins(v ssa.Value, reach map[*ssa.Function]bool, visiting m
 		if callee := c.StaticCallee(); callee != nil {
 			switch callee.String() {
 			case "os.Getenv":
-				return more(c.Args[0]) // a constant name: same as above
+				if k, ok := c.Args[0].(*ssa.Const); ok && k.Value != nil && k.Value.Kind() == constant.String {
+					return []origin{{env: constant.StringVal(k.Value)}}
+				}
 			case "fmt.Sprintf", "strings.TrimSuffix", "strings.TrimPrefix", "strings.TrimSpace":
 				return more(c.Args[0]) // the format, or the string trimmed
 			}

@@ -207,3 +207,34 @@ func TestTheCheckReportsAMissingAndAnUnusedGrant(t *testing.T) {
 		t.Errorf("unused = %q; want only %s (ListBucket beside a read is allowed)", unused, added)
 	}
 }
+
+// The analysis on a function made for it: a queue traced through a field
+// to its environment variable, a handler reached though only handed over,
+// and, reported rather than passed over, a queue it cannot name and a
+// request of a service it does not know.
+func TestTheAnalysisTracesAndReportsWhatItCannot(t *testing.T) {
+	fns, err := AnalyzePackages(".", "./testdata/functions/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fns["fixture"]
+	if f == nil {
+		t.Fatalf("the fixture was not analysed: %v", fns)
+	}
+	var got []string
+	for _, a := range f.Accesses {
+		got = append(got, a.Action+" "+a.Resource.Env+a.Resource.Suffix)
+	}
+	if want := []string{"sqs:DeleteMessage B_QUEUE_URL", "sqs:SendMessage A_QUEUE_URL"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("accesses %q; want %q", got, want)
+	}
+	problems := strings.Join(f.Unresolved, "\n")
+	for _, want := range []string{"cloudformation:DescribeStacks at ", "a service the analysis does not know", "sqs:SendMessage at ", "its queue "} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("unresolved %q; want it to say %q", f.Unresolved, want)
+		}
+	}
+	if len(f.Unresolved) != 2 {
+		t.Errorf("%d unresolved; want the 2 the fixture makes: %q", len(f.Unresolved), f.Unresolved)
+	}
+}
