@@ -68,7 +68,7 @@ func (c *Callbacks) Receive(ctx context.Context, providerName, jobID, token stri
 			return fmt.Errorf("secret %s: %w", route.Secret, err)
 		}
 	}
-	if err := client.Verify(h, body, secret, c.Clock.Now()); err != nil {
+	if err := client.Verify(ctx, route, h, body, secret, c.Clock.Now()); err != nil {
 		return err
 	}
 	log := c.Log.With("job_id", j.ID, "workspace_id", j.WorkspaceID, "provider", providerName)
@@ -82,8 +82,7 @@ func (c *Callbacks) Receive(ctx context.Context, providerName, jobID, token stri
 		return nil
 	}
 	if sub.PredictionID != "" && p.ID != "" && p.ID != sub.PredictionID {
-		log.Warn("ignoring the callback of another prediction", "prediction_id", p.ID)
-		return nil
+		return fmt.Errorf("%w: the callback names prediction %s, not the job's", ErrUnverified, p.ID)
 	}
 	if !p.Status.Ended() {
 		to := job.Scheduled

@@ -31,6 +31,7 @@ import (
 	"genjobs/internal/netguard"
 	"genjobs/internal/provider"
 	"genjobs/internal/provider/cog"
+	"genjobs/internal/provider/fal"
 	"genjobs/internal/provider/providertest"
 	"genjobs/internal/provider/replicate"
 	"genjobs/internal/queue"
@@ -64,6 +65,7 @@ type env struct {
 	cb      *provider.Callbacks
 	baseURL string // the callback route's server
 	rep     *providertest.Replicate
+	fal     *providertest.Fal
 	cog     *providertest.Cog
 	files   *providertest.Files
 	cat     *catalog.Catalog
@@ -119,6 +121,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	e := &env{t: t, ctx: ctx, store: st, s3: s3c, results: results, blobs: blob.New(s3c, results, testenv.NewBucket(t)),
 		sqs: sq, pq: pq, jq: jq, clock: &clock.Fixed{T: now}, logs: &syncBuffer{}}
 	e.rep = providertest.NewReplicate(t)
+	e.fal = providertest.NewFal(t)
 	e.cog = providertest.NewCog(t, "/image/vendor-b/model-e-4")
 	e.files = providertest.NewFiles(t)
 	if e.cat, err = catalog.New(); err != nil {
@@ -138,6 +141,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	for name, value := range map[string]string{
 		"replicate": fmt.Sprintf(`{"token": %q, "webhook_secret": %q}`, e.rep.Token, e.rep.WebhookSecret),
 		"cog":       `{"webhook_token": "cog-webhook-token"}`,
+		"fal":       fmt.Sprintf(`{"token": %q}`, e.fal.Key),
 	} {
 		if _, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(prefix + name), SecretString: aws.String(value)}); err != nil {
 			t.Fatal(err)
@@ -145,7 +149,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	}
 	sec := providerfn.SecretStore{S: secrets.New(sm, prefix)}
 	hc := &http.Client{Timeout: 5 * time.Second}
-	clients := map[string]provider.Client{provider.Replicate: replicate.New(hc), provider.Cog: cog.New(hc)}
+	clients := map[string]provider.Client{provider.Replicate: replicate.New(hc), provider.Cog: cog.New(hc), provider.Fal: fal.New(hc)}
 	timings := provider.DefaultTimings
 	timings.FirstPoll, timings.MaxPoll, timings.RetryBase = 0, 0, 0
 	timings.StepFor, timings.InFlight = time.Minute, 30*time.Second

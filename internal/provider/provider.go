@@ -73,6 +73,9 @@ type Submission struct {
 	ID      string
 	Input   map[string]any
 	Webhook string // the callback URL of this service
+	// StartWithin is the time left to the job's deadline: a provider that
+	// takes a start deadline (fal) drops a request not started by then.
+	StartWithin time.Duration
 }
 
 // Client speaks one provider's protocol. Build one per provider, once.
@@ -83,10 +86,12 @@ type Client interface {
 	Read(ctx context.Context, r *Route, s Secret, id string) (Prediction, error)
 	// Find looks for the prediction of job jobID created since since, after
 	// a submission whose answer was lost: found false when there is none.
+	// ErrUnlisted where the protocol cannot look (fal): such a prediction
+	// makes itself known by its callback.
 	Find(ctx context.Context, r *Route, s Secret, jobID string, since time.Time) (p Prediction, found bool, err error)
 	Cancel(ctx context.Context, r *Route, s Secret, id string) error
 	// Verify checks a callback's proof of origin: nil when it holds.
-	Verify(h http.Header, body []byte, s Secret, now time.Time) error
+	Verify(ctx context.Context, r *Route, h http.Header, body []byte, s Secret, now time.Time) error
 	// Parse reads a callback's body.
 	Parse(body []byte) (Prediction, error)
 	// Readable reports whether Read works: a protocol that cannot be read
@@ -100,6 +105,9 @@ var (
 	ErrUnreadable = errors.New("provider: predictions cannot be read")
 	// ErrUnverified: a callback failed verification.
 	ErrUnverified = errors.New("provider: callback not verified")
+	// ErrUnlisted: the protocol cannot list predictions; one made by a
+	// submission whose answer was lost is known by its callback only.
+	ErrUnlisted = errors.New("provider: predictions cannot be listed")
 )
 
 // Error is a provider's answer other than success.

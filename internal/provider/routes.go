@@ -17,11 +17,18 @@ import (
 const (
 	Replicate = "replicate"
 	Cog       = "cog"
+	Fal       = "fal"
 )
 
-// DefaultReplicateURL is Replicate's API, the base_url of a replicate route
-// that names none.
-const DefaultReplicateURL = "https://api.replicate.com"
+// Defaults of routes that name no base_url or jwks_url.
+const (
+	// DefaultReplicateURL is Replicate's API.
+	DefaultReplicateURL = "https://api.replicate.com"
+	// DefaultFalURL is fal's queue.
+	DefaultFalURL = "https://queue.fal.run"
+	// DefaultFalJWKS holds the public keys of fal's webhook signatures.
+	DefaultFalJWKS = "https://rest.alpha.fal.ai/.well-known/jwks.json"
+)
 
 // Deadlines of a route: how long a routed job may take from queued to its end.
 const (
@@ -34,9 +41,12 @@ type Route struct {
 	Endpoint string `json:"-"` // the generation path the route is keyed by
 	Provider string `json:"provider"`
 	BaseURL  string `json:"base_url"`
-	// Model ("owner/name") or Version (64 hex digits): Replicate's model.
+	// Model ("owner/name") or Version (64 hex digits): Replicate's model;
+	// fal's app id with its optional path ("fal-ai/flux/dev").
 	Model   string `json:"model"`
 	Version string `json:"version"`
+	// JWKSURL holds the keys that sign fal's webhooks (DefaultFalJWKS).
+	JWKSURL string `json:"jwks_url"`
 	// Input maps our request's fields (defaults applied) to the provider's
 	// input names; only these are sent.
 	Input     map[string]string `json:"input"`
@@ -67,6 +77,7 @@ func (rs Routes) For(endpoint string) (*Route, bool) {
 
 var (
 	modelName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*$`)
+	falModel  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*$`)
 	versionID = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	inputName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
@@ -136,10 +147,33 @@ func parseRoute(path string, raw json.RawMessage, cat *catalog.Catalog) (*Route,
 		if r.Model != "" || r.Version != "" {
 			return nil, fmt.Errorf("a cog route takes no model or version: base_url names the server")
 		}
+	case Fal:
+		if r.BaseURL == "" {
+			r.BaseURL = DefaultFalURL
+		}
+		if r.JWKSURL == "" {
+			r.JWKSURL = DefaultFalJWKS
+		}
+		switch {
+		case r.Model == "":
+			return nil, fmt.Errorf("a fal route needs model (the app id, e.g. fal-ai/flux/dev)")
+		case r.Version != "":
+			return nil, fmt.Errorf("a fal route takes no version: model names the app and its path")
+		case !falModel.MatchString(r.Model):
+			return nil, fmt.Errorf("model %q is not a fal app id (owner/app, then an optional path)", r.Model)
+		case r.Secret == "":
+			return nil, fmt.Errorf("a fal route needs secret (the name of the secret with its key)")
+		}
+		if u, err := url.Parse(r.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return nil, fmt.Errorf("jwks_url %q is not an http(s) URL", r.JWKSURL)
+		}
 	case "":
-		return nil, fmt.Errorf("provider is missing (replicate or cog)")
+		return nil, fmt.Errorf("provider is missing (replicate, fal or cog)")
 	default:
-		return nil, fmt.Errorf("unknown provider %q (replicate or cog)", r.Provider)
+		return nil, fmt.Errorf("unknown provider %q (replicate, fal or cog)", r.Provider)
+	}
+	if r.JWKSURL != "" && r.Provider != Fal {
+		return nil, fmt.Errorf("jwks_url is for fal routes only")
 	}
 	u, err := url.Parse(r.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {

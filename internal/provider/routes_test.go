@@ -20,7 +20,12 @@ func TestParseRoutesRefusesBadEntries(t *testing.T) {
 	for _, c := range []struct{ doc, want string }{
 		{`[]`, "not a JSON object"},
 		{`{"/generate/image/vendor-z/nope": {"provider": "cog", "base_url": "http://127.0.0.1:5000", "input": {"prompt": "prompt"}}}`, `"/generate/image/vendor-z/nope": no such endpoint`},
-		{`{"` + img + `": {"provider": "fal", "input": {"prompt": "prompt"}}}`, `unknown provider "fal"`},
+		{`{"` + img + `": {"provider": "falai", "input": {"prompt": "prompt"}}}`, `unknown provider "falai"`},
+		{`{"` + img + `": {"provider": "fal", "secret": "fal", "input": {"prompt": "prompt"}}}`, "a fal route needs model"},
+		{`{"` + img + `": {"provider": "fal", "model": "flux", "secret": "fal", "input": {"prompt": "prompt"}}}`, "is not a fal app id"},
+		{`{"` + img + `": {"provider": "fal", "model": "fal-ai/flux/dev", "input": {"prompt": "prompt"}}}`, "a fal route needs secret"},
+		{`{"` + img + `": {"provider": "fal", "model": "fal-ai/flux/dev", "secret": "fal", "jwks_url": "file:///k", "input": {"prompt": "prompt"}}}`, "jwks_url"},
+		{`{"` + img + `": {"provider": "replicate", "model": "a/b", "secret": "r", "jwks_url": "https://k", "input": {"prompt": "prompt"}}}`, "jwks_url is for fal routes only"},
 		{`{"` + img + `": {"input": {"prompt": "prompt"}}}`, "provider is missing"},
 		{`{"` + img + `": {"provider": "replicate", "secret": "r", "input": {"prompt": "prompt"}}}`, "needs model (owner/name) or version"},
 		{`{"` + img + `": {"provider": "replicate", "secret": "r", "version": "abc", "input": {"prompt": "prompt"}}}`, "not 64 hexadecimal digits"},
@@ -42,6 +47,13 @@ func TestParseRoutesRefusesBadEntries(t *testing.T) {
 	r, ok := rs.For(img)
 	if !ok || r.BaseURL != provider.DefaultReplicateURL || r.Deadline() != 30*time.Minute {
 		t.Fatalf("route %+v; want Replicate's API and the 30-minute default deadline", r)
+	}
+	rs, err = provider.ParseRoutes(`{"`+img+`": {"provider": "fal", "model": "fal-ai/flux/dev", "secret": "fal", "input": {"prompt": "prompt"}}}`, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := rs.For(img); r.BaseURL != provider.DefaultFalURL || r.JWKSURL != provider.DefaultFalJWKS {
+		t.Fatalf("route %+v; want fal's queue and fal's JWKS", r)
 	}
 	if empty, err := provider.ParseRoutes("", cat); err != nil || len(empty) != 0 {
 		t.Fatalf("an empty document: %v %v", empty, err)

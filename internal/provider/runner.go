@@ -336,6 +336,7 @@ func (s *step) submit(ctx context.Context, previous string) error {
 	}
 	p, err := s.client.Submit(ctx, s.route, s.secret, Submission{
 		JobID: s.j.ID, ID: PredictionID(s.j.ID), Input: input, Webhook: s.callbackURL(token),
+		StartWithin: s.deadline().Sub(r.Clock.Now()),
 	})
 	if Refused(err) {
 		var pe *Error
@@ -368,7 +369,16 @@ func (s *step) recover(ctx context.Context) error {
 		return s.submit(ctx, s.sub.Marker)
 	}
 	p, found, err := s.client.Find(ctx, s.route, s.secret, s.j.ID, s.sub.MarkedAt)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrUnlisted) && s.answered == s.sub.Marker:
+		return s.submit(ctx, s.sub.Marker) // the provider refused it: nothing of it runs
+	case errors.Is(err, ErrUnlisted):
+		// Never a second request: the one this submission may have made
+		// calls back with its id (the callback URL names the job and this
+		// submission's token); until then, or the deadline, the job waits.
+		s.log.Info("a submission's answer was lost; waiting for its request's callback")
+		return s.next(ctx, s.pollDelay())
+	case err != nil:
 		return s.retry(ctx, "look for a submitted prediction", err)
 	}
 	if !found {
@@ -550,6 +560,13 @@ func (s *step) settle(ctx context.Context) error {
 				s.log.Warn("ignoring the callback of another prediction", "prediction_id", p.ID)
 				s.dropCallback(ctx)
 				return nil
+			}
+			if s.sub.PredictionID == "" && p.ID != "" && s.sub.Marker != "" {
+				// The callback of a submission whose answer was lost.
+				if err := r.Store.RecordPrediction(ctx, s.j.ID, s.sub.Marker, p.ID); err != nil && !errors.Is(err, job.ErrConflict) {
+					return err
+				}
+				s.sub.PredictionID = p.ID
 			}
 			return s.apply(ctx, p)
 		}

@@ -21,6 +21,7 @@ import (
 	"genjobs/internal/netguard"
 	"genjobs/internal/provider"
 	"genjobs/internal/provider/cog"
+	"genjobs/internal/provider/fal"
 	"genjobs/internal/provider/replicate"
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/xray"
@@ -37,6 +38,7 @@ func clients(d app.Deps, routes provider.Routes) map[string]provider.Client {
 	return map[string]provider.Client{
 		provider.Replicate: provider.Timed(replicate.New(hc), d.Metrics),
 		provider.Cog:       provider.Timed(cog.New(hc), d.Metrics),
+		provider.Fal:       provider.Timed(fal.New(hc), d.Metrics),
 	}
 }
 

@@ -150,7 +150,7 @@ func (c *Client) Parse(body []byte) (provider.Prediction, error) {
 
 // Verify checks the webhook's bearer token when the secret has one (Cog's
 // WEBHOOK_AUTH_TOKEN); without one the unguessable URL is the only proof.
-func (c *Client) Verify(h http.Header, _ []byte, s provider.Secret, _ time.Time) error {
+func (c *Client) Verify(_ context.Context, _ *provider.Route, h http.Header, _ []byte, s provider.Secret, _ time.Time) error {
 	if s.WebhookToken == "" {
 		return nil
 	}

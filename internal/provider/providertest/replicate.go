@@ -1,9 +1,11 @@
 // Package providertest has protocol-level fakes of the model providers, for
-// tests: Replicate's predictions API with Standard Webhooks signatures, a
-// Cog model server, and a file server for outputs. Each listens on
-// 127.0.0.1 only. They follow the providers' public documentation
-// (Replicate's HTTP API reference and webhook guide; the HTTP document of
-// the replicate/cog repository), not any client of ours.
+// tests: Replicate's predictions API with Standard Webhooks signatures,
+// fal's queue API with ED25519-signed webhooks and its JWKS, a Cog model
+// server in each of the ways Cog reports output files, and a file server
+// for outputs. Each listens on 127.0.0.1 only. They follow the providers'
+// public documentation and source (Replicate's HTTP API reference and
+// webhook guide; fal's queue and webhook documentation; the replicate/cog
+// repository's HTTP document and servers), not any client of ours.
 package providertest
 
 import (

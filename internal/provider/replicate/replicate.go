@@ -180,7 +180,7 @@ const Tolerance = 5 * time.Minute
 // "{webhook-id}.{webhook-timestamp}.{body}" keyed by the base64 secret
 // after "whsec_", against any of the "v1,<base64>" signatures of
 // webhook-signature, with a timestamp within Tolerance of now.
-func (c *Client) Verify(h http.Header, body []byte, s provider.Secret, now time.Time) error {
+func (c *Client) Verify(_ context.Context, _ *provider.Route, h http.Header, body []byte, s provider.Secret, now time.Time) error {
 	id, ts, sigs := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
 	if id == "" || ts == "" || sigs == "" {
 		return fmt.Errorf("%w: webhook-id, webhook-timestamp or webhook-signature is missing", provider.ErrUnverified)
