@@ -18,6 +18,13 @@
 //     Set-Cookie line per cookie, a base64 body decoded, a function error
 //     as 500 {"message":"Internal Server Error"}.
 //
+// What a handler reads then is what it reads in AWS: every header whole
+// (a Standard Webhooks or Stripe-Signature value with its commas), a
+// repeated header as one comma-joined value, the cookies of a browser's
+// Cookie header, a form body (application/x-www-form-urlencoded travels as
+// text), an image body byte for byte; and the client gets each Set-Cookie
+// the handler wrote.
+//
 // Use Handler where a test serves a handler (httptest.NewServer or
 // ServeHTTP), Serve for one request, Event to look at the event itself:
 //
@@ -45,7 +52,9 @@ var route = sam.Route{Method: "ANY", Path: "$default", Function: "Function"}
 
 // Handler serves h as a Lambda function behind the HTTP API: each request
 // is converted to a payload 2.0 event, run through httpapi.LambdaHandler
-// and its response converted back, as in AWS.
+// and its response converted back, as in AWS. The request's context is the
+// invocation's: a deadline on it plays the function's timeout (the handler
+// gets httpapi.AnswerMargin less).
 func Handler(h http.Handler) http.Handler {
 	log := slog.New(slog.DiscardHandler)
 	g, err := gateway.New([]sam.Route{route}, map[string]gateway.Handler{route.Function: httpapi.LambdaHandler(log, h)}, log)
