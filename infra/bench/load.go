@@ -409,21 +409,3 @@ func (p *rawPut) call(ctx context.Context) error {
 	}
 	return err
 }
-
-// itemSize is an item's size as DynamoDB counts it for string, number and
-// boolean attributes: the UTF-8 bytes of names and values.
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k)
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			n += len(v.Value)
-		case *types.AttributeValueMemberN:
-			n += len(v.Value)
-		case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-			n++
-		}
-	}
-	return n
-}

@@ -27,9 +27,14 @@
 //     as a 2048x2048 JPEG;
 //   - the cost of a million jobs (cost.go) for three mixes (small enhance,
 //     16K enhance, a 10 s video), from the DynamoDB units the queue
-//     phase's jobs consumed (ReturnConsumedCapacity), their S3 and SQS
+//     phase's jobs consumed, as DynamoDB Local reported them
+//     (ReturnConsumedCapacity) and as AWS would bill them by its
+//     documented rules (dynamorules.go, awsbill.go), their S3 and SQS
 //     requests, the worker's measured run times and the memory
-//     template.yaml gives, with a dated price table;
+//     template.yaml gives, and of a webhook (the notifier's and deliverer's
+//     invocations, KMS Sign, SQS, DynamoDB), with a dated price table
+//     (`go run ./infra/bench cost` runs just the job runs, the webhooks and
+//     the video engine, and prints those rows);
 //   - GET /styles?filter=all through the local API over 10,000 styles
 //     (styles.go), on emulators of its own, after a full walk of its pages
 //     is checked to show each visible style once;
@@ -103,8 +108,9 @@ func main() {
 	enhanceOnly := len(os.Args) > 1 && os.Args[1] == "enhance"
 	startsOnly := len(os.Args) > 1 && os.Args[1] == "starts"
 	creationOnly := len(os.Args) > 1 && os.Args[1] == "creation"
+	costOnly := len(os.Args) > 1 && os.Args[1] == "cost"
 	var so soakOptions
-	if !enhanceOnly && !startsOnly && !creationOnly {
+	if !enhanceOnly && !startsOnly && !creationOnly && !costOnly {
 		flag.DurationVar(&so.d, "soak", defaultSoakFor, "how long the soak sends its fixed rate of requests to make run's runner (0: no soak)")
 		flag.IntVar(&so.rate, "soak-rate", defaultSoakRate, "the soak's requests per second")
 		flag.BoolVar(&so.only, "soak-only", false, "run the soak alone")
@@ -137,6 +143,8 @@ func main() {
 			return runStarts(root, tmp)
 		case creationOnly:
 			return runCreation(ctx, root, tmp)
+		case costOnly:
+			return runCost(ctx, root, tmp, begin)
 		case so.only:
 			return runSoakOnly(ctx, root, tmp, begin, so)
 		}
@@ -231,7 +239,7 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 	r.t.sep()
 	r.runs(runs)
 	r.t.sep()
-	r.costs(runs.usage, costMixes(tpl, runs.usage, enhanced, video, videoErr))
+	r.costs(runs, hooks.usage, functionMemory(tpl, "SweeperFunction"), costMixes(tpl, runs.usage, enhanced, video, videoErr))
 	r.t.sep()
 	r.styles(styles)
 	r.t.sep()
@@ -348,6 +356,48 @@ func runCreation(ctx context.Context, root, tmp string) error {
 	r := &report{t: newReportTable(), host: runtime.GOOS + "/" + runtime.GOARCH}
 	r.load(load)
 	r.t.note("load average (1 min): %s before, %s after.", before, loadAverage())
+	r.t.print(os.Stdout)
+	if r.failed {
+		return errors.New("some checks failed (see the table)")
+	}
+	return nil
+}
+
+// runCost is `go run ./infra/bench cost`: the job runs, the webhooks and
+// the video engine, and the cost rows (the 16K enhance mix needs the
+// enhance table of a whole run).
+func runCost(ctx context.Context, root, tmp string, begin time.Time) error {
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return err
+	}
+	src, err := photoPNG(photoSide)
+	if err != nil {
+		return err
+	}
+	before := loadAverage()
+	fmt.Fprintln(os.Stderr, "bench: a 10 s video through the video engine...")
+	video, videoErr := videoRunTime(ctx)
+	var runs *runReport
+	var hooks *webhookReport
+	err = withStack(ctx, root, tmp, func(clients *devstack.Stack) error {
+		if runs, err = measureRuns(ctx, tpl, clients, src); err != nil {
+			return err
+		}
+		hooks, err = measureWebhooks(ctx, tpl, clients, tmp)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r := &report{t: newReportTable(), host: runtime.GOOS + "/" + runtime.GOARCH}
+	r.runs(runs)
+	r.t.sep()
+	r.costs(runs, hooks.usage, functionMemory(tpl, "SweeperFunction"), costMixes(tpl, runs.usage, nil, video, videoErr))
+	r.t.sep()
+	r.webhooks(hooks)
+	r.t.note("load average (1 min): %s before, %s after.", before, loadAverage())
+	r.t.note("go run ./infra/bench cost took %.1f s.", time.Since(begin).Seconds())
 	r.t.print(os.Stdout)
 	if r.failed {
 		return errors.New("some checks failed (see the table)")

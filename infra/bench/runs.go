@@ -48,6 +48,8 @@ const (
 	// long poll: the queue's own latency, nothing queued before it.
 	queueJobs    = 20
 	endPollEvery = 20 * time.Millisecond // GetItem of the job, to see it end
+	// costJobs follow, one at a time too, metered by AWS's rules (cost.go).
+	costJobs = 10
 
 	// runsWorkspace may hold this many jobs at once, and run as many: the
 	// bench's jobs never wait in a backlog.
@@ -79,8 +81,11 @@ type runReport struct {
 	elapsed                    time.Duration // first creation sent -> last completion seen
 	runErrs                    []string
 
-	// What one job of the queue phase consumed (cost.go).
-	usage jobUsage
+	// What one job consumed (cost.go), and one run of the sweeper.
+	usage      jobUsage
+	sweeper    usage
+	sweeperRun time.Duration
+	sweeperErr error
 
 	// The check of one result: what it is, or why it is not what was asked.
 	result    string
@@ -102,16 +107,17 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	// The functions get a DynamoDB client of their own that notes each job's
 	// first status write past queued; the bench reads with the plain one.
 	marks := &jobMarks{}
-	m := &meter{}
+	m := newMeter(clients.DynamoDB)
 	db := dynamodb.New(clients.DynamoDB.Options(), func(o *dynamodb.Options) {
-		o.APIOptions = append(slices.Clone(o.APIOptions), marks.claimed.firstStatusWrite, m.capacity, m.count)
+		o.APIOptions = append(slices.Clone(o.APIOptions), marks.claimed.firstStatusWrite)
+		o.APIOptions = append(o.APIOptions, m.apiOptions()...)
 	})
 	q := sqs.New(clients.SQS.Options(), func(o *sqs.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), m.count) })
 	s3c := s3.New(clients.S3.Options(), func(o *s3.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), m.count) })
 	local := devstack.New(db, q, s3c, "")
 	local.UseMoto(clients.MotoEndpoint)
 	// The functions build their own clients (as in Lambda): the same notes.
-	local.FunctionAPIOptions = []func(*middleware.Stack) error{marks.claimed.firstStatusWrite, m.capacity, m.count}
+	local.FunctionAPIOptions = append([]func(*middleware.Stack) error{marks.claimed.firstStatusWrite}, m.apiOptions()...)
 	local.Table, local.JobsQueue = "genjobs-bench-runs", "genjobs-bench-runs-jobs"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-runs-results", "genjobs-bench-runs-assets"
 	if err := local.Provision(ctx); err != nil {
@@ -131,6 +137,7 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	}
 	defer served.close()
 	worker := &runTimes{}
+	sweep := unmeterSweeper(served.handlers)
 	for id, h := range served.handlers {
 		if h.SQS != nil {
 			h.SQS = marks.delivered.onDelivery(h.SQS)
@@ -162,12 +169,38 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 
 	fmt.Fprintf(os.Stderr, "bench: %d jobs one at a time (queue latency)...\n", queueJobs)
 	qctx, cancel := context.WithTimeout(ctx, queuePhaseLimit)
-	before, ran := m.snapshot(), worker.len()
+	ran := worker.len()
 	measureQueue(qctx, c, st, marks, assetURL, rep)
 	cancel()
-	// The queue phase's jobs run one at a time and nobody polls the API:
-	// what the stack consumed is what its jobs cost.
-	rep.usage = perJob(m.snapshot().minus(before), queueJobs-len(rep.queueErrs), worker.since(ran))
+	// What a job costs: a few more jobs one at a time, nobody polling the
+	// API, with AWS's bill on (it slows writes down: the queue phase's run
+	// times are the ones priced); the sweeper apart.
+	fmt.Fprintf(os.Stderr, "bench: %d jobs one at a time, metered...\n", costJobs)
+	runs := worker.since(ran)
+	cctx, cancel := context.WithTimeout(ctx, queuePhaseLimit)
+	m.bill.on.Store(true)
+	before, done := m.snapshot(), 0
+	for range costJobs {
+		id, _, err := c.createEnhance(cctx, assetURL)
+		if err == nil {
+			err = awaitEnd(cctx, st, id)
+		}
+		if err != nil {
+			rep.queueErrs = append(rep.queueErrs, "metered job: "+err.Error())
+			continue
+		}
+		done++
+	}
+	rep.usage = perJob(m.snapshot().minus(before), done, runs)
+	if sweep != nil {
+		before = m.snapshot()
+		start := time.Now()
+		err := sweep(cctx, events.EventBridgeEvent{})
+		rep.sweeperRun = time.Since(start)
+		rep.sweeper, rep.sweeperErr = m.snapshot().minus(before), err
+	}
+	m.bill.on.Store(false)
+	cancel()
 
 	fmt.Fprintf(os.Stderr, "bench: %d enhance jobs to completion, %d in flight...\n", runJobs, runInFlight)
 	rctx, cancel := context.WithTimeout(ctx, runPhaseLimit)
