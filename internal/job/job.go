@@ -268,8 +268,9 @@ type Job struct {
 	WebhookURL string // validated X-Webhook-URL, empty when none
 	Lease      Lease  // the worker currently holding the job, if any
 	Attempts   int    // how many times a worker has claimed it
-	// Lane is the jobs queue that runs it, decided once at creation
-	// (lifecycle.QueueFor); "" on a partial view and on older jobs.
+	// Lane is the jobs queue that runs it, decided at creation
+	// (lifecycle.QueueFor) and changed only by a light worker's hand-over
+	// (Change.Lane); "" on a partial view and on older jobs.
 	Lane string
 	// Price is reserved from the workspace's balance at creation, charged
 	// when the job completes and released when it ends otherwise.
@@ -408,6 +409,10 @@ type Change struct {
 	// Lease claims the job (Holder empty: only when no lease is in force) or
 	// extends the holder's lease (Holder == Lease.ID).
 	Lease *Lease
+	// Lane, when set, is the job's new lane: a worker handing the job to
+	// another lane's queue records it, so that whoever sends the job again
+	// (the sweeper, a retry) sends it where it now lives.
+	Lane string
 }
 
 // Query selects a workspace's jobs, newest first.

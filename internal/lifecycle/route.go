@@ -29,8 +29,9 @@ const LightMaxOutputPixels = 2048 * 2048
 const LightMaxSourcePixels = 24_000_000
 
 // QueueFor decides which jobs queue runs j: the one place that routes jobs.
-// It is called once, at creation, and its answer is stored as j.Lane; the
-// promotions, the sweeper's re-sends and a light worker's hand-over send
+// It is called once, at creation, and its answer is stored as j.Lane; only
+// a light worker's hand-over changes it afterwards (to LaneHeavy, recorded
+// with job.Change.Lane). The promotions and the sweeper's re-sends send
 // the job where j.Lane says. It reads the validated request: a job whose
 // output (width x height, a video's frame) is at most LightMaxOutputPixels,
 // or that has no size, is light; the rest are heavy.

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -94,6 +96,46 @@ func (q *JobSender) send(ctx context.Context, url, jobID string, m any) error {
 	})
 	if err != nil {
 		return fmt.Errorf("enqueue job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// Redeliverer shortens the wait of a received message: Lambda leaves a
+// failed message invisible for the queue's whole visibility timeout, far
+// longer than a retry needs to wait.
+type Redeliverer struct {
+	sqs  *sqs.Client
+	urls map[string]string // by queue name
+}
+
+// NewRedeliverer returns a redeliverer of messages of the queues at urls
+// (those that invoke the function). It does no I/O.
+func NewRedeliverer(client *sqs.Client, urls ...string) *Redeliverer {
+	r := &Redeliverer{sqs: client, urls: map[string]string{}}
+	for _, u := range urls {
+		if u != "" {
+			r.urls[u[strings.LastIndex(u, "/")+1:]] = u
+		}
+	}
+	return r
+}
+
+// ErrUnknownQueue: a message's queue is none of the redeliverer's.
+var ErrUnknownQueue = errors.New("the message's queue is not one this function reads")
+
+// Redeliver makes the message received from the queue queueARN (an event
+// record's eventSourceARN) visible again after the wait.
+func (r *Redeliverer) Redeliver(ctx context.Context, queueARN, receiptHandle string, after time.Duration) error {
+	url, ok := r.urls[queueARN[strings.LastIndex(queueARN, ":")+1:]]
+	if !ok {
+		return fmt.Errorf("redeliver a message of %s: %w", queueARN, ErrUnknownQueue)
+	}
+	_, err := r.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(url), ReceiptHandle: aws.String(receiptHandle),
+		VisibilityTimeout: int32(after.Round(time.Second) / time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("redeliver a message of %s: %w", queueARN, err)
 	}
 	return nil
 }

@@ -437,6 +437,10 @@ func newJobUpdate(j *job.Job, c job.Change, now time.Time) *jobUpdate {
 		u.adds = append(u.adds, "attempts :one")
 		u.values[":one"] = num(1)
 	}
+	if c.Lane != "" && !c.To.Terminal() {
+		u.set("#lane", str(c.Lane))
+		u.names["#lane"] = "lane"
+	}
 	if c.Lease != nil && !c.To.Terminal() {
 		u.set("lease_id", str(c.Lease.ID))
 		u.set("lease_until", str(stamp(c.Lease.Until)))

@@ -299,3 +299,45 @@ func TestFilteredListReadsABoundedNumberOfJobs(t *testing.T) {
 		t.Errorf("found %v over %d pages; want [%s] over 3 pages of at most 5 reads", found, pages, rare.ID)
 	}
 }
+
+// A hand-over records the job's new lane with the holder's release of its
+// lease, in one write: after it, any other worker may claim the job, and
+// a re-send goes to the new lane. A writer who no longer holds the lease
+// records nothing.
+func TestAHandOverRecordsTheNewLaneAndFreesTheJob(t *testing.T) {
+	s, ctx := newStore(t), context.Background()
+	addWorkspace(t, s, "ws_a", 5, 1)
+	j := newJob("ws_a", t0)
+	j.Lane = "light"
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	light := job.Lease{ID: "lease-light", Until: t0.Add(time.Minute)}
+	if _, err := s.Transition(ctx, j, job.Change{To: job.Processing, Lease: &light}, t0); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer's hand-over is refused and changes nothing.
+	stale := job.Lease{ID: "lease-old", Until: t0}
+	if _, err := s.Transition(ctx, j, job.Change{To: job.Processing, Holder: "lease-old", Lease: &stale, Lane: "heavy"}, t0.Add(time.Second)); !errors.Is(err, job.ErrConflict) {
+		t.Errorf("a hand-over without the lease: %v; want ErrConflict", err)
+	}
+	if got, _ := s.Job(ctx, j.ID); got.Lane != "light" {
+		t.Errorf("a refused hand-over moved the job to lane %q", got.Lane)
+	}
+
+	gone := job.Lease{ID: "lease-light", Until: t0.Add(time.Second)}
+	handed, err := s.Transition(ctx, j, job.Change{To: job.Processing, Holder: "lease-light", Lease: &gone, Lane: "heavy"}, t0.Add(2*time.Second))
+	if err != nil || handed.Lane != "heavy" || handed.Status != job.Processing {
+		t.Fatalf("hand-over: %+v, %v; want processing on the heavy lane", handed, err)
+	}
+	if got, _ := s.Job(ctx, j.ID); got.Lane != "heavy" || got.Lease.Held(t0.Add(2*time.Second)) {
+		t.Errorf("stored after the hand-over: lane %q, lease %+v; want heavy and free", got.Lane, got.Lease)
+	}
+	// The heavy worker claims it at once; its own writes keep the lane.
+	heavy := job.Lease{ID: "lease-heavy", Until: t0.Add(time.Minute)}
+	claimed, err := s.Transition(ctx, j, job.Change{To: job.Processing, Lease: &heavy}, t0.Add(3*time.Second))
+	if err != nil || claimed.Lane != "heavy" || claimed.Attempts != 2 {
+		t.Fatalf("the heavy worker's claim: %+v, %v", claimed, err)
+	}
+	checkSlots(t, s, "ws_a")
+}

@@ -269,6 +269,47 @@ func TestARunningJobWhoseWorkerDiedIsSentAgain(t *testing.T) {
 	}
 }
 
+// A light job the light worker handed to the heavy lane lives there: when
+// its heavy attempt dies, the sweeper sends it to the heavy queue, not back
+// to the light worker (which would only hand it over again).
+func TestAHandedOverJobIsSentAgainToItsNewLane(t *testing.T) {
+	e := newEnv(t)
+	light, _, err := queue.Create(e.ctx, e.sqs, testenv.UniqueName(t, "light"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sweep.Queue = queue.NewJobSender(e.sqs, e.url).WithLane(lifecycle.LaneLight, light)
+	e.workspace("ws_a", 5)
+	e.nextID += time.Millisecond
+	j := &job.Job{ID: job.NewID(t0), WorkspaceID: "ws_a", CreatedAt: t0.Add(e.nextID), Lane: lifecycle.LaneLight,
+		Endpoint: "/generate/enhance/vendor-a/standard-enhance", Request: []byte(`{"width":1024,"height":1024}`)}
+	if err := e.store.CreateJob(e.ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	lease := job.Lease{ID: "light", Until: t0.Add(150 * time.Second)}
+	if _, err := e.store.Transition(e.ctx, j, job.Change{To: job.Processing, Lease: &lease}, t0); err != nil {
+		t.Fatal(err)
+	}
+	gone := job.Lease{ID: "light", Until: t0}
+	if _, err := e.store.Transition(e.ctx, j, job.Change{To: job.Processing, Holder: "light", Lease: &gone, Lane: lifecycle.LaneHeavy}, t0); err != nil {
+		t.Fatal(err)
+	}
+	heavy := job.Lease{ID: "heavy-died", Until: t0.Add(150 * time.Second)}
+	if _, err := e.store.Transition(e.ctx, j, job.Change{To: job.Processing, Lease: &heavy}, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.T = t0.Add(5 * time.Minute)
+	if r := e.run(); r.Requeued != 1 {
+		t.Errorf("report %+v; want the abandoned job re-sent", r)
+	}
+	if got := e.messages(e.url); len(got) != 1 || got[0] != j.ID {
+		t.Errorf("heavy queue holds %v; want [%s]", got, j.ID)
+	}
+	if got := e.messages(light); len(got) != 0 {
+		t.Errorf("light queue holds %v; want nothing: the job left that lane", got)
+	}
+}
+
 // TestRoutedJobKeepsItsRoutesDeadline: a job routed to a model provider is
 // re-sent to the provider queue, not the workers', and times out at its
 // route's deadline, not the default 30 minutes; its end hands the

@@ -17,6 +17,7 @@ import (
 	"image"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -67,6 +68,12 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, j *job.Job) error
 }
 
+// Redeliverer makes a received message visible again after a wait
+// (queue.Redeliverer).
+type Redeliverer interface {
+	Redeliver(ctx context.Context, queueARN, receiptHandle string, after time.Duration) error
+}
+
 // AssetRecords finds uploaded assets (store.Store).
 type AssetRecords interface {
 	Asset(ctx context.Context, id string) (asset.Asset, error)
@@ -89,6 +96,10 @@ type Worker struct {
 	// instead of running out of memory on it. 0: any size.
 	MaxSourcePixels int
 	Handover        Enqueuer
+	// Retry makes the message of a failed attempt visible again after a
+	// short wait (RetryDelay), rather than after the queue's visibility
+	// timeout (12 minutes); nil: the queue's own timeout.
+	Retry Redeliverer
 	// LeaseFor is how long a claim keeps other workers out without a
 	// heartbeat; longer than the function's timeout, far shorter than the
 	// queue's visibility timeout (a crashed attempt's message comes back
@@ -124,13 +135,71 @@ func (w *Worker) HandleSQS(ctx context.Context, e events.SQSEvent) (events.SQSEv
 			continue
 		}
 		if err := w.runSafely(ctx, msg.JobID); err != nil {
+			after := w.retryAfter(m, err)
 			w.Log.Error("job attempt failed; the message will be retried",
-				"job_id", msg.JobID, "message_id", m.MessageId, "error", err.Error())
+				"job_id", msg.JobID, "message_id", m.MessageId, "error", err.Error(), "retry_in", after.String())
+			w.redeliver(ctx, m, after)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 		}
 	}
 	return resp, nil
 }
+
+// RetryDelay is the wait before the next delivery of a message whose
+// attempt failed, by how many times it was received: a second try soon, a
+// third after a pause (a short outage of S3 or DynamoDB may have passed).
+// After MaxReceiveCount receives the queue moves the message to its DLQ and
+// the sweeper fails the job.
+func RetryDelay(receives int) time.Duration {
+	switch {
+	case receives <= 1:
+		return time.Second
+	case receives == 2:
+		return 10 * time.Second
+	}
+	return time.Minute
+}
+
+// maxVisibility is the longest wait SQS takes (12 hours).
+const maxVisibility = 12 * time.Hour
+
+// retryAfter is when the message of a failed attempt comes back: after
+// RetryDelay, and not before a lease the attempt may still hold has
+// lapsed (a retry that found it held would drop the message).
+func (w *Worker) retryAfter(m events.SQSMessage, err error) time.Duration {
+	receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+	after := RetryDelay(receives)
+	var held *leaseKept
+	if errors.As(err, &held) {
+		after = max(after, held.until.Sub(w.Clock.Now())+time.Second)
+	}
+	return min(after, maxVisibility)
+}
+
+// redeliver asks the queue for the message again after the wait, on a
+// context of its own (the attempt's may have ended). Should it fail, the
+// message comes back after the queue's visibility timeout.
+func (w *Worker) redeliver(ctx context.Context, m events.SQSMessage, after time.Duration) {
+	if w.Retry == nil || m.ReceiptHandle == "" {
+		return
+	}
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := w.Retry.Redeliver(ctx, m.EventSourceARN, m.ReceiptHandle, after); err != nil {
+		w.Log.Warn("could not shorten the failed message's wait; it comes back after the queue's visibility timeout",
+			"message_id", m.MessageId, "error", err.Error())
+	}
+}
+
+// leaseKept: an attempt failed while a lease may still keep other workers
+// out of the job until the time given (its release or claim failed).
+type leaseKept struct {
+	err   error
+	until time.Time
+}
+
+func (e *leaseKept) Error() string { return e.err.Error() }
+func (e *leaseKept) Unwrap() error { return e.err }
 
 // runSafely runs a job and turns a panic (a bug of ours, never the
 // client's) into an error, so that one message does not fail its batch.
@@ -164,6 +233,14 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 		// comes back after the lease has lapsed.
 		log.Info("dropping a duplicate message: another worker holds the job")
 		return nil
+	case w.Handover != nil && j.Lane == lifecycle.LaneHeavy:
+		// Handed over already (a retry of a hand-over whose send failed):
+		// send it where it now lives.
+		if err := w.Handover.Enqueue(ctx, j); err != nil {
+			return err
+		}
+		log.Info("job sent on to the heavy worker, its lane")
+		return nil
 	}
 	log = log.With("workspace_id", j.WorkspaceID, "endpoint", j.Endpoint)
 
@@ -178,7 +255,9 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		// The claim may have been written all the same: a retry waits for
+		// the lease it may hold.
+		return &leaseKept{err: err, until: lease.Until}
 	}
 	log = log.With("attempt", j.Attempts)
 	log.Info("job claimed")
@@ -191,7 +270,9 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 	if err := a.run(ctx); err != nil {
 		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
-		a.release(cctx)
+		if !a.released && !a.release(cctx) {
+			return &leaseKept{err: err, until: a.lease.Until}
+		}
 		return err
 	}
 	return nil
@@ -208,14 +289,18 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // release gives up the lease after an attempt that failed for a reason of
-// ours, so that the message's next delivery can claim the job at once.
-func (a *attempt) release(ctx context.Context) {
+// ours, so that the message's next delivery can claim the job at once. It
+// reports whether the lease is gone (given up, or lost to a cancellation
+// or a takeover).
+func (a *attempt) release(ctx context.Context) bool {
 	now := a.w.Clock.Now()
 	gone := job.Lease{ID: a.lease.ID, Until: now.Add(-time.Millisecond)}
 	_, err := a.w.Store.Transition(ctx, a.j, job.Change{To: a.j.Status, Holder: a.lease.ID, Lease: &gone}, now)
 	if err != nil && !errors.Is(err, job.ErrConflict) {
 		a.log.Warn("could not release the lease; the next attempt waits for it to lapse", "error", err.Error())
+		return false
 	}
+	return true
 }
 
 // attempt is one worker's go at one job, from claim to end.
@@ -225,6 +310,9 @@ type attempt struct {
 	lease   job.Lease
 	log     *slog.Logger
 	written time.Time // the last write of the job's item
+	// released: the lease is given up (a hand-over), so a failure after it
+	// has none to give.
+	released bool
 }
 
 // errStopped: the job was cancelled or taken over, so this attempt stops
@@ -333,17 +421,28 @@ func (a *attempt) tooLarge(inputs []engine.Input) bool {
 	return false
 }
 
-// handOver sends the job to the heavy lane and gives up its lease, so that
-// the heavy worker claims it at once; the message is done with.
+// handOver moves the job to the heavy lane: one write records the new lane
+// and gives up the lease, and only then is the job sent to the heavy queue,
+// so that the heavy worker finds it free and claims it at once (sent
+// first, the heavy worker could read the job while this lease still held
+// it, and drop its only message). The light message is then done with. A
+// send that fails brings it back, and its next delivery sends the job on
+// (Run); a re-send by the sweeper goes to the heavy queue too, the job's
+// lane.
 func (a *attempt) handOver(ctx context.Context) error {
-	heavy := *a.j
-	heavy.Lane = lifecycle.LaneHeavy
-	if err := a.w.Handover.Enqueue(ctx, &heavy); err != nil {
-		return err // the message comes back
+	now := a.w.Clock.Now()
+	gone := job.Lease{ID: a.lease.ID, Until: now.Add(-time.Millisecond)}
+	j, err := a.w.Store.Transition(ctx, a.j, job.Change{To: a.j.Status, Holder: a.lease.ID, Lease: &gone, Lane: lifecycle.LaneHeavy}, now)
+	if errors.Is(err, job.ErrConflict) {
+		return a.stopped(errStopped)
 	}
-	cctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	a.release(cctx)
+	if err != nil {
+		return err // the lease stays: Run reports it kept
+	}
+	a.j, a.released = j, true
+	if err := a.w.Handover.Enqueue(ctx, j); err != nil {
+		return err
+	}
 	a.log.Info("job handed to the heavy worker: its source is larger than this worker takes")
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"genjobs/internal/asset"
 	"genjobs/internal/auth"
@@ -573,28 +573,91 @@ type ahead time.Duration
 
 func (a ahead) Now() time.Time { return time.Now().UTC().Add(time.Duration(a)) }
 
-// The light worker is sized for sources up to its MaxSourcePixels; a
-// larger one (known only once fetched) goes to the heavy worker's queue,
-// its lease given up so that the heavy worker claims it at once, and
-// nothing of the engine runs here.
-func TestALightWorkerHandsALargeSourceToTheHeavyLane(t *testing.T) {
-	e := newEnv(t)
+// seenAtSend records, for each job sent, the job as stored at that moment;
+// err, when set, fails the sends instead.
+type seenAtSend struct {
+	next  worker.Enqueuer
+	store *store.Store
+	err   error
+	mu    sync.Mutex
+	seen  []*job.Job
+}
+
+func (s *seenAtSend) Enqueue(ctx context.Context, j *job.Job) error {
+	if s.err != nil {
+		return s.err
+	}
+	stored, err := s.store.Job(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.seen = append(s.seen, stored)
+	s.mu.Unlock()
+	return s.next.Enqueue(ctx, j)
+}
+
+// lightEnv is env with a light worker (sources over 3 pixels handed over)
+// in front of a heavy queue, and a source server counting its fetches.
+func lightEnv(t *testing.T) (e *env, handover *seenAtSend, sq *sqs.Client, heavy, light string, fetches *atomic.Int32, src string) {
+	e = newEnv(t)
+	fetches = &atomic.Int32{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
 		_, _ = w.Write(tinyPNG()) // 2 x 2 pixels
 	}))
-	defer srv.Close()
-	sq := testenv.SQS(t)
-	heavy, _, err := queue.Create(e.ctx, sq, testenv.UniqueName(t, "heavy"))
-	if err != nil {
+	t.Cleanup(srv.Close)
+	sq = testenv.SQS(t)
+	var err error
+	if heavy, _, err = queue.Create(e.ctx, sq, testenv.UniqueName(t, "heavy")); err != nil {
 		t.Fatal(err)
 	}
-	light, _, err := queue.Create(e.ctx, sq, testenv.UniqueName(t, "light"))
-	if err != nil {
+	if light, _, err = queue.Create(e.ctx, sq, testenv.UniqueName(t, "light")); err != nil {
 		t.Fatal(err)
 	}
+	handover = &seenAtSend{next: queue.NewJobSender(sq, heavy).WithLane(lifecycle.LaneLight, light), store: e.store}
 	e.w.MaxSourcePixels = 3 // fewer than the source's 4
-	e.w.Handover = queue.NewJobSender(sq, heavy).WithLane(lifecycle.LaneLight, light)
-	j := e.create("/generate/image/vendor-b/model-e-4", `{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["`+srv.URL+`/a.png"]}`)
+	e.w.Handover = handover
+	return e, handover, sq, heavy, light, fetches, srv.URL + "/a.png"
+}
+
+func (e *env) createLight(src string) *job.Job {
+	e.t.Helper()
+	now := time.Now()
+	j := &job.Job{ID: job.NewID(now), WorkspaceID: "ws_a", CreatedAt: now, Lane: lifecycle.LaneLight,
+		Endpoint: "/generate/image/vendor-b/model-e-4",
+		Request:  []byte(`{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["` + src + `"]}`)}
+	if err := e.store.CreateJob(e.ctx, j); err != nil {
+		e.t.Fatal(err)
+	}
+	return j
+}
+
+func received(t *testing.T, sq *sqs.Client, url string) []string {
+	t.Helper()
+	out, err := sq.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range out.Messages {
+		var msg queue.Message
+		_ = json.Unmarshal([]byte(aws.ToString(m.Body)), &msg)
+		ids = append(ids, msg.JobID)
+	}
+	return ids
+}
+
+// The light worker is sized for sources up to its MaxSourcePixels; a
+// larger one (known only once fetched) goes to the heavy worker's queue.
+// The job records its new lane, and its lease is given up before the
+// message is sent, so that the heavy worker finds it free: sent first, the
+// heavy worker could read it still held, drop its only message, and leave
+// it running for the sweeper to find minutes later. Nothing of the engine
+// runs here.
+func TestALightWorkerHandsALargeSourceToTheHeavyLane(t *testing.T) {
+	e, handover, sq, heavy, light, _, src := lightEnv(t)
+	j := e.createLight(src)
 	if err := e.w.Run(e.ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -604,23 +667,167 @@ func TestALightWorkerHandsALargeSourceToTheHeavyLane(t *testing.T) {
 	if ran != 0 {
 		t.Errorf("the engine ran on a source too large for this worker")
 	}
-	got := e.job(j.ID)
-	if got.Status.Terminal() || got.Lease.Held(time.Now()) {
-		t.Errorf("job %s, lease held %v; want it unended and free for the heavy worker", got.Status, got.Lease.Held(time.Now()))
+	if len(handover.seen) != 1 {
+		t.Fatalf("%d hand-overs sent; want 1", len(handover.seen))
 	}
-	out, err := sq.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(heavy), MaxNumberOfMessages: 10})
-	if err != nil {
-		t.Fatal(err)
+	if at := handover.seen[0]; at.Lane != lifecycle.LaneHeavy || at.Lease.Held(time.Now()) || at.Status.Terminal() {
+		t.Errorf("as the heavy message was sent the job was %s on lane %q, lease held %v; want it unended on the heavy lane and free",
+			at.Status, at.Lane, at.Lease.Held(time.Now()))
 	}
-	if len(out.Messages) != 1 || !strings.Contains(aws.ToString(out.Messages[0].Body), j.ID) {
-		t.Errorf("heavy queue holds %d messages; want the job's", len(out.Messages))
+	if got := received(t, sq, heavy); len(got) != 1 || got[0] != j.ID {
+		t.Errorf("heavy queue holds %v; want the job's message", got)
+	}
+	if got := received(t, sq, light); len(got) != 0 {
+		t.Errorf("light queue holds %v; want nothing", got)
 	}
 	// And the heavy worker (no limit) runs it.
 	e.w.MaxSourcePixels, e.w.Handover = 0, nil
 	if err := e.w.Run(e.ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.job(j.ID); got.Status != job.Completed {
-		t.Errorf("after the hand-over: %s %+v; want completed", got.Status, got.Error)
+	if got := e.job(j.ID); got.Status != job.Completed || got.Lane != lifecycle.LaneHeavy {
+		t.Errorf("after the hand-over: %s on lane %q %+v; want completed on the heavy lane", got.Status, got.Lane, got.Error)
+	}
+}
+
+// A hand-over whose send fails leaves the light message for a retry, and
+// the retry sends the job on to the lane it now lives in, without claiming
+// or fetching it again.
+func TestARetriedHandOverSendsTheJobOn(t *testing.T) {
+	e, handover, sq, heavy, _, fetches, src := lightEnv(t)
+	j := e.createLight(src)
+	handover.err = errors.New("SQS is unavailable")
+	if err := e.w.Run(e.ctx, j.ID); err == nil {
+		t.Fatal("a hand-over whose send failed reported its message done")
+	}
+	if got := e.job(j.ID); got.Lane != lifecycle.LaneHeavy || got.Lease.Held(time.Now()) {
+		t.Fatalf("after the failed send: lane %q, lease held %v; want the heavy lane, free", got.Lane, got.Lease.Held(time.Now()))
+	}
+	handover.err = nil
+	if err := e.w.Run(e.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := received(t, sq, heavy); len(got) != 1 || got[0] != j.ID {
+		t.Errorf("heavy queue holds %v; want the job's message", got)
+	}
+	if got := e.job(j.ID); got.Attempts != 1 || fetches.Load() != 1 {
+		t.Errorf("the retry claimed the job (%d claims) or fetched its source (%d fetches) again; want 1 and 1", got.Attempts, fetches.Load())
+	}
+}
+
+// recordedRetry is the real redeliverer, noting each wait asked for.
+type recordedRetry struct {
+	*queue.Redeliverer
+	mu     sync.Mutex
+	afters []time.Duration
+}
+
+func (r *recordedRetry) Redeliver(ctx context.Context, arn, receipt string, after time.Duration) error {
+	r.mu.Lock()
+	r.afters = append(r.afters, after)
+	r.mu.Unlock()
+	return r.Redeliverer.Redeliver(ctx, arn, receipt, after)
+}
+
+// receiveOne sends the job's message to a fresh jobs queue (visibility
+// timeout 720 s, as deployed) and receives it as Lambda's poller would.
+func receiveOne(t *testing.T, sq *sqs.Client, url, jobID string) events.SQSEvent {
+	t.Helper()
+	ctx := context.Background()
+	body, _ := json.Marshal(queue.Message{JobID: jobID})
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), WaitTimeSeconds: 5,
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("receive: %v, %d messages", err, len(out.Messages))
+	}
+	arn, err := sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.Messages[0]
+	return events.SQSEvent{Records: []events.SQSMessage{{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
+		Body: aws.ToString(m.Body), Attributes: m.Attributes, EventSourceARN: arn.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]}}}
+}
+
+// Lambda leaves a failed message invisible for the queue's visibility
+// timeout, 12 minutes: a failed attempt asks for its message back after
+// RetryDelay instead, and the next attempt completes the job.
+func TestAFailedAttemptsMessageComesBackSoon(t *testing.T) {
+	e := newEnv(t)
+	sq := testenv.SQS(t)
+	url, _, err := queue.Create(e.ctx, sq, testenv.UniqueName(t, "jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := &recordedRetry{Redeliverer: queue.NewRedeliverer(sq, url)}
+	e.w.Retry = retry
+	flaky := &flakyBlobs{Blobs: e.blobs}
+	flaky.failures.Store(1)
+	e.w.Blobs = flaky
+	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
+	ev := receiveOne(t, sq, url, j.ID)
+	resp, err := e.w.HandleSQS(e.ctx, ev)
+	if err != nil || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("first attempt: %+v, %v; want its message reported for retry", resp, err)
+	}
+	if len(retry.afters) != 1 || retry.afters[0] != worker.RetryDelay(1) {
+		t.Errorf("waits asked for: %v; want [%s]", retry.afters, worker.RetryDelay(1))
+	}
+	out, err := sq.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), WaitTimeSeconds: 10})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("the failed message did not come back: %v, %d messages", err, len(out.Messages))
+	}
+	if _, err := e.w.HandleSQS(e.ctx, sqsEvent(j.ID, aws.ToString(out.Messages[0].MessageId))); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job(j.ID); got.Status != job.Completed || got.Attempts != 2 {
+		t.Errorf("after the retry: %s, %d claims; want completed on the second", got.Status, got.Attempts)
+	}
+}
+
+// noRelease fails the write that gives a lease up, as a DynamoDB outage
+// would.
+type noRelease struct {
+	worker.Store
+}
+
+func (n noRelease) Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error) {
+	if c.Holder != "" && c.Lease != nil && !c.Lease.Until.After(now) {
+		return nil, errors.New("DynamoDB is unavailable")
+	}
+	return n.Store.Transition(ctx, j, c, now)
+}
+
+// An attempt that fails and cannot give its lease up asks for its message
+// back only once the lease has lapsed: sooner, the retry would find the
+// job held, drop its message and leave the job to the sweeper.
+func TestAFailedAttemptThatKeptItsLeaseIsRetriedWhenTheLeaseLapses(t *testing.T) {
+	e := newEnv(t)
+	sq := testenv.SQS(t)
+	url, _, err := queue.Create(e.ctx, sq, testenv.UniqueName(t, "jobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := &recordedRetry{Redeliverer: queue.NewRedeliverer(sq, url)}
+	e.w.Retry, e.w.LeaseFor = retry, 30*time.Second
+	e.w.Store = noRelease{Store: e.store}
+	flaky := &flakyBlobs{Blobs: e.blobs}
+	flaky.failures.Store(1)
+	e.w.Blobs = flaky
+	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
+	resp, err := e.w.HandleSQS(e.ctx, receiveOne(t, sq, url, j.ID))
+	if err != nil || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("attempt: %+v, %v; want its message reported for retry", resp, err)
+	}
+	held := e.job(j.ID).Lease
+	if !held.Held(time.Now()) {
+		t.Fatal("the lease was given up; the test needs it kept")
+	}
+	if len(retry.afters) != 1 || time.Now().Add(retry.afters[0]).Before(held.Until) {
+		t.Errorf("waits asked for: %v; want one reaching past the lease's lapse at %s", retry.afters, held.Until.Format(time.RFC3339Nano))
 	}
 }

@@ -77,6 +77,20 @@ func stackWith(t *testing.T, opts ...func(*devstack.Stack)) (*devstack.Stack, ma
 func servedStack(t *testing.T, withTriggers bool, opts ...func(*devstack.Stack)) (*devstack.Stack, *httptest.Server, *store.Store, string) {
 	t.Helper()
 	local, hs, st, token := stackWith(t, opts...)
+	return serve(t, local, hs, st, token, withTriggers)
+}
+
+// servedStackWithHandlers is servedStack with its triggers, after change
+// has replaced some of the functions' handlers (a test switching one off).
+func servedStackWithHandlers(t *testing.T, change func(map[string]triggers.Handlers)) (*devstack.Stack, *httptest.Server, *store.Store, string) {
+	t.Helper()
+	local, hs, st, token := stackWith(t)
+	change(hs)
+	return serve(t, local, hs, st, token, true)
+}
+
+func serve(t *testing.T, local *devstack.Stack, hs map[string]triggers.Handlers, st *store.Store, token string, withTriggers bool) (*devstack.Stack, *httptest.Server, *store.Store, string) {
+	t.Helper()
 	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
 	if err != nil {
 		t.Fatal(err)

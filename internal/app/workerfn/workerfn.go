@@ -13,6 +13,7 @@ import (
 	"genjobs/internal/engine/reference"
 	"genjobs/internal/fetch"
 	"genjobs/internal/netguard"
+	"genjobs/internal/queue"
 	"genjobs/internal/worker"
 )
 
@@ -27,7 +28,8 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, jobs := tables.Store(d), queues.JobQueue(d, queues.Client(d))
+	sq := queues.Client(d)
+	st, jobs := tables.Store(d), queues.JobQueue(d, sq)
 	w := &worker.Worker{
 		Metrics:   d.Metrics,
 		Store:     st,
@@ -41,6 +43,8 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Log:       d.Log,
 		LeaseFor:  worker.DefaultLeaseFor,
 		Heartbeat: worker.DefaultHeartbeat,
+		// Either jobs queue may invoke this code (heavy or light worker).
+		Retry: queue.NewRedeliverer(sq, d.JobsQueueURL, d.LightJobsQueueURL),
 	}
 	if d.LeaseFor > 0 {
 		w.LeaseFor = d.LeaseFor
