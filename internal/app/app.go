@@ -79,10 +79,14 @@ type Deps struct {
 	LightJobsQueueURL string
 	LightJobsDLQURL   string
 	MaxSourcePixels   int
-	ResultsBucket     string // RESULTS_BUCKET
-	AssetsBucket      string // ASSETS_BUCKET
-	BaseURL           string // BASE_URL: the public address of the API
-	AppURL            string // APP_URL: the web application's address (styles.go)
+	// WorkerQueueURL (WORKER_QUEUE_URL) is the queue whose messages a
+	// worker runs: the jobs queue or the light one. A failed attempt's
+	// message is asked back on it sooner than its visibility timeout.
+	WorkerQueueURL string
+	ResultsBucket  string // RESULTS_BUCKET
+	AssetsBucket   string // ASSETS_BUCKET
+	BaseURL        string // BASE_URL: the public address of the API
+	AppURL         string // APP_URL: the web application's address (styles.go)
 	// AllowPrivateDestinations (ALLOW_PRIVATE_DESTINATIONS) lets webhooks and
 	// input fetches reach loopback and private addresses: local development.
 	AllowPrivateDestinations bool
@@ -134,6 +138,7 @@ func Config(getenv func(string) string) (Deps, error) {
 		JobsDLQURL:   getenv("JOBS_DLQ_URL"),
 
 		LightJobsQueueURL: getenv("LIGHT_JOBS_QUEUE_URL"),
+		WorkerQueueURL:    getenv("WORKER_QUEUE_URL"),
 		LightJobsDLQURL:   getenv("LIGHT_JOBS_DLQ_URL"),
 		ResultsBucket:     getenv("RESULTS_BUCKET"),
 		AssetsBucket:      getenv("ASSETS_BUCKET"),

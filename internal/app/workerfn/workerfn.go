@@ -43,8 +43,9 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Log:       d.Log,
 		LeaseFor:  worker.DefaultLeaseFor,
 		Heartbeat: worker.DefaultHeartbeat,
-		// Either jobs queue may invoke this code (heavy or light worker).
-		Retry: queue.NewRedeliverer(sq, d.JobsQueueURL, d.LightJobsQueueURL),
+	}
+	if d.WorkerQueueURL != "" {
+		w.Retry = queue.NewRedeliverer(sq, d.WorkerQueueURL)
 	}
 	if d.LeaseFor > 0 {
 		w.LeaseFor = d.LeaseFor
