@@ -203,3 +203,5 @@ build-ProviderFunction:
 	$(call lambda_build,provider)
 build-CallbacksFunction:
 	$(call lambda_build,callbacks)
+build-MCPFunction:
+	$(call lambda_build,mcp)

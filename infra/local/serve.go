@@ -229,6 +229,9 @@ Generation job API on %[1]s (ready in %.1fs)
 Demo workspace %[6]s, 25 USD, token:
   %[7]s
 
+MCP server (give an MCP client this URL and the token as a bearer token; docs/mcp.md):
+  %[1]s/mcp
+
 For the command line (go install ./cmd/genjobs, then genjobs --help):
   export GENJOBS_TOKEN=%[7]s
   export GENJOBS_API_URL=%[1]s

@@ -42,6 +42,7 @@ var links = map[string][]string{
 	"lightworker": {dynamoDB, sqsClient, s3Client, catalog, validator, engines},
 	"provider":    {dynamoDB, sqsClient, s3Client, secrets, catalog, validator},
 	"callbacks":   {dynamoDB, sqsClient, s3Client, secrets, catalog, validator},
+	"mcp":         {dynamoDB, sqsClient, catalog, validator},
 }
 
 func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {

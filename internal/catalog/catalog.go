@@ -42,6 +42,10 @@ type Endpoint struct {
 	Summary     string
 	Description string
 	OperationID string
+	// Takes is how long a job usually takes, in words, for a client that
+	// chooses between models or decides how long to wait (the MCP tools'
+	// descriptions).
+	Takes string
 
 	raw []byte // the embedded file
 	// published is the schema as the OpenAPI document shows it (no
@@ -115,6 +119,7 @@ func endpoints() []*Endpoint {
 			Kind: "enhance", Vendor: "vendor-a", Model: "standard-enhance",
 			Tag: "Image Enhance", Summary: "Standard Enhance", OperationID: "generateStandardEnhance",
 			Description: "Faithful image upscaler for photos; output up to 22K resolution.",
+			Takes:       "a few seconds; about a minute for outputs near 22000 x 22000",
 			deprecated:  aliases("imageUrl"),
 			check:       checkOutputPixels,
 		},
@@ -122,6 +127,7 @@ func endpoints() []*Endpoint {
 			Kind: "video", Vendor: "vendor-b", Model: "model-b-fast",
 			Tag: "Video", Summary: "Model B Fast", OperationID: "generateModelBFast",
 			Description: "Faster video model with native audio, reference inputs and frame animation. Adds prompt enhancement and upscaling beyond the base model.",
+			Takes:       "about a second per second of video; up to half a minute",
 			deprecated: append(aliases("startImage", "aspectRatio", "endImage",
 				"referenceImages", "referenceVideos", "referenceAudios"), generateAudio),
 		},
@@ -129,24 +135,28 @@ func endpoints() []*Endpoint {
 			Kind: "video", Vendor: "vendor-c", Model: "model-c",
 			Tag: "Video", Summary: "Model C", OperationID: "generateModelC",
 			Description: "Frontier video model with native text-to-video.",
+			Takes:       "about a second per second of video; up to 10 seconds",
 			deprecated:  aliases("startImage", "aspectRatio"),
 		},
 		{
 			Kind: "video", Vendor: "vendor-d", Model: "model-d-flash-1.1",
 			Tag: "Video", Summary: "Model D Flash 1.1", OperationID: "generateModelDFlash11",
 			Description: "Multimodal video with native audio.",
+			Takes:       "about a second per second of video; up to 10 seconds",
 			deprecated:  aliases("startImage", "aspectRatio", "referenceImages", "referenceVideos"),
 		},
 		{
 			Kind: "image", Vendor: "vendor-b", Model: "model-e-4",
 			Tag: "Image", Summary: "Model E 4", OperationID: "generateModelE4",
 			Description: "High quality image model for photorealism and text rendering.",
+			Takes:       "about a second",
 			deprecated:  aliases("styleImages"),
 		},
 		{
 			Kind: "video", Vendor: "vendor-f", Model: "model-f-2.2",
 			Tag: "Video", Summary: "Model F 2.2", OperationID: "generateModelF22",
 			Description: "Fast, lower-quality video model.",
+			Takes:       "about a second per second of video; up to 5 seconds",
 			deprecated:  aliases("startImage", "aspectRatio"),
 			derive:      deriveAspectRatio,
 			check:       checkAspectRatio,
@@ -155,6 +165,7 @@ func endpoints() []*Endpoint {
 			Kind: "3d", Vendor: "vendor-g", Model: "model-g-3.1-rapid",
 			Tag: "3D", Summary: "Model G 3.1 Rapid", OperationID: "generateModelG31Rapid",
 			Description: "Fast, inexpensive tier of a 3D model for text-to-3D or image-to-3D. An empty JSON object is an acceptable body.",
+			Takes:       "about a second",
 			derive:      deriveMode,
 			check:       checkMode,
 		},

@@ -120,6 +120,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 	addTag("Assets", tagDescriptions["Assets"])
 	addTag("Styles", stylesTagDescription)
 	addTag("Utilities", tagDescriptions["Utilities"])
+	addTag("MCP", tagDescriptions["MCP"])
 	paths = append(paths,
 		member{"/jobs", object{{"get", listJobs()}}},
 		member{"/jobs/{id}", object{{"get", getJob()}, {"delete", cancelJob()}}},
@@ -132,6 +133,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 		member{"/styles/{id}/share/link", object{{"get", getStyleShareLink()}}},
 		member{"/.well-known/jwks.json", object{{"get", getJWKS()}}},
 		member{"/openapi.json", object{{"get", getDocument()}}},
+		member{"/mcp", object{{"post", postMCP()}}},
 	)
 
 	doc := object{
@@ -182,6 +184,7 @@ var tagDescriptions = map[string]string{
 	"General":       "Job management.",
 	"Assets":        "Input images stored by the service. Uploading one answers its asset URL, which a generation request of the same workspace takes wherever it takes an image URL; only that workspace can read it.",
 	"Utilities":     "Documents about the API itself.",
+	"MCP":           "The API as Model Context Protocol tools, for AI assistants: the generation endpoints, jobs, usage and styles, with the same token, rules and billing.",
 }
 
 func ref(name string) object { return object{{"$ref", name}} }
@@ -595,6 +598,42 @@ func getDocument() object {
 					{"example", object{{"message", "Too Many Requests"}}},
 				}}}},
 			}},
+		}},
+	}
+}
+
+// postMCP is the MCP server's route. It speaks MCP (JSON-RPC 2.0 over
+// Streamable HTTP), not a REST body: the document names the protocol and
+// the answers of its own, the tools are listed by tools/list.
+func postMCP() object {
+	message := object{{"type", "object"}, {"required", []string{"jsonrpc"}}, {"properties", object{{"jsonrpc", object{{"const", "2.0"}}}}}}
+	return object{
+		{"tags", []string{"MCP"}},
+		{"summary", "Model Context Protocol server"},
+		{"description", "Speaks MCP (Model Context Protocol): its Streamable HTTP transport, stateless, one JSON-RPC 2.0 message per POST, answered with application/json. " +
+			"The tools (tools/list) are one per generation endpoint, taking that endpoint's request schema plus idempotency_key, webhook_url and wait_seconds, " +
+			"and get_job, wait_job, list_jobs, cancel_job, get_usage, list_styles, list_models. Jobs it creates are ordinary jobs of the token's workspace. " +
+			"An API refusal is a tool result with isError and the API's message. Send Accept: application/json, text/event-stream. GET and DELETE answer 405."},
+		{"operationId", "mcp"},
+		{"x-protocol", "mcp"},
+		{"requestBody", object{{"required", true}, {"content", object{{"application/json", object{
+			{"schema", message},
+			{"example", object{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}}},
+		}}}}}},
+		{"responses", object{
+			{"200", object{{"description", "The JSON-RPC answer: a result, or an error such as an unknown tool (-32602)."}, {"content", object{{"application/json", object{
+				{"schema", message},
+			}}}}}},
+			{"400", object{{"description", "Not one JSON-RPC 2.0 message: not a JSON object (-32700), a batch (-32600), or not JSON-RPC. Nothing was done."}, {"content", object{{"application/json", object{
+				{"schema", object{{"type", "object"}}},
+				{"example", object{{"jsonrpc", "2.0"}, {"id", nil}, {"error", object{{"code", -32600}, {"message", "Invalid request: JSON-RPC batches are not supported; send one message per request."}}}}},
+			}}}}}},
+			{"401", ref("#/components/responses/Unauthorized")},
+			{"413", object{{"description", "The body is over 73728 bytes. Nothing was done."}, {"content", object{{"application/json", object{
+				{"schema", ref(refPrefix + "Error")},
+				{"example", object{{"error", "The request body is too large: at most 73728 bytes."}}},
+			}}}}}},
+			{"503", ref("#/components/responses/Unavailable")},
 		}},
 	}
 }

@@ -101,8 +101,8 @@ func TestDocumentHead(t *testing.T) {
 
 func TestGenerationPaths(t *testing.T) {
 	c, _, doc := build(t)
-	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+11 {
-		t.Errorf("%d paths, want the %d generation endpoints and 11 more", got, len(c.Endpoints()))
+	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+12 {
+		t.Errorf("%d paths, want the %d generation endpoints and 12 more", got, len(c.Endpoints()))
 	}
 	for _, e := range c.Endpoints() {
 		op := at(t, doc, path(e.Path())+"/post").(map[string]any)
@@ -640,9 +640,10 @@ func TestExamplesMatchTheirSchemas(t *testing.T) {
 		}
 	}
 	// Two creation examples per generation endpoint, the asset
-	// operations' request and answers, and the usage answer.
+	// operations' request and answers, the usage answer and the MCP
+	// route's 413.
 	walk("/paths", doc["paths"])
-	if want := 2*len(c.Endpoints()) + 4; checked != want {
+	if want := 2*len(c.Endpoints()) + 5; checked != want {
 		t.Errorf("%d examples in the paths, want %d", checked, want)
 	}
 	checked = 0

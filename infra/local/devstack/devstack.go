@@ -37,6 +37,7 @@ import (
 	"genjobs/internal/app/blobs"
 	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/jobsfn"
+	"genjobs/internal/app/mcpfn"
 	"genjobs/internal/app/providerfn"
 	"genjobs/internal/app/queues"
 	"genjobs/internal/app/signers"
@@ -87,6 +88,7 @@ var Functions = map[string]app.Function{
 	"sweeper":     {Schedule: queues.Sweeper},
 	"provider":    {SQS: providerfn.Provider},
 	"callbacks":   {HTTP: providerfn.Callbacks},
+	"mcp":         {HTTP: mcpfn.Build},
 	"lightworker": {SQS: workerfn.Build},
 }
 

@@ -88,11 +88,13 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 	want := []string{
 		"$default -> NotFoundFunction",
 		"DELETE /jobs/{id} -> JobsFunction",
+		"DELETE /mcp -> MCPFunction",
 		"GET /.well-known/jwks.json -> JwksFunction",
 		"GET /assets/{id} -> AssetsFunction",
 		"GET /jobs -> JobsFunction",
 		"GET /jobs/{id} -> JobsFunction",
 		"GET /jobs/{id}/deliveries -> JobsFunction",
+		"GET /mcp -> MCPFunction",
 		"GET /openapi.json -> OpenAPIFunction",
 		"GET /styles -> StylesFunction",
 		"GET /styles/{id}/share/link -> StylesFunction",
@@ -101,6 +103,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"POST /assets/uploads -> AssetsFunction",
 		"POST /callbacks/{provider}/{job_id}/{token} -> CallbacksFunction",
 		"POST /generate/{kind}/{vendor}/{model} -> GenerateFunction",
+		"POST /mcp -> MCPFunction",
 	}
 	if fmt.Sprint(keys) != fmt.Sprint(want) {
 		t.Errorf("routes:\n%s\nwant:\n%s", strings.Join(keys, "\n"), strings.Join(want, "\n"))

@@ -16,6 +16,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/generate"
 	"genjobs/internal/provider"
+	"genjobs/internal/store"
 )
 
 // Build builds the generate function's handler.
@@ -25,6 +26,17 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	d = d.WithRetries(awsclient.Requests)
+	st := tables.Store(d)
+	g, err := Handler(d, st, tables.Authenticator(d, st))
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.Middleware(d.Log, g.Routes()), nil
+}
+
+// Handler is POST /generate's handler on st and a, for the generate
+// function and for the MCP function, whose generation tools call it.
+func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*generate.Handler, error) {
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err
@@ -37,11 +49,10 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := tables.Store(d)
-	g := &generate.Handler{
+	return &generate.Handler{
 		Providers:         routes,
 		Metrics:           d.Metrics,
-		Auth:              tables.Authenticator(d, st),
+		Auth:              a,
 		Catalog:           cat,
 		Jobs:              st,
 		Prices:            list,
@@ -51,6 +62,5 @@ func Build(d app.Deps) (http.Handler, error) {
 		Clock:             d.Clock,
 		BaseURL:           d.BaseURL,
 		AllowHTTPWebhooks: d.AllowPrivateDestinations,
-	}
-	return httpapi.Middleware(d.Log, g.Routes()), nil
+	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"genjobs/internal/app/tables"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/store"
 )
 
 // Build builds the jobs function's handler.
@@ -20,7 +21,12 @@ func Build(d app.Deps) (http.Handler, error) {
 	}
 	d = d.WithRetries(awsclient.Requests)
 	st := tables.Store(d)
+	return httpapi.Middleware(d.Log, Handler(d, st, tables.Authenticator(d, st)).Routes()), nil
+}
+
+// Handler is the jobs routes' handler on st and a, for the jobs function
+// and for the MCP function, whose job tools call it.
+func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) *httpapi.Jobs {
 	cancel := queues.Lifecycle(d, st, queues.JobQueue(d, queues.Client(d)))
-	h := &httpapi.Jobs{Auth: tables.Authenticator(d, st), Jobs: st, Results: d.ResultLinks(), Cancel: cancel, Deliveries: st}
-	return httpapi.Middleware(d.Log, h.Routes()), nil
+	return &httpapi.Jobs{Auth: a, Jobs: st, Results: d.ResultLinks(), Cancel: cancel, Deliveries: st}
 }

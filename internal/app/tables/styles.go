@@ -8,21 +8,34 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/store"
 )
 
 // Styles builds the styles function's handler: GET /styles and
 // GET /styles/{id}/share/link. APP_URL, the web application's address,
 // prefixes share links and avatars.
 func Styles(d app.Deps) (http.Handler, error) {
-	if err := app.Require(map[string]string{"TABLE_NAME": d.Table, "APP_URL": d.AppURL}); err != nil {
+	if err := app.Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
+		return nil, err
+	}
+	d = d.WithRetries(awsclient.Requests)
+	st := Store(d)
+	h, err := StylesHandler(d, st, Authenticator(d, st))
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.Middleware(d.Log, h.Routes()), nil
+}
+
+// StylesHandler is the styles routes' handler on st and a (the styles
+// function's, and the MCP function's list_styles tool's); it checks APP_URL.
+func StylesHandler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*httpapi.Styles, error) {
+	if err := app.Require(map[string]string{"APP_URL": d.AppURL}); err != nil {
 		return nil, err
 	}
 	if u, err := url.Parse(d.AppURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("APP_URL must be an absolute http(s) URL without query or fragment, not %q", d.AppURL)
 	}
-	d = d.WithRetries(awsclient.Requests)
-	st := Store(d)
-	h := &httpapi.Styles{Auth: Authenticator(d, st), Styles: st, Clock: d.Clock, AppURL: d.AppURL}
-	return httpapi.Middleware(d.Log, h.Routes()), nil
+	return &httpapi.Styles{Auth: a, Styles: st, Clock: d.Clock, AppURL: d.AppURL}, nil
 }

@@ -33,6 +33,11 @@ func Usage(d app.Deps) (http.Handler, error) {
 	}
 	d = d.WithRetries(awsclient.Requests)
 	st := Store(d)
-	h := &httpapi.Usage{Auth: Authenticator(d, st), Ledger: st, Clock: d.Clock}
-	return httpapi.Middleware(d.Log, h.Routes()), nil
+	return httpapi.Middleware(d.Log, UsageHandler(d, st, Authenticator(d, st)).Routes()), nil
+}
+
+// UsageHandler is GET /usage's handler on st and a (the usage function's,
+// and the MCP function's get_usage tool's).
+func UsageHandler(d app.Deps, st *store.Store, a httpapi.Authenticator) *httpapi.Usage {
+	return &httpapi.Usage{Auth: a, Ledger: st, Clock: d.Clock}
 }

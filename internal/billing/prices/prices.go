@@ -73,6 +73,7 @@ type rule struct {
 type priced struct {
 	when []test
 	usd  billing.Micros
+	text string // the when in words, for Describe
 }
 
 type test func(params map[string]any) bool
@@ -159,6 +160,54 @@ func (p *List) Price(path string, params map[string]any) (billing.Micros, error)
 func (p *List) Paths() []string {
 	rules, _ := p.table() // none if the defaults cannot be read (Check)
 	return slices.Sorted(maps.Keys(rules))
+}
+
+// Describe is the price rule of endpoint path in words, from the list
+// itself (overrides included), for readers that choose a model by its cost:
+// "0.05 USD per second of duration", "0.02 USD per job, plus 0.01 USD for
+// every started 16000000 of width x height beyond 16000000".
+func (p *List) Describe(path string) (string, error) {
+	rules, err := p.table()
+	if err != nil {
+		return "", err
+	}
+	r, ok := rules[path]
+	if !ok {
+		return "", fmt.Errorf("billing: no price for %s", path)
+	}
+	unit := " USD per job"
+	if r.per != "" {
+		unit = " USD per " + r.per + " unit"
+		if r.per == "duration" {
+			unit = " USD per second of duration"
+		}
+	}
+	var parts []string
+	for _, v := range r.variants {
+		parts = append(parts, usdText(v.usd)+unit+" when "+v.text)
+	}
+	if r.hasUSD {
+		base := usdText(r.usd) + unit
+		if len(r.variants) > 0 {
+			base += " otherwise"
+		}
+		parts = append(parts, base)
+	}
+	text := strings.Join(parts, "; ")
+	for _, x := range r.extras {
+		text += "; plus " + usdText(x.usd) + unit + " when " + x.text
+	}
+	if s := r.steps; s != nil {
+		text += fmt.Sprintf("; plus %s USD for every started %d of %s beyond %d",
+			usdText(s.usd), s.every, strings.Join(s.of, " x "), s.included)
+	}
+	return text, nil
+}
+
+// usdText is an amount without trailing zeros: 0.0645, 0.1, 2.
+func usdText(m billing.Micros) string {
+	s := strings.TrimRight(m.String(), "0")
+	return strings.TrimSuffix(s, ".")
 }
 
 func (r *rule) price(params map[string]any) (billing.Micros, error) {
@@ -428,13 +477,16 @@ func parsePriced(name string, list []pricedJSON, props map[string]schemaField) (
 			return nil, fmt.Errorf("%s.usd: %w", at, err)
 		}
 		p := priced{usd: usd}
+		var words []string
 		for _, field := range slices.Sorted(maps.Keys(pj.When)) {
 			t, err := parseTest(field, pj.When[field], props)
 			if err != nil {
 				return nil, fmt.Errorf("%s.when.%s: %w", at, field, err)
 			}
 			p.when = append(p.when, t)
+			words = append(words, testText(field, pj.When[field]))
 		}
+		p.text = strings.Join(words, " and ")
 		out = append(out, p)
 	}
 	return out, nil
@@ -488,6 +540,23 @@ func parseTest(field string, raw json.RawMessage, props map[string]schemaField) 
 		return nil, fmt.Errorf(`want a value to equal or {"non_empty": ...}, not %s`, raw)
 	}
 	return func(params map[string]any) bool { return equal(params[field], v) }, nil
+}
+
+// testText is a when's field test in words (parseTest accepted it):
+// "resolution is 480p", "reference_videos is non-empty".
+func testText(field string, raw json.RawMessage) string {
+	var ne nonEmptyJSON
+	if strictDecode(raw, &ne) == nil && ne.NonEmpty != nil {
+		if *ne.NonEmpty {
+			return field + " is non-empty"
+		}
+		return field + " is empty or absent"
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return field + " is " + s
+	}
+	return field + " is " + string(bytes.TrimSpace(raw))
 }
 
 // equal compares a request value with a rule's value; numbers by value, as a

@@ -329,3 +329,32 @@ func ExampleList_Price() {
 	// /generate/video/vendor-b/model-b-fast 1.209500 USD
 	// /generate/video/vendor-c/model-c 0.400000 USD
 }
+
+func TestDescribeSaysTheRuleInWords(t *testing.T) {
+	p := load(t, "")
+	for path, want := range map[string]string{
+		modelC:  "0.05 USD per second of duration",
+		modelE:  "0.03 USD per job",
+		enhance: "0.02 USD per job; plus 0.01 USD for every started 16000000 of width x height beyond 16000000",
+		modelB: "0.0645 USD per second of duration when reference_videos is non-empty and resolution is 480p; " +
+			"0.1075 USD per second of duration when reference_videos is empty or absent and resolution is 480p; " +
+			"0.1452 USD per second of duration when reference_videos is non-empty and resolution is 720p; " +
+			"0.2419 USD per second of duration when reference_videos is empty or absent and resolution is 720p; " +
+			"plus 0.05 USD per second of duration when upscale is true",
+	} {
+		got, err := p.Describe(path)
+		if err != nil || got != want {
+			t.Errorf("Describe(%s) = %q, %v; want %q", path, got, err, want)
+		}
+	}
+	if _, err := p.Describe("/generate/image/vendor-x/none"); err == nil {
+		t.Error("Describe of an unpriced path: no error")
+	}
+}
+
+func TestDescribeFollowsAnOverride(t *testing.T) {
+	p := load(t, `{"/generate/image/vendor-b/model-e-4": {"per": "job", "usd": "0.045"}}`)
+	if got, err := p.Describe(modelE); err != nil || got != "0.045 USD per job" {
+		t.Errorf("Describe after an override = %q, %v; want 0.045 USD per job", got, err)
+	}
+}

@@ -1,0 +1,57 @@
+// Package mcpfn wires the MCP function: POST /mcp, the API as MCP tools.
+// Its tools call the REST routes' own handlers in process, so it links what
+// the generate, jobs, usage and styles functions link, on one table client
+// and one authentication cache.
+package mcpfn
+
+import (
+	"errors"
+	"net/http"
+
+	"genjobs/internal/app"
+	"genjobs/internal/app/generatefn"
+	"genjobs/internal/app/jobsfn"
+	"genjobs/internal/app/tables"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/httpapi"
+	"genjobs/internal/mcpserver"
+)
+
+// Build builds the MCP function's handler.
+func Build(d app.Deps) (http.Handler, error) {
+	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
+	if err != nil {
+		return nil, err
+	}
+	d = d.WithRetries(awsclient.Requests)
+	st := tables.Store(d)
+	auth := tables.Authenticator(d, st)
+	gen, err := generatefn.Handler(d, st, auth)
+	if err != nil {
+		return nil, err
+	}
+	styles, err := tables.StylesHandler(d, st, auth)
+	if err != nil {
+		return nil, err
+	}
+	api := http.NewServeMux()
+	api.Handle("/generate/", gen.Routes())
+	jobs := jobsfn.Handler(d, st, auth).Routes()
+	api.Handle("/jobs", jobs)
+	api.Handle("/jobs/", jobs)
+	api.Handle("/usage", tables.UsageHandler(d, st, auth).Routes())
+	api.Handle("/styles", styles.Routes())
+	api.Handle("/", httpapi.NotFound())
+	rules, ok := gen.Prices.(mcpserver.PriceRules)
+	if !ok {
+		return nil, errors.New("mcp: the generate handler's price list cannot describe its rules")
+	}
+	server, err := mcpserver.New(mcpserver.Config{API: api, Auth: auth, Catalog: gen.Catalog, Prices: rules, Clock: d.Clock})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server)
+	mux.Handle("/", httpapi.NotFound())
+	return httpapi.Middleware(d.Log, mux), nil
+}

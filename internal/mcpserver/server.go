@@ -1,0 +1,221 @@
+// Package mcpserver serves the API as Model Context Protocol tools at
+// POST /mcp (docs/mcp.md): MCP's Streamable HTTP transport from the official
+// Go SDK, stateless, answering JSON. Each tool calls the REST API's own
+// handler for its route in process (generate, jobs, usage, styles), so a job
+// created through MCP is validated, priced, limited, made idempotent and
+// billed by exactly the code a POST /generate request runs, and a refusal
+// carries the same message.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"genjobs/internal/catalog"
+	"genjobs/internal/clock"
+	"genjobs/internal/httpapi"
+	"genjobs/internal/openapi"
+)
+
+// MaxBodyBytes bounds a request to /mcp: a generation body's cap
+// (catalog.MaxBodyBytes) and room for the JSON-RPC envelope and the tool's
+// own arguments (a 2048-character webhook_url, a 255-character
+// idempotency_key).
+const MaxBodyBytes = catalog.MaxBodyBytes + 8<<10
+
+// MaxWait bounds wait_seconds and wait_job's timeout_seconds: a call ends
+// well inside API Gateway's 30-second integration timeout.
+const MaxWait = 20 * time.Second
+
+// DefaultPoll is how often a wait reads the job.
+const DefaultPoll = 500 * time.Millisecond
+
+// PriceRules says an endpoint's price rule in words (prices.List).
+type PriceRules interface {
+	Describe(path string) (string, error)
+}
+
+// Config is what the server is built from, once per function instance.
+type Config struct {
+	// API serves the REST routes the tools call: POST /generate/...,
+	// GET|DELETE /jobs/{id}, GET /jobs, GET /usage, GET /styles.
+	API     http.Handler
+	Auth    httpapi.Authenticator
+	Catalog *catalog.Catalog
+	Prices  PriceRules
+	Clock   clock.Clock
+	// Poll is how often a wait reads the job; zero means DefaultPoll.
+	Poll time.Duration
+	// Sleep pauses a wait; nil means a timer (tests inject their own).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Version is the server's version as initialize reports it.
+	Version string
+}
+
+// Name is the server's name as initialize reports it.
+const Name = "genjobs"
+
+// New returns the handler of /mcp: 405 for every method but POST, 401 before
+// anything of the body is read, 413 over MaxBodyBytes, protocol errors for a
+// body that is not one JSON-RPC message, then the SDK's stateless transport.
+func New(c Config) (http.Handler, error) {
+	if c.Poll <= 0 {
+		c.Poll = DefaultPoll
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+	if c.Version == "" {
+		c.Version = "1"
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Generation job service", Version: c.Version},
+		&mcp.ServerOptions{Instructions: instructions})
+	t := &tools{Config: c}
+	if err := t.register(srv); err != nil {
+		return nil, err
+	}
+	transport := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: MaxBodyBytes})
+	return &front{auth: c.Auth, next: transport}, nil
+}
+
+const instructions = "Create media generation jobs (image enhancement, images, videos, 3D models) billed to the API balance of the token's workspace, " +
+	"and follow them. A generation tool answers the job at once; pass wait_seconds (up to 20) to wait for it within the call, " +
+	"or call wait_job or get_job later. A completed job's results are resource links: presigned download URLs valid for an hour. " +
+	"list_models says what each model makes and costs."
+
+// front does what the API does before a handler reads a body: method,
+// authentication, size; then it refuses what is not one JSON-RPC message,
+// so that the SDK sees only single messages (it would serve a batch to an
+// old protocol version).
+type front struct {
+	auth httpapi.Authenticator
+	next http.Handler
+}
+
+// Fixed texts of /mcp's own refusals (docs/mcp.md), and JSON-RPC's codes
+// for them.
+const (
+	msgMethod   = "/mcp takes POST only: MCP's Streamable HTTP transport, stateless."
+	msgParse    = "Parse error: the body is not a JSON object."
+	msgBatch    = "Invalid request: JSON-RPC batches are not supported; send one message per request."
+	codeParse   = -32700
+	codeInvalid = -32600
+)
+
+var msgTooLarge = "The request body is too large: at most " + strconv.Itoa(MaxBodyBytes) + " bytes."
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		httpapi.WriteError(w, http.StatusMethodNotAllowed, msgMethod)
+		return
+	}
+	if _, ok := httpapi.Authenticate(f.auth, w, r); !ok {
+		return
+	}
+	body, err := readBounded(r, MaxBodyBytes)
+	if errors.Is(err, errTooLarge) {
+		httpapi.WriteError(w, http.StatusRequestEntityTooLarge, msgTooLarge)
+		return
+	}
+	if err != nil {
+		httpapi.InternalError(w, r, "read body", err)
+		return
+	}
+	switch first := firstByte(body); {
+	case first == '[':
+		protocolError(w, codeInvalid, msgBatch)
+		return
+	case first != '{' || !json.Valid(body):
+		protocolError(w, codeParse, msgParse)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), hostKey{}, r.Host))
+	r.Body = readCloser{bytes.NewReader(body)}
+	r.ContentLength = int64(len(body))
+	f.next.ServeHTTP(w, r)
+}
+
+var errTooLarge = errors.New("body over the bound")
+
+func readBounded(r *http.Request, limit int) ([]byte, error) {
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, int64(limit)))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || n > int64(limit) {
+		return nil, errTooLarge
+	}
+	return buf.Bytes(), err
+}
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// protocolError answers a JSON-RPC error that belongs to no request (id
+// null), as JSON-RPC 2.0 answers a parse error or an invalid request.
+func protocolError(w http.ResponseWriter, code int, msg string) {
+	httpapi.WriteJSON(w, http.StatusBadRequest, struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      *int   `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, msg}})
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+type hostKey struct{}
+
+// hostOf is the host the MCP request reached (the api-proxy sets it from
+// the event's domain name): the REST handlers make the public base URL of
+// records and asset URLs from it, as they do for their own requests.
+func hostOf(ctx context.Context) string {
+	h, _ := ctx.Value(hostKey{}).(string)
+	return h
+}
+
+// outputSchema is a component schema of the OpenAPI document (Job): the
+// shape a tool's structured content has.
+func outputSchema(name string) (map[string]any, error) {
+	raw, ok := openapi.ComponentSchema(name)
+	if !ok {
+		return nil, errors.New("mcpserver: no component schema " + name)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	delete(s, "$schema")
+	return s, nil
+}
