@@ -114,6 +114,15 @@ func main() {
 		flag.DurationVar(&so.d, "soak", defaultSoakFor, "how long the soak sends its fixed rate of requests to make run's runner (0: no soak)")
 		flag.IntVar(&so.rate, "soak-rate", defaultSoakRate, "the soak's requests per second")
 		flag.BoolVar(&so.only, "soak-only", false, "run the soak alone")
+		flag.Usage = func() {
+			fmt.Fprintln(flag.CommandLine.Output(), `usage: bench [flags]   every measure, one table (make bench)
+       bench enhance    the enhance engine against libvips
+       bench starts     binary sizes and cold starts
+       bench creation   job creation through the local API, and DynamoDB Local's ceiling
+       bench cost       job runs, webhooks and the cost of a million jobs (DynamoDB by Local's count and by AWS's rules)
+flags:`)
+			flag.PrintDefaults()
+		}
 		flag.Parse()
 		if so.d < 0 || so.rate < 1 || so.rate > 1000 || (so.only && so.d == 0) {
 			fmt.Fprintln(os.Stderr, "bench: -soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
