@@ -3,15 +3,25 @@
 // download), assets, usage, styles, and a verifier for the webhooks the
 // service sends.
 //
-// Every call retries on connection errors, 429 and 503, with exponential
-// backoff and jitter that honours Retry-After and stops with the context.
-// Every job creation carries an Idempotency-Key (generated unless given with
-// WithIdempotencyKey) that is reused on each retry, so a retry answers the job
-// the first attempt created instead of creating a second one.
+// A call is retried only when a retry cannot do twice what the first
+// attempt may have done: reads (GET), cancellations (DELETE; a retry that
+// meets 409 reads the job and reports success when the job is cancelled),
+// uploads to a presigned URL (PUT), and job creations, which carry an
+// Idempotency-Key (generated unless given with WithIdempotencyKey) reused on
+// each retry, so that a retry answers the job the first attempt created.
+// Those are retried on connection errors, 429 and 503; an asset's creation
+// (POST /assets) only on 429, which the API answers before doing anything.
+// The backoff has jitter, honours Retry-After and stops with the context.
 //
-// Errors are values: a refusal by the API is an *APIError (use errors.As),
-// a job that failed is a *JobFailedError and one that was cancelled a
-// *JobCancelledError, both carrying the job record.
+// Errors are values. Every error the package returns is one of:
+//   - an *APIError: the API's (or storage's) refusal (use errors.As);
+//   - a *JobFailedError or *JobCancelledError, carrying the job record;
+//   - the context's error, when it ended the call;
+//   - an error matching one of the package's sentinels with errors.Is:
+//     ErrConfig, ErrRequest, ErrUnreachable, ErrUnexpectedAnswer,
+//     ErrNoResult, ErrDownload, ErrNotAnImage, ErrTooLarge, and for webhooks
+//     ErrWebhookUnsigned ... ErrWebhookKeys;
+//   - an error of the caller's own io.Reader or io.Writer, wrapped.
 package client
 
 import (
@@ -101,10 +111,10 @@ func NewClient(opts ...Option) (*Client, error) {
 		c.http = &http.Client{}
 	}
 	if c.token == "" {
-		return nil, fmt.Errorf("client: no API token: set %s or use WithToken", TokenEnv)
+		return nil, fmt.Errorf("%w: no API token: set %s or use WithToken", ErrConfig, TokenEnv)
 	}
 	if u, err := url.Parse(c.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: the API URL %q is not an absolute http(s) URL", c.baseURL)
+		return nil, fmt.Errorf("%w: the API URL %q is not an absolute http(s) URL", ErrConfig, c.baseURL)
 	}
 	c.Jobs, c.Assets, c.Styles = &JobsService{c}, &AssetsService{c}, &StylesService{c}
 	return c, nil
@@ -113,6 +123,28 @@ func NewClient(opts ...Option) (*Client, error) {
 // BaseURL is the API's base address the client calls, without a trailing
 // slash. It is also the iss of the service's webhook signatures.
 func (c *Client) BaseURL() string { return c.baseURL }
+
+// Sentinels of the errors that are not an answer of the API (see the
+// package documentation).
+var (
+	// ErrConfig: NewClient's options and environment do not make a client
+	// (no token, or an API URL that is not an absolute http(s) URL).
+	ErrConfig = errors.New("client: bad configuration")
+	// ErrRequest: the request could not be made at all (a body that does
+	// not encode as JSON, a URL that does not parse).
+	ErrRequest = errors.New("client: the request cannot be made")
+	// ErrUnreachable: no answer came (a refused or reset connection, an
+	// attempt's timeout), after the retries the request allows.
+	ErrUnreachable = errors.New("client: no answer")
+	// ErrUnexpectedAnswer: a success whose body is not what the API
+	// documents.
+	ErrUnexpectedAnswer = errors.New("client: an answer that is not the expected JSON")
+	// ErrNoResult: the job has no result file of the number asked for.
+	ErrNoResult = errors.New("client: no such result file")
+	// ErrDownload: storage refused a result file's download with a status
+	// other than the 403 of an expired URL (which Download reads again).
+	ErrDownload = errors.New("client: download refused")
+)
 
 // APIError is the API's refusal of a request: a 4xx, or a 5xx that remained
 // after the retries.
@@ -129,6 +161,10 @@ type APIError struct {
 	RetryAfter time.Duration
 	// Body is the answer's body as received.
 	Body []byte
+
+	// retried: an earlier attempt of the request got no answer, or one
+	// that asked for the retry.
+	retried bool
 }
 
 func (e *APIError) Error() string {
@@ -186,11 +222,16 @@ func (c *Client) do(ctx context.Context, r request) (*response, error) {
 		}
 		wait, retry := c.shouldRetry(r, resp, err, attempt)
 		if !retry {
-			if err != nil {
-				return nil, err
-			}
-			if resp.status/100 != 2 {
-				return nil, apiError(resp)
+			var be buildError
+			switch {
+			case errors.As(err, &be):
+				return nil, fmt.Errorf("%w: %w", ErrRequest, be.error)
+			case err != nil:
+				return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+			case resp.status/100 != 2:
+				e := apiError(resp)
+				e.retried = attempt > 0
+				return nil, e
 			}
 			return resp, nil
 		}
@@ -254,8 +295,21 @@ const (
 	maxRetryAfter = 60 * time.Second
 )
 
+// repeatable reports whether sending r twice does no more than sending it
+// once: a read, a cancellation, a PUT of the same bytes, or a request that
+// carries an Idempotency-Key.
+func (r request) repeatable() bool {
+	switch r.method {
+	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return r.header.Get("Idempotency-Key") != ""
+}
+
 // shouldRetry says whether the outcome of attempt (counted from 0) is
-// retried, and after how long.
+// retried, and after how long. A connection error or a 503 may come after
+// the API acted on the request, so only a repeatable request is retried on
+// them; a 429 comes before it acts.
 func (c *Client) shouldRetry(r request, resp *response, err error, attempt int) (time.Duration, bool) {
 	if attempt >= c.maxRetries {
 		return 0, false
@@ -265,13 +319,14 @@ func (c *Client) shouldRetry(r request, resp *response, err error, attempt int) 
 		// anything else went wrong on the way (a refused or reset
 		// connection, an attempt's timeout).
 		var be buildError
-		if errors.As(err, &be) {
+		if errors.As(err, &be) || !r.repeatable() {
 			return 0, false
 		}
 		return backoff(attempt), true
 	}
 	switch {
-	case resp.status == http.StatusTooManyRequests, resp.status == http.StatusServiceUnavailable:
+	case resp.status == http.StatusTooManyRequests:
+	case resp.status == http.StatusServiceUnavailable && r.repeatable():
 	case resp.status == http.StatusConflict && r.retryConflict:
 	default:
 		return 0, false
@@ -354,7 +409,7 @@ func (c *Client) getJSON(ctx context.Context, path string, query url.Values, out
 
 func decode(resp *response, out any) error {
 	if err := json.Unmarshal(resp.body, out); err != nil {
-		return fmt.Errorf("genjobs API: an answer that is not the expected JSON (%d): %w", resp.status, err)
+		return fmt.Errorf("%w (%d): %w", ErrUnexpectedAnswer, resp.status, err)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func (c *Client) Generate(ctx context.Context, req GenerateRequest, opts ...Gene
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("client: encode the %s request: %w", req.Path(), err)
+		return nil, fmt.Errorf("%w: encode the %s request: %w", ErrRequest, req.Path(), err)
 	}
 	h := http.Header{}
 	h.Set("Idempotency-Key", s.idempotencyKey)

@@ -119,9 +119,17 @@ func (s *JobsService) Get(ctx context.Context, id string) (*Job, error) {
 }
 
 // Cancel cancels a job that has not ended and returns its cancelled record;
-// a job that has already ended is an *APIError with status 409.
+// a job that has already ended is an *APIError with status 409. When a
+// retry meets the 409 (an earlier attempt's answer was lost), Cancel reads
+// the job and reports success if it is cancelled.
 func (s *JobsService) Cancel(ctx context.Context, id string) (*Job, error) {
 	resp, err := s.c.do(ctx, request{method: http.MethodDelete, path: "/jobs/" + url.PathEscape(id)})
+	var ae *APIError
+	if errors.As(err, &ae) && ae.StatusCode == http.StatusConflict && ae.retried {
+		if j, gerr := s.Get(ctx, id); gerr == nil && j.Status == StatusCancelled {
+			return j, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +296,7 @@ func (s *JobsService) Wait(ctx context.Context, id string, o *WaitOptions) (*Job
 // URL and tries once more.
 func (s *JobsService) Download(ctx context.Context, j *Job, i int, w io.Writer) (int64, error) {
 	if j.Result == nil || i < 0 || i >= len(j.Result.URLs) {
-		return 0, fmt.Errorf("client: job %s has no result file %d", j.ID, i)
+		return 0, fmt.Errorf("%w: job %s has no result file %d", ErrNoResult, j.ID, i)
 	}
 	n, err := s.c.fetch(ctx, j.Result.URLs[i], w)
 	var expired *expiredURLError
@@ -300,7 +308,7 @@ func (s *JobsService) Download(ctx context.Context, j *Job, i int, w io.Writer) 
 		return 0, err
 	}
 	if fresh.Result == nil || i >= len(fresh.Result.URLs) {
-		return 0, fmt.Errorf("client: job %s no longer has result file %d", j.ID, i)
+		return 0, fmt.Errorf("%w: job %s no longer has result file %d", ErrNoResult, j.ID, i)
 	}
 	*j = *fresh
 	return s.c.fetch(ctx, fresh.Result.URLs[i], w)
@@ -321,6 +329,8 @@ func (j *Job) FileName(i int) string {
 
 type expiredURLError struct{ status int }
 
+func (e *expiredURLError) Unwrap() error { return ErrDownload }
+
 func (e *expiredURLError) Error() string {
 	return fmt.Sprintf("client: the result URL was refused with %d (expired)", e.status)
 }
@@ -329,18 +339,21 @@ func (e *expiredURLError) Error() string {
 func (c *Client) fetch(ctx context.Context, u string, w io.Writer) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", ErrRequest, err)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, err
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, fmt.Errorf("%w: download %s: %w", ErrUnreachable, redact(u), err)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusForbidden:
 		return 0, &expiredURLError{resp.StatusCode}
 	case resp.StatusCode != http.StatusOK:
-		return 0, fmt.Errorf("client: download %s: %s", redact(u), resp.Status)
+		return 0, fmt.Errorf("%w: %s: %s", ErrDownload, redact(u), resp.Status)
 	}
 	return io.Copy(w, resp.Body)
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -64,7 +63,11 @@ func TestBuildsInAnotherModule(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(outside), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", filepath.Join(dir, "outside"), ".")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command on PATH to build another module with: %v", err)
+	}
+	cmd := exec.Command(gobin, "build", "-o", filepath.Join(dir, "outside"), ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -28,7 +28,9 @@ const (
 )
 
 // Why a WebhookVerifier refused a delivery; every error Verify returns
-// matches one of these with errors.Is. A receiver answers any of them 401.
+// matches one of these with errors.Is. A receiver answers any of them 401
+// but ErrWebhookKeys, which is not the sender's doing: 503, and the service
+// delivers again later (Handler does so).
 var (
 	ErrWebhookUnsigned   = errors.New("webhook: no signature headers")
 	ErrWebhookMalformed  = errors.New("webhook: malformed signature")
@@ -38,13 +40,25 @@ var (
 	ErrWebhookAudience   = errors.New("webhook: signed for another webhook URL")
 	ErrWebhookIssuer     = errors.New("webhook: signed by another service")
 	ErrWebhookBody       = errors.New("webhook: body does not match the signature")
+	// ErrWebhookKeys: the service's keys (its JWKS) could not be read, or
+	// the verifier has no Audience to check.
+	ErrWebhookKeys = errors.New("webhook: the service's signing keys could not be read")
 )
 
 // Webhook signature rules: a token lives 5 minutes from its iat; the JWKS
-// is kept as long as its Cache-Control says (5 minutes).
+// is kept as long as its Cache-Control says (5 minutes), and fetched again
+// for an unknown kid at most once in JWKSMinInterval.
 const (
 	webhookTokenLifetime = 5 * time.Minute
 	jwksMaxAge           = 5 * time.Minute
+	// JWKSMinInterval is the least time between two fetches of the JWKS:
+	// a stream of deliveries signed with made-up kids costs the service
+	// one fetch in that time, not one each. A delivery signed with a key
+	// rotated in meanwhile is refused and delivered again later.
+	JWKSMinInterval = 30 * time.Second
+	// jwksFetchTimeout bounds one fetch, which no single request's
+	// context ends: every verification waiting for it shares it.
+	jwksFetchTimeout = 10 * time.Second
 	// MaxWebhookBody bounds a delivery's body: a job record is a few
 	// kilobytes.
 	MaxWebhookBody = 1 << 20
@@ -52,7 +66,9 @@ const (
 
 // WebhookVerifier checks the deliveries the service POSTs to a webhook
 // URL: the key by the token's kid from the service's JWKS (fetched again
-// once when the kid is unknown, as after a key rotation), the ES256
+// when the kid is unknown, as after a key rotation, at most once in
+// JWKSMinInterval; one fetch at a time, shared by every verification that
+// needs it, and none holding up those whose key is known), the ES256
 // signature, iss, aud byte for byte, the iat/exp window, and the body's
 // SHA-256. Handler adds the dedupe on the webhook id. Safe for concurrent
 // use; set the fields before the first call.
@@ -73,12 +89,24 @@ type WebhookVerifier struct {
 	// OnRefusal, when set, is told why Handler answered a delivery 401.
 	OnRefusal func(r *http.Request, err error)
 
-	mu      sync.Mutex
-	keys    map[string]*ecdsa.PublicKey
-	fetched time.Time
+	mu       sync.Mutex
+	keys     map[string]*ecdsa.PublicKey
+	fetched  time.Time // when keys were fetched
+	tried    time.Time // when the last fetch started
+	tryErr   error     // how it failed, or nil
+	inflight *keyFetch // the fetch under way
 
-	seenMu sync.Mutex
-	seen   map[string]time.Time // webhook ids handled, or being handled
+	seenMu   sync.Mutex
+	done     map[string]time.Time // webhook ids handled, and when
+	handling map[string]bool      // webhook ids being handled
+}
+
+// keyFetch is one fetch of the JWKS, awaited by every verification that
+// needs it.
+type keyFetch struct {
+	finished chan struct{}
+	keys     map[string]*ecdsa.PublicKey
+	err      error
 }
 
 // NewWebhookVerifier verifies deliveries to audience (the webhook URL, byte
@@ -114,7 +142,7 @@ func (v *WebhookVerifier) Verify(ctx context.Context, h http.Header, body []byte
 		return nil, ErrWebhookUnsigned
 	}
 	if v.Audience == "" {
-		return nil, errors.New("webhook: the verifier has no Audience")
+		return nil, fmt.Errorf("%w: the verifier has no Audience", ErrWebhookKeys)
 	}
 	c, err := v.verifyToken(ctx, token, body)
 	if err != nil {
@@ -136,7 +164,7 @@ func (v *WebhookVerifier) Verify(ctx context.Context, h http.Header, body []byte
 func (v *WebhookVerifier) VerifyRequest(r *http.Request) (*WebhookEvent, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxWebhookBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("webhook: read the body: %w", err)
+		return nil, fmt.Errorf("%w: read the body: %w", ErrWebhookMalformed, err)
 	}
 	if len(body) > MaxWebhookBody {
 		return nil, fmt.Errorf("%w: the body is over %d bytes", ErrWebhookMalformed, MaxWebhookBody)
@@ -145,10 +173,14 @@ func (v *WebhookVerifier) VerifyRequest(r *http.Request) (*WebhookEvent, error) 
 }
 
 // Handler is an http.Handler for the webhook URL: it answers a delivery
-// that fails verification 401, calls handle once per webhook id (a retry
-// of a handled delivery is answered 204 without a second call), and
-// answers 204 when handle returns nil. When handle fails, the answer is
-// 500 and the service delivers again later.
+// that fails verification 401 (503 when the service's keys could not be
+// read), calls handle once per webhook id, and answers 204 when handle
+// returns nil. A retry of a delivery handled already is answered 204
+// without a second call; one that comes while the first is still being
+// handled is answered 409 without a call, so that the service delivers it
+// again later rather than count it delivered before handle has succeeded.
+// When handle fails, the answer is 500 and the service delivers again
+// later.
 func (v *WebhookVerifier) Handler(handle func(context.Context, *WebhookEvent) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -160,18 +192,27 @@ func (v *WebhookVerifier) Handler(handle func(context.Context, *WebhookEvent) er
 			if v.OnRefusal != nil {
 				v.OnRefusal(r, err)
 			}
+			if errors.Is(err, ErrWebhookKeys) {
+				http.Error(w, "cannot verify now", http.StatusServiceUnavailable)
+				return
+			}
 			http.Error(w, "unauthenticated", http.StatusUnauthorized)
 			return
 		}
-		if !v.claim(ev.ID) {
+		switch v.claim(ev.ID) {
+		case handled:
 			w.WriteHeader(http.StatusNoContent)
+			return
+		case handling:
+			http.Error(w, "this delivery is being handled", http.StatusConflict)
 			return
 		}
 		if err := handle(r.Context(), ev); err != nil {
-			v.release(ev.ID)
+			v.finish(ev.ID, false)
 			http.Error(w, "not handled", http.StatusInternalServerError)
 			return
 		}
+		v.finish(ev.ID, true)
 		w.WriteHeader(http.StatusNoContent)
 	})
 }
@@ -182,32 +223,50 @@ const (
 	maxSeen = 100_000
 )
 
-// claim records id as handled and reports whether it was new.
-func (v *WebhookVerifier) claim(id string) bool {
+// What claim found of a webhook id.
+type claimed int
+
+const (
+	claimedNow claimed = iota // new: the caller handles it
+	handling                  // another request is handling it
+	handled                   // handled already
+)
+
+// claim marks id as being handled, unless it is or has been.
+func (v *WebhookVerifier) claim(id string) claimed {
 	v.seenMu.Lock()
 	defer v.seenMu.Unlock()
+	if v.done == nil {
+		v.done, v.handling = map[string]time.Time{}, map[string]bool{}
+	}
+	if _, ok := v.done[id]; ok {
+		return handled
+	}
+	if v.handling[id] {
+		return handling
+	}
+	v.handling[id] = true
+	return claimedNow
+}
+
+// finish ends the handling of id: recorded as handled when ok, else
+// forgotten, so that the service's next delivery is handled.
+func (v *WebhookVerifier) finish(id string, ok bool) {
+	v.seenMu.Lock()
+	defer v.seenMu.Unlock()
+	delete(v.handling, id)
+	if !ok {
+		return
+	}
 	now := v.now()
-	if v.seen == nil {
-		v.seen = map[string]time.Time{}
-	}
-	if _, dup := v.seen[id]; dup {
-		return false
-	}
-	if len(v.seen) >= maxSeen {
-		for k, at := range v.seen {
+	if len(v.done) >= maxSeen {
+		for k, at := range v.done {
 			if now.Sub(at) > seenFor {
-				delete(v.seen, k)
+				delete(v.done, k)
 			}
 		}
 	}
-	v.seen[id] = now
-	return true
-}
-
-func (v *WebhookVerifier) release(id string) {
-	v.seenMu.Lock()
-	delete(v.seen, id)
-	v.seenMu.Unlock()
+	v.done[id] = now
 }
 
 func (v *WebhookVerifier) now() time.Time {
@@ -304,56 +363,84 @@ func decodeSegment(seg string, out any) error {
 	return nil
 }
 
-// key returns the key named kid, from the cached JWKS when it is fresh and
-// lists kid, else from the JWKS fetched again (once).
+// key returns the key named kid: from the cached JWKS when it is fresh and
+// lists kid, else from a fetch of the JWKS: the one under way if there is
+// one, else a new one unless the last started less than JWKSMinInterval
+// ago. The lock is never held during a fetch.
 func (v *WebhookVerifier) key(ctx context.Context, kid string) (*ecdsa.PublicKey, error) {
+	unknown := fmt.Errorf("%w: kid %q", ErrWebhookUnknownKey, kid)
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	fetched := false
-	if v.keys == nil || v.now().Sub(v.fetched) >= jwksMaxAge {
-		if err := v.fetchKeys(ctx); err != nil {
-			return nil, err
-		}
-		fetched = true
-	}
-	if k, ok := v.keys[kid]; ok {
+	now := v.now()
+	fresh := v.keys != nil && now.Sub(v.fetched) < jwksMaxAge
+	if k, ok := v.keys[kid]; ok && fresh {
+		v.mu.Unlock()
 		return k, nil
 	}
-	if !fetched {
-		if err := v.fetchKeys(ctx); err != nil {
-			return nil, err
+	f := v.inflight
+	if f == nil {
+		if !v.tried.IsZero() && now.Sub(v.tried) < JWKSMinInterval {
+			err := v.tryErr
+			v.mu.Unlock()
+			if err != nil && !fresh {
+				return nil, err
+			}
+			return nil, unknown
 		}
-		if k, ok := v.keys[kid]; ok {
-			return k, nil
-		}
+		f = &keyFetch{finished: make(chan struct{})}
+		v.inflight, v.tried = f, now
+		go v.fetch(f)
 	}
-	return nil, fmt.Errorf("%w: kid %q", ErrWebhookUnknownKey, kid)
+	v.mu.Unlock()
+	select {
+	case <-f.finished:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrWebhookKeys, ctx.Err())
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	if k, ok := f.keys[kid]; ok {
+		return k, nil
+	}
+	return nil, unknown
 }
 
-func (v *WebhookVerifier) fetchKeys(ctx context.Context) error {
+// fetch reads the JWKS for f and keeps its keys.
+func (v *WebhookVerifier) fetch(f *keyFetch) {
+	ctx, cancel := context.WithTimeout(context.Background(), jwksFetchTimeout)
+	defer cancel()
+	f.keys, f.err = v.fetchKeys(ctx)
+	if f.err != nil {
+		f.err = fmt.Errorf("%w: %w", ErrWebhookKeys, f.err)
+	}
+	v.mu.Lock()
+	if f.err == nil {
+		v.keys, v.fetched = f.keys, v.now()
+	}
+	v.tryErr, v.inflight = f.err, nil
+	v.mu.Unlock()
+	close(f.finished)
+}
+
+func (v *WebhookVerifier) fetchKeys(ctx context.Context) (map[string]*ecdsa.PublicKey, error) {
 	hc := v.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
+		hc = http.DefaultClient // the fetch's context bounds it
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.JWKSURL, nil)
 	if err != nil {
-		return fmt.Errorf("webhook: the JWKS URL: %w", err)
+		return nil, fmt.Errorf("the JWKS URL: %w", err)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("webhook: fetch the JWKS: %w", err)
+		return nil, fmt.Errorf("fetch the JWKS: %w", err)
 	}
 	defer resp.Body.Close()
 	doc, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("webhook: fetch the JWKS: %s %v", resp.Status, err)
+		return nil, fmt.Errorf("fetch the JWKS: %s %v", resp.Status, err)
 	}
-	keys, err := parseJWKS(doc)
-	if err != nil {
-		return err
-	}
-	v.keys, v.fetched = keys, v.now()
-	return nil
+	return parseJWKS(doc)
 }
 
 // parseJWKS keeps the document's P-256 signing keys.
@@ -364,7 +451,7 @@ func parseJWKS(doc []byte) (map[string]*ecdsa.PublicKey, error) {
 		} `json:"keys"`
 	}
 	if err := json.Unmarshal(doc, &set); err != nil {
-		return nil, fmt.Errorf("webhook: the JWKS: %w", err)
+		return nil, fmt.Errorf("the JWKS: %w", err)
 	}
 	keys := map[string]*ecdsa.PublicKey{}
 	for _, k := range set.Keys {
@@ -383,7 +470,7 @@ func parseJWKS(doc []byte) (map[string]*ecdsa.PublicKey, error) {
 		keys[k.Kid] = pub
 	}
 	if len(keys) == 0 {
-		return nil, errors.New("webhook: the JWKS has no ES256 key")
+		return nil, errors.New("the JWKS has no ES256 key")
 	}
 	return keys, nil
 }
