@@ -24,7 +24,7 @@ DELIVERER_MAX_BINARY_BYTES := 13000000
 # does not (docs/performance.md, "Binary sizes and cold starts").
 MIN_SPARE_BYTES := 1000000
 
-.PHONY: run test lint repocheck vet staticcheck unit jose fuzz openapi-lint sizes bench bench-enhance bench-creation bench-providers build invoke reset deploy clean python-aws cfn-lint rehearsal
+.PHONY: run test lint repocheck vet staticcheck unit jose mcp-client fuzz openapi-lint sizes bench bench-enhance bench-creation bench-providers build invoke reset deploy clean python-aws cfn-lint rehearsal
 
 # PYTHON_AWS is the Python that has AWS's own tools (cfn-lint,
 # aws-sam-translator, moto with its server): the first python3 on PATH that
@@ -91,13 +91,19 @@ staticcheck: $(TOOLS)/staticcheck
 	$(TOOLS)/staticcheck $(PACKAGES)
 
 # One pair of emulators for the whole run; every test makes its own table and queue.
-unit: jose
+unit: jose mcp-client
 	$(GO) run ./infra/local exec -- $(GO) test -race -count=1 -timeout 20m $(PACKAGES)
 
 # The npm package jose verifies webhook signatures independently of our Go
 # code (internal/signing's tests); pinned by its package-lock.json.
 jose:
 	cd internal/signing/testdata && npm ci --no-audit --no-fund --silent
+
+# The MCP server's tests drive it with the protocol's own TypeScript SDK too,
+# a client independent of the Go SDK (internal/mcpserver); pinned by its
+# package-lock.json.
+mcp-client:
+	cd internal/mcpserver/testdata && npm ci --no-audit --no-fund --silent
 
 # A bounded fuzz run of the generation request decoder.
 fuzz:

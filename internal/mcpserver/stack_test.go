@@ -410,6 +410,7 @@ func TestARefusedRequestIsAToolErrorWithTheRESTMessage(t *testing.T) {
 	}{
 		{with(smallImage, "wait_seconds", 21), "The request body is invalid: wait_seconds must be an integer between 0 and 20"},
 		{with(smallImage, "wait_seconds", 1.5), "The request body is invalid: wait_seconds must be an integer between 0 and 20"},
+		{with(smallImage, "wait_seconds", "5"), "The request body is invalid: wait_seconds must be an integer between 0 and 20"},
 		{with(smallImage, "webhook_url", "ftp://example.invalid/hook"), "The request headers are invalid: X-Webhook-URL must be an absolute http:// or https:// URL"},
 		{with(smallImage, "idempotency_key", ""), "The request headers are invalid: Idempotency-Key must have 1 to 255 characters"},
 	} {

@@ -215,10 +215,10 @@ func (t *tools) generate(e *catalog.Endpoint) mcp.ToolHandler {
 	}
 }
 
-// integer reads a JSON integer (5 or 5.0).
+// integer reads a JSON integer (5 or 5.0), not a string of one.
 func integer(raw json.RawMessage) (int64, bool) {
 	var n json.Number
-	if json.Unmarshal(raw, &n) != nil {
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) || json.Unmarshal(raw, &n) != nil {
 		return 0, false
 	}
 	if i, err := n.Int64(); err == nil {
