@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -88,13 +89,16 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	}
 	cmd, rest := find(args)
 	if cmd == nil {
+		if group := groupOf(args[0]); group != nil {
+			return c.groupUsage(args, group)
+		}
 		fmt.Fprintf(c.stderr, "genjobs: unknown command %q\n\n", strings.Join(args[:min(2, len(args))], " "))
 		c.mainUsage(c.stderr)
 		return exitUsage
 	}
 	fs := flag.NewFlagSet("genjobs "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.token, "token", "", "the API `token` (default $"+client.TokenEnv+")")
+	fs.StringVar(&c.token, "token", "", "the API token, `TOKEN` (default $"+client.TokenEnv+")")
 	fs.StringVar(&c.apiURL, "api-url", "", "the API's base `URL` (default $"+client.APIURLEnv+", else the running make run's, else "+client.DefaultAPIURL+")")
 	fs.BoolVar(&c.asJSON, "json", false, "print the API's JSON even on a terminal")
 	if cmd.flags != nil {
@@ -140,7 +144,7 @@ func (c *cli) fail(err error, cmd *command, fs *flag.FlagSet) int {
 		fmt.Fprintf(c.stderr, "genjobs: job %s was cancelled\n", cancelled.Job.ID)
 		return exitJobFailed
 	case errors.As(err, &ae):
-		fmt.Fprintf(c.stderr, "genjobs: %s\n", ae.Error())
+		fmt.Fprintf(c.stderr, "genjobs: %s\n", apiMessage(ae))
 		if ae.StatusCode == 401 {
 			fmt.Fprintf(c.stderr, "genjobs: set %s (or --token) to a token of a workspace with API access\n", client.TokenEnv)
 			return exitAuth
@@ -150,9 +154,60 @@ func (c *cli) fail(err error, cmd *command, fs *flag.FlagSet) int {
 		fmt.Fprintln(c.stderr, "genjobs: interrupted")
 		return exitRefused
 	default:
-		fmt.Fprintf(c.stderr, "genjobs: %v\n", err)
+		fmt.Fprintf(c.stderr, "genjobs: %s\n", strings.TrimPrefix(err.Error(), "client: "))
 		return exitRefused
 	}
+}
+
+// apiMessage is the API's refusal in the command's words (the client's
+// Error says "genjobs API: ...", which after "genjobs: " says it twice).
+func apiMessage(e *client.APIError) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the API answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	if e.Detail != "" {
+		b.WriteString(" (" + e.Detail + ")")
+	}
+	if e.RequestID != "" {
+		b.WriteString(" [request " + e.RequestID + "]")
+	}
+	return b.String()
+}
+
+// groupOf lists the commands whose name starts with the word group (jobs,
+// assets, styles, webhook), or nil.
+func groupOf(group string) []*command {
+	var out []*command
+	for _, cmd := range commands() {
+		if first, _, more := strings.Cut(cmd.name, " "); more && first == group {
+			out = append(out, cmd)
+		}
+	}
+	return out
+}
+
+// groupUsage answers a group's name alone or with --help by listing its
+// commands; anything else after it is an unknown command.
+func (c *cli) groupUsage(args []string, group []*command) int {
+	name := args[0]
+	list := func(w io.Writer) {
+		fmt.Fprintf(w, "usage: genjobs %s COMMAND\n\nCommands:\n", name)
+		for _, cmd := range group {
+			fmt.Fprintf(w, "  %-16s %s\n", cmd.name, cmd.summary)
+		}
+		fmt.Fprintf(w, "\ngenjobs %s COMMAND --help describes one.\n", name)
+	}
+	switch {
+	case len(args) > 1 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help"):
+		list(c.stdout)
+		return exitOK
+	case len(args) > 1:
+		fmt.Fprintf(c.stderr, "genjobs: unknown command %q\n\n", name+" "+args[1])
+	}
+	list(c.stderr)
+	return exitUsage
 }
 
 // find matches the longest command name at the start of args.
@@ -284,10 +339,30 @@ func (c *cli) commandUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
 		generateHelp(w)
 	}
 	fmt.Fprintf(w, "\nFlags:\n")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	printFlags(w, fs)
 	fmt.Fprintf(w, "\nExample:\n  %s\n", cmd.example)
+}
+
+// printFlags lists fs's flags as the docs write them: --name for a long
+// flag, -d for a one-letter one (flag.PrintDefaults gives every name one
+// dash).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		dashes := "--"
+		if len(f.Name) == 1 {
+			dashes = "-"
+		}
+		arg, usage := flag.UnquoteUsage(f)
+		line := "  " + dashes + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 // one checks the command got exactly one positional argument.

@@ -86,6 +86,33 @@ func TestGenjobsAgainstTheStack(t *testing.T) {
 		assertPNG(t, filepath.Join(outDir, "0.png"), 80, 60)
 	})
 
+	t.Run("--out NAME.png asks for PNG; a result of another format is written with a warning", func(t *testing.T) {
+		src := filepath.Join(dir, "for-format.png")
+		writePNG(t, src, 40, 30)
+		out := filepath.Join(dir, "big.png") // standard-enhance's default output_format is jpg
+		r := run("generate", "enhance/vendor-a/standard-enhance", "image_url=@"+src, "model=Standard V2", "width=80", "height=60", "--wait", "--out", out)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		assertPNG(t, out, 80, 60)
+		if !strings.Contains(r.stderr, "output_format png") {
+			t.Errorf("stderr %q does not say output_format png was asked for", r.stderr)
+		}
+		// A job whose result is a JPEG, downloaded to a .webp name: the
+		// bytes are the job's, and stderr says so.
+		r = run("generate", "enhance/vendor-a/standard-enhance", "image_url=@"+src, "model=Standard V2", "width=80", "height=60", "output_format=jpg", "--wait")
+		var j struct {
+			JobID string `json:"job_id"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &j) != nil {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		r = run("jobs", "download", j.JobID, "--out", filepath.Join(dir, "photo.webp"))
+		if r.code != 0 || !strings.Contains(r.stderr, "warning: the result is a jpg file") {
+			t.Errorf("exit %d, stderr %q; want a warning that the result is a jpg", r.code, r.stderr)
+		}
+	})
+
 	t.Run("-d with field=value typing", func(t *testing.T) {
 		body := filepath.Join(dir, "body.json")
 		if err := os.WriteFile(body, []byte(`{"prompt":"from the file","width":64}`), 0o644); err != nil {
@@ -167,13 +194,17 @@ func TestGenjobsAgainstTheStack(t *testing.T) {
 			{"an upload that does not exist", st.Token, []string{"generate", "enhance/vendor-a/standard-enhance", "image_url=@nothing.png"}, 2, "nothing.png"},
 			{"--out without --wait", st.Token, []string{"generate", "3d/vendor-g/model-g-3.1-rapid", "--out", "x"}, 2, "--out needs --wait"},
 			{"a bad token", "gjs_" + strings.Repeat("A", 43), []string{"jobs", "list"}, 4, "You are not authenticated."},
-			{"a missing job", st.Token, []string{"jobs", "get", "0194b3a0-5c6e-7d2f-9a01-23456789abcd"}, 3, "Job not found."},
+			{"a missing job", st.Token, []string{"jobs", "get", "0194b3a0-5c6e-7d2f-9a01-23456789abcd"}, 3, "genjobs: the API answered 404 Not Found: Job not found."},
+			{"an unknown endpoint", st.Token, []string{"generate", "image/vendor-x/nope", "prompt=x"}, 2, "no endpoint image/vendor-x/nope; the endpoints are:\n  enhance/vendor-a/standard-enhance\n"},
 			{"an invalid body", st.Token, []string{"generate", "image/vendor-b/model-e-4", "prompt=x", "width=1", "height=64"}, 3, "width must be between 64 and 4096"},
 			{"402", st.Workspace(t, "ws-cli-broke", 0, 20, 5), []string{"generate", "3d/vendor-g/model-g-3.1-rapid"}, 3, "You have run out of credits."},
 		} {
 			r := genjobs(t, st.URL, tc.token, tc.args...)
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.say) {
 				t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, r.code, r.stderr, tc.code, tc.say)
+			}
+			if strings.Contains(r.stderr, "genjobs: genjobs") || strings.Contains(r.stderr, "genjobs: client:") {
+				t.Errorf("%s: stderr %q names the program twice", tc.name, r.stderr)
 			}
 		}
 	})
@@ -215,6 +246,36 @@ func TestHelp(t *testing.T) {
 	}
 	if r := genjobs(t, "", "", "generate", "--help"); !strings.Contains(r.stdout, "image/vendor-b/model-e-4\n      prompt* width* height* seed style_images") {
 		t.Errorf("generate --help does not list the endpoints' fields:\n%s", r.stdout)
+	}
+}
+
+// A group's name with --help lists its commands; alone, or with an unknown
+// command, it is a usage error that lists them.
+func TestGroupHelp(t *testing.T) {
+	for group, want := range map[string]string{"jobs": "jobs get", "webhook": "webhook listen", "assets": "assets upload", "styles": "styles share"} {
+		if r := genjobs(t, "", "", group, "--help"); r.code != 0 || !strings.Contains(r.stdout, "  "+want+" ") || strings.Contains(r.stderr, "unknown command") {
+			t.Errorf("%s --help: exit %d, stdout %q, stderr %q; want its commands", group, r.code, r.stdout, r.stderr)
+		}
+		if r := genjobs(t, "", "", group); r.code != 2 || !strings.Contains(r.stderr, "  "+want+" ") {
+			t.Errorf("%s alone: exit %d, stderr %q; want 2 and its commands", group, r.code, r.stderr)
+		}
+	}
+	if r := genjobs(t, "", "", "jobs", "frob"); r.code != 2 || !strings.Contains(r.stderr, `unknown command "jobs frob"`) || !strings.Contains(r.stderr, "jobs wait") {
+		t.Errorf("jobs frob: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// Flags print as the docs write them: --name for a long one, -d for a
+// one-letter one.
+func TestFlagsPrintWithTheirDashes(t *testing.T) {
+	r := genjobs(t, "", "", "generate", "--help")
+	for _, want := range []string{"\n  --wait\n", "\n  --out PATH\n", "\n  --webhook-url URL\n", "\n  -d JSON\n", "\n  --api-url URL\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("generate --help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if regexp.MustCompile(`\n  -[a-z][a-z]`).MatchString(r.stdout) {
+		t.Errorf("generate --help prints a long flag with one dash:\n%s", r.stdout)
 	}
 }
 

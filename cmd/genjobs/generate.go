@@ -30,7 +30,7 @@ func generateCommand() *command {
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.data, "d", "", "the request body as `JSON`, or @file.json; field=value arguments are added to it")
 			fs.StringVar(&f.webhookURL, "webhook-url", "", "POST the job's record to this `URL` when it ends (X-Webhook-URL)")
-			fs.StringVar(&f.idempotencyKey, "idempotency-key", "", "the creation's Idempotency-Key (default: a random one, reused on every retry)")
+			fs.StringVar(&f.idempotencyKey, "idempotency-key", "", "send `KEY` as the creation's Idempotency-Key (default: a random one, reused on every retry)")
 			fs.BoolVar(&f.wait, "wait", false, "wait until the job ends")
 			fs.StringVar(&f.out, "out", "", "with --wait, write the first result file to `PATH`, or every one into DIR/")
 		},
@@ -87,11 +87,18 @@ func (c *cli) generate(ctx context.Context, f generateFlags, args []string) erro
 			return usagef("-d must be a JSON object: %v", err)
 		}
 	}
+	endpoint, known := client.LookupEndpoint(route)
+	if !known {
+		var names []string
+		for _, e := range client.Endpoints {
+			names = append(names, strings.TrimPrefix(e.Path, "/generate/"))
+		}
+		return usagef("no endpoint %s; the endpoints are:\n  %s", route, strings.Join(names, "\n  "))
+	}
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	endpoint, known := client.LookupEndpoint(route)
 	isArray := func(name string) bool {
 		for _, fl := range endpoint.Fields {
 			if fl.Name == name {
@@ -129,6 +136,11 @@ func (c *cli) generate(ctx context.Context, f generateFlags, args []string) erro
 		seen[name] = true
 		body[name] = v
 	}
+	if format, ok := formatOf(f.out); ok && hasField(endpoint, "output_format") && body["output_format"] == nil && !isDir(f.out) {
+		// The file's name asks for a format the request left to its default.
+		body["output_format"] = format
+		fmt.Fprintf(c.stderr, "asking for output_format %s, as --out %s says\n", format, f.out)
+	}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -152,6 +164,38 @@ func (c *cli) generate(ctx context.Context, f generateFlags, args []string) erro
 		fmt.Fprintf(c.stderr, "job %s %s\n", j.ID, j.Status)
 	}
 	return c.waitAndSave(ctx, cl, j.ID, f.out)
+}
+
+// formatOf is the output_format a file name's extension asks for.
+func formatOf(name string) (string, bool) {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".png":
+		return "png", true
+	case ".jpg", ".jpeg":
+		return "jpg", true
+	case ".webp":
+		return "webp", true
+	}
+	return "", false
+}
+
+func hasField(e client.Endpoint, name string) bool {
+	for _, f := range e.Fields {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// isDir reports whether --out names a directory: a trailing slash, or an
+// existing directory.
+func isDir(out string) bool {
+	if strings.HasSuffix(out, "/") || strings.HasSuffix(out, string(os.PathSeparator)) {
+		return true
+	}
+	st, err := os.Stat(out)
+	return err == nil && st.IsDir()
 }
 
 // typed reads a field=value value: JSON numbers, booleans and arrays as
@@ -227,11 +271,12 @@ func (c *cli) save(ctx context.Context, cl *client.Client, j *client.Job, out st
 	if j.Result == nil || len(j.Result.URLs) == 0 {
 		return fmt.Errorf("job %s has no result files", j.ID)
 	}
-	dir := strings.HasSuffix(out, "/") || strings.HasSuffix(out, string(os.PathSeparator))
-	if st, err := os.Stat(out); err == nil && st.IsDir() {
-		dir = true
-	}
-	if !dir {
+	if !isDir(out) {
+		want, named := formatOf(out)
+		got, known := formatOf(j.FileName(0))
+		if named && known && want != got {
+			fmt.Fprintf(c.stderr, "genjobs: warning: the result is a %s file (%s); %s gets its bytes as they are\n", got, j.FileName(0), out)
+		}
 		return c.saveOne(ctx, cl, j, 0, out)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
