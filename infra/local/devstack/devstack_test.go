@@ -220,6 +220,7 @@ var eventStatus = map[string]struct {
 	"sweeper-schedule.json":               {"SweeperFunction", 0},
 	"notfound.json":                       {"NotFoundFunction", 404},
 	"usage.json":                          {"UsageFunction", 200},
+	"mcp-tools-list.json":                 {"MCPFunction", 200},
 	"jwks.json":                           {"JwksFunction", 200},
 	"jobs-deliveries.json":                {"JobsFunction", 200},
 	"deliverer-attempt.json":              {"DelivererFunction", 0},
