@@ -606,7 +606,14 @@ func getDocument() object {
 // Streamable HTTP), not a REST body: the document names the protocol and
 // the answers of its own, the tools are listed by tools/list.
 func postMCP() object {
-	message := object{{"type", "object"}, {"required", []string{"jsonrpc"}}, {"properties", object{{"jsonrpc", object{{"const", "2.0"}}}}}}
+	message := object{{"type", "object"}, {"required", []string{"jsonrpc"}}, {"properties", object{
+		{"jsonrpc", object{{"const", "2.0"}}},
+		{"id", object{{"type", []string{"string", "integer", "null"}}}},
+		{"method", object{{"type", "string"}}},
+		{"params", object{{"type", "object"}}},
+		{"result", object{{"type", "object"}}},
+		{"error", object{{"type", "object"}}},
+	}}, {"additionalProperties", false}}
 	return object{
 		{"tags", []string{"MCP"}},
 		{"summary", "Model Context Protocol server"},
