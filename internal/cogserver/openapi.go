@@ -41,7 +41,7 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request, m *model) {
 			p + "/predictions/{prediction_id}/cancel": map[string]any{"post": map[string]any{"summary": "Cancel", "operationId": "cancel", "parameters": []any{id}, "responses": map[string]any{"200": map[string]any{"description": "Cancelled"}, "404": map[string]any{"description": "No such running prediction"}}}},
 		},
 		"components": map[string]any{"schemas": map[string]any{
-			"Input":        json.RawMessage(m.ep.Schema()),
+			"Input":        openAPI30Input(m.ep.Schema()),
 			"Output":       map[string]any{"anyOf": []any{output, map[string]any{"type": "array", "items": output}}},
 			"Status":       map[string]any{"type": "string", "enum": []string{statusStarting, statusProcessing, statusSucceeded, statusCanceled, statusFailed}},
 			"WebhookEvent": map[string]any{"type": "string", "enum": []string{eventStart, eventOutput, eventLogs, eventCompleted}},
@@ -66,4 +66,21 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request, m *model) {
 		}},
 	}
 	writeJSON(w, http.StatusOK, doc)
+}
+
+// openAPI30Input is an endpoint's request schema as Cog's OpenAPI 3.0
+// document can carry it: without the root allOf of if/then conditions
+// across fields, keywords 3.0's Schema Object does not have (the fields'
+// descriptions say the same rules, and the server checks them).
+func openAPI30Input(schema json.RawMessage) json.RawMessage {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(schema, &root) != nil {
+		return schema
+	}
+	delete(root, "allOf")
+	out, err := json.Marshal(root)
+	if err != nil {
+		return schema
+	}
+	return out
 }

@@ -661,6 +661,9 @@ func TestPostPredictionAndOpenAPI(t *testing.T) {
 	if props, _ := input["properties"].(map[string]any); props["prompt"] == nil || props["mode"] == nil {
 		t.Errorf("openapi.json Input is %v, want the endpoint's request schema", input)
 	}
+	if _, conditional := input["allOf"]; conditional || doc["openapi"] != "3.0.2" {
+		t.Errorf("openapi.json (OpenAPI %v) Input carries the schema's if/then conditions, which OpenAPI 3.0 has no keywords for", doc["openapi"])
+	}
 	if _, paths := doc["paths"].(map[string]any)["/"+model+"/predictions/{prediction_id}"]; !paths {
 		t.Errorf("openapi.json paths lack the idempotent PUT under the model's prefix")
 	}
