@@ -39,6 +39,7 @@ var probes = map[string]probe{
 	"generate": {"events/generate-unauthenticated.json", http.StatusUnauthorized},
 	"jobs":     {"events/jobs-list.json", http.StatusUnauthorized},
 	"styles":   {"events/styles-list.json", http.StatusUnauthorized},
+	"mcp":      {"events/mcp-tools-list.json", http.StatusUnauthorized},
 	"openapi":  {"events/openapi.json", http.StatusOK},
 	"notfound": {"events/notfound.json", http.StatusNotFound},
 	bareName:   {"events/notfound.json", http.StatusOK},

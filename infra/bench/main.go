@@ -83,8 +83,9 @@ const (
 	workerSizeLimit = 16_000_000
 	// The deliverer carries the KMS client and the JWT code besides the
 	// DynamoDB, SQS and S3 clients, the provider and callbacks functions
-	// the Secrets Manager client and the provider adapters (the Makefile's
-	// sizes target agrees).
+	// the Secrets Manager client and the provider adapters, the mcp function
+	// the generate, jobs, usage and styles handlers and the MCP SDK (the
+	// Makefile's sizes target agrees).
 	delivererSizeLimit = 13_000_000
 	// minSpare is what every function keeps free of its limit (the
 	// Makefile's MIN_SPARE_BYTES): a dependency's growth shows before a

@@ -45,7 +45,7 @@ func (r *report) sizes(ts []target, size map[string]int64) {
 		switch t.name {
 		case "worker", "lightworker":
 			limit = workerSizeLimit
-		case "deliverer", "provider", "callbacks":
+		case "deliverer", "provider", "callbacks", "mcp":
 			limit = delivererSizeLimit
 		}
 		var note string
@@ -192,7 +192,7 @@ func (r *report) runs(rr *runReport) {
 
 // footnotes say what each measure is, and how busy the machine was.
 func (r *report) footnotes(srcBytes int, loadBefore, loadAtLoad, loadAtRuns string) {
-	r.t.note("size: the deployed build (CGO_ENABLED=0, -tags lambda.norpc -trimpath -ldflags='-s -w'); limit 12 MB = 12,000,000 B (the workers, with the image codecs: 16 MB; the deliverer, provider and callbacks: 13 MB).")
+	r.t.note("size: the deployed build (CGO_ENABLED=0, -tags lambda.norpc -trimpath -ldflags='-s -w'); limit 12 MB = 12,000,000 B (the workers, with the image codecs: 16 MB; the deliverer, provider, callbacks and mcp: 13 MB).")
 	r.t.note("bare: config.LoadDefaultConfig + DynamoDB and SQS clients + lambda.Start with a trivial handler, none of our code.")
 	r.t.note("cold start: exec to the first GET /2018-06-01/runtime/invocation/next under a fake Runtime API, built for %s.", r.host)
 	r.t.note("first invoke: the process's first event handed over to its response posted back (no network: events without a token).")

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -65,7 +66,17 @@ const Name = "genjobs"
 // New returns the handler of /mcp: 405 for every method but POST, 401 before
 // anything of the body is read, 413 over MaxBodyBytes, protocol errors for a
 // body that is not one JSON-RPC message, then the SDK's stateless transport.
+//
+// The tools are built on the first request that gets that far, not here:
+// reading the seven request schemas, the price list and the record schema
+// doubled the function's cold start, and an instance that only refuses
+// requests never needs them. A failure to build them is logged and answered
+// with a 500 on every request (TestToolsAreTheEndpointsWithTheirOwnSchemasAndPrices
+// builds them).
 func New(c Config) (http.Handler, error) {
+	if c.API == nil || c.Auth == nil || c.Catalog == nil || c.Prices == nil || c.Clock == nil {
+		return nil, errors.New("mcpserver: API, Auth, Catalog, Prices and Clock are required")
+	}
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
 	}
@@ -75,15 +86,16 @@ func New(c Config) (http.Handler, error) {
 	if c.Version == "" {
 		c.Version = "1"
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Generation job service", Version: c.Version},
-		&mcp.ServerOptions{Instructions: instructions})
-	t := &tools{Config: c}
-	if err := t.register(srv); err != nil {
-		return nil, err
-	}
-	transport := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: MaxBodyBytes})
-	return &front{auth: c.Auth, next: transport}, nil
+	return &front{auth: c.Auth, build: func() (http.Handler, error) {
+		srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Generation job service", Version: c.Version},
+			&mcp.ServerOptions{Instructions: instructions})
+		t := &tools{Config: c}
+		if err := t.register(srv); err != nil {
+			return nil, err
+		}
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+			&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: MaxBodyBytes}), nil
+	}}, nil
 }
 
 const instructions = "Create media generation jobs (image enhancement, images, videos, 3D models) billed to the API balance of the token's workspace, " +
@@ -96,8 +108,12 @@ const instructions = "Create media generation jobs (image enhancement, images, v
 // so that the SDK sees only single messages (it would serve a batch to an
 // old protocol version).
 type front struct {
-	auth httpapi.Authenticator
-	next http.Handler
+	auth  httpapi.Authenticator
+	build func() (http.Handler, error)
+
+	once sync.Once
+	next http.Handler // the SDK's transport with the tools, once built
+	err  error
 }
 
 // Fixed texts of /mcp's own refusals (docs/mcp.md), and JSON-RPC's codes
@@ -136,6 +152,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case first != '{' || !json.Valid(body):
 		protocolError(w, codeParse, msgParse)
+		return
+	}
+	f.once.Do(func() { f.next, f.err = f.build() })
+	if f.err != nil {
+		httpapi.InternalError(w, r, "build the MCP tools", f.err)
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), hostKey{}, r.Host))
