@@ -111,13 +111,16 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	db := dynamodb.New(clients.DynamoDB.Options(), func(o *dynamodb.Options) {
 		o.APIOptions = append(slices.Clone(o.APIOptions), marks.claimed.firstStatusWrite)
 		o.APIOptions = append(o.APIOptions, m.apiOptions()...)
+		o.APIOptions = append(o.APIOptions, marks.trace.middleware)
 	})
-	q := sqs.New(clients.SQS.Options(), func(o *sqs.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), m.count) })
+	q := sqs.New(clients.SQS.Options(), func(o *sqs.Options) {
+		o.APIOptions = append(slices.Clone(o.APIOptions), m.count, marks.trace.middleware)
+	})
 	s3c := s3.New(clients.S3.Options(), func(o *s3.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), m.count) })
 	local := devstack.New(db, q, s3c, "")
 	local.UseMoto(clients.MotoEndpoint)
 	// The functions build their own clients (as in Lambda): the same notes.
-	local.FunctionAPIOptions = append([]func(*middleware.Stack) error{marks.claimed.firstStatusWrite}, m.apiOptions()...)
+	local.FunctionAPIOptions = append([]func(*middleware.Stack) error{marks.claimed.firstStatusWrite, marks.trace.middleware}, m.apiOptions()...)
 	local.Table, local.JobsQueue = "genjobs-bench-runs", "genjobs-bench-runs-jobs"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-runs-results", "genjobs-bench-runs-assets"
 	if err := local.Provision(ctx); err != nil {
@@ -140,7 +143,7 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	sweep := unmeterSweeper(served.handlers)
 	for id, h := range served.handlers {
 		if h.SQS != nil {
-			h.SQS = marks.delivered.onDelivery(h.SQS)
+			h.SQS = marks.delivered.onDelivery(h.SQS, &marks.trace, id)
 			if id == "WorkerFunction" || id == "LightWorkerFunction" {
 				h.SQS = worker.wrap(h.SQS)
 			}
@@ -222,9 +225,18 @@ func measureQueue(ctx context.Context, c *restClient, st *store.Store, marks *jo
 				queuePhaseLimit, i, queueJobs, ctx.Err()))
 			return
 		}
+		traced := tracing() && i == queueJobs-1
+		sent := time.Now()
+		if traced {
+			marks.trace.start()
+		}
 		id, answered, err := c.createEnhance(ctx, assetURL)
+		marks.trace.mark("creation answered", answered)
 		if err == nil {
 			err = awaitEnd(ctx, st, id)
+		}
+		if traced {
+			marks.trace.print(os.Stderr, "the last queue job, sent to seen completed", sent)
 		}
 		if err == nil {
 			err = marks.since(id, answered, &rep.delivered, &rep.claimed)
@@ -361,9 +373,11 @@ func (s *stamps) get(id string) (time.Time, bool) {
 
 // onDelivery wraps an SQS handler: it notes when each job's message first
 // reached the function, the end of the queue's delivery.
-func (s *stamps) onDelivery(h triggers.SQSHandler) triggers.SQSHandler {
+func (s *stamps) onDelivery(h triggers.SQSHandler, tr *tracer, function string) triggers.SQSHandler {
 	return func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
 		now := time.Now()
+		tr.mark(function+" invoked", now)
+		defer func() { tr.mark(function+" returned", time.Now()) }()
 		for _, r := range e.Records {
 			var m queue.Message
 			if json.Unmarshal([]byte(r.Body), &m) == nil && m.JobID != "" {
@@ -406,6 +420,7 @@ func stringAttr(item map[string]types.AttributeValue, name string) string {
 type jobMarks struct {
 	delivered stamps // the worker's handler received its message
 	claimed   stamps // the worker's first status write was acknowledged
+	trace     tracer // BENCH_TRACE: the last queue job's timeline
 }
 
 // since appends to delivered and claimed the time from t to each mark of

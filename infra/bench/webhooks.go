@@ -9,8 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/sam"
@@ -49,7 +54,14 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 	// The functions' calls are metered (KMS's too); the bench's own (the
 	// jobs' creations and ends) are not.
 	m := newMeter(clients.DynamoDB)
-	local.FunctionAPIOptions = m.apiOptions()
+	var tr tracer // BENCH_TRACE: the last timed webhook's timeline
+	local.FunctionAPIOptions = append(m.apiOptions(), tr.middleware)
+	local.SQS = sqs.New(clients.SQS.Options(), func(o *sqs.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), tr.middleware) })
+	if local.Streams != nil {
+		local.Streams = dynamodbstreams.New(local.Streams.Options(), func(o *dynamodbstreams.Options) {
+			o.APIOptions = append(slices.Clone(o.APIOptions), tr.middleware)
+		})
+	}
 	if err := local.Provision(ctx); err != nil {
 		return nil, err
 	}
@@ -71,8 +83,20 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 		switch {
 		case h.Stream != nil:
 			h.Stream = notifier.wrapStream(h.Stream)
+			inner := h.Stream
+			h.Stream = func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+				tr.mark(id+" invoked", time.Now())
+				defer func() { tr.mark(id+" returned", time.Now()) }()
+				return inner(ctx, e)
+			}
 		case id == "DelivererFunction":
 			h.SQS = deliverer.wrap(h.SQS)
+			inner := h.SQS
+			h.SQS = func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
+				tr.mark(id+" invoked", time.Now())
+				defer func() { tr.mark(id+" returned", time.Now()) }()
+				return inner(ctx, e)
+			}
 		}
 		served.handlers[id] = h
 	}
@@ -93,6 +117,7 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 	arrived := map[string]chan time.Time{}
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		at := time.Now()
+		tr.mark("receiver's request", at)
 		var rec struct {
 			ID string `json:"job_id"`
 		}
@@ -129,14 +154,23 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 		mu.Lock()
 		arrived[j.ID] = ch
 		mu.Unlock()
+		traced := tracing() && len(rep.lat) == webhookJobs-1
+		if traced {
+			tr.start()
+		}
 		if _, err := st.Transition(pctx, j, job.Change{To: job.Completed}, time.Now()); err != nil {
 			rep.errs = append(rep.errs, err.Error())
 			return
 		}
 		written := time.Now()
+		tr.mark("terminal write acknowledged", written)
 		select {
 		case at := <-ch:
 			rep.lat = append(rep.lat, at.Sub(written))
+			if traced {
+				time.Sleep(100 * time.Millisecond) // the deliverer's record of the attempt
+				tr.print(os.Stderr, "the last timed webhook, from its terminal write", written)
+			}
 		case <-time.After(30 * time.Second):
 			rep.errs = append(rep.errs, "no webhook within 30 s of job "+j.ID)
 		case <-pctx.Done():
