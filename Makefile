@@ -123,8 +123,9 @@ bench:
 	$(GO) run ./infra/bench $(BENCH_FLAGS)
 	$(MAKE) bench-providers
 
-# Only the model providers: callback -> completed (1 MiB output) p50/p99, and
-# creation -> completed through the Cog model server vs the in-process worker.
+# Only the model providers: callback -> completed (1 MiB output) p50/p99 for
+# Replicate, fal and Cog, and creation -> completed through the Cog model
+# server vs the in-process worker.
 bench-providers:
 	$(GO) run ./infra/local exec -- $(GO) test -run '^$$' -bench 'CallbackToCompleted|CogServerVsEngine' -benchtime 20x ./internal/provider/
 

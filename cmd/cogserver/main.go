@@ -4,7 +4,7 @@
 // docs/cogserver.md.
 //
 //	go run ./cmd/cogserver [-port 5050] [-webhook-token T] [-concurrency 1]
-//	                       [-upload-url http://127.0.0.1:5050/uploads/]
+//	                       [-upload-url http://127.0.0.1:5050/uploads/ | -report-paths]
 package main
 
 import (
@@ -41,6 +41,7 @@ func run() error {
 	token := flag.String("webhook-token", "", "sent as Authorization: Bearer on every webhook (default $WEBHOOK_AUTH_TOKEN)")
 	concurrency := flag.Int("concurrency", cogserver.DefaultConcurrency, "predictions each model runs at once; one more is answered 409")
 	uploadURL := flag.String("upload-url", "", "upload each output with PUT to this `URL`/{file} and answer its URL instead of a data: URI (Cog's --upload-url); the server's own http://HOST:PORT/uploads/ keeps files an hour")
+	reportPaths := flag.Bool("report-paths", false, "without -upload-url, report each output as its file's path on this server's disk, as Cog's Python server (0.10 to 0.16) does without --upload-url")
 	allowPrivate := flag.Bool("allow-private", true, "let inputs and webhooks reach loopback and private addresses (the local stack listens on 127.0.0.1)")
 	flag.Parse()
 	if *token == "" {
@@ -63,6 +64,7 @@ func run() error {
 		Webhooks:     &http.Client{Transport: guard.Transport(), Timeout: 2 * time.Minute},
 		WebhookToken: *token,
 		UploadURL:    *uploadURL,
+		ReportPaths:  *reportPaths,
 		Concurrency:  *concurrency,
 		Log:          log,
 	})

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -126,7 +129,8 @@ func serve(args []string) error {
 		emulator.S3Client(stack.Fauxqs.Endpoint()), baseURL)
 	// Endpoints routed to model providers (docs/providers.md): the file's
 	// document is the template's ProviderRoutes parameter.
-	if path := os.Getenv("PROVIDER_ROUTES_FILE"); path != "" {
+	routesFile := os.Getenv("PROVIDER_ROUTES_FILE")
+	if path := routesFile; path != "" {
 		doc, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("PROVIDER_ROUTES_FILE: %w", err)
@@ -225,6 +229,7 @@ Generation job API on %[1]s (ready in %.1fs)
   fauxqs (SQS/S3) %[4]s   (queue %[5]s; files in memory only)
   moto (KMS, SM)  %[10]s   (webhook key %[12]s; %[11]s)
   triggers        %[8]s
+  providers       %[13]s
 
 Demo workspace %[6]s, 25 USD, token:
   %[7]s
@@ -244,7 +249,8 @@ Try:
 Ctrl-C stops everything.
 `, baseURL, time.Since(begin).Seconds(), stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), local.JobsQueueURL, devstack.DemoWorkspace, token,
 		strings.Join(runner.Triggers(), "\n                  "), relative(root, filepath.Join(state, "dynamodb")),
-		stack.Moto.Endpoint(), secretsNote(providerSecrets, local.SecretsPrefix()), local.SigningKeyAlias())
+		stack.Moto.Endpoint(), secretsNote(providerSecrets, local.SecretsPrefix()), local.SigningKeyAlias(),
+		routesNote(routesFile, local.ProviderRoutes, baseURL))
 
 	select {
 	case <-ctx.Done():
@@ -265,6 +271,29 @@ func secretsNote(p devstack.ProviderSecrets, prefix string) string {
 		return "no provider secrets; set " + devstack.ProviderSecretsFileEnv + " to load some"
 	}
 	return fmt.Sprintf("provider secrets %s under %s", strings.Join(p.Names(), ", "), prefix)
+}
+
+// routesNote says which routes file was loaded and what it routes where,
+// and where a Cog server's --upload-url points.
+func routesNote(path, doc, baseURL string) string {
+	if path == "" {
+		return "no provider routes; set PROVIDER_ROUTES_FILE to route endpoints to model providers"
+	}
+	var routes map[string]struct {
+		Provider string `json:"provider"`
+	}
+	_ = json.Unmarshal([]byte(doc), &routes) // the functions checked it at init
+	var lines []string
+	cog := false
+	for _, ep := range slices.Sorted(maps.Keys(routes)) {
+		lines = append(lines, ep+" -> "+routes[ep].Provider)
+		cog = cog || routes[ep].Provider == "cog"
+	}
+	note := fmt.Sprintf("routes from %s: %s", path, strings.Join(lines, "\n                  "))
+	if cog {
+		note += "\n                  a Cog server's upload store: --upload-url " + baseURL + "/callbacks/cog/uploads/"
+	}
+	return note
 }
 
 // relative names path from the repository when it is inside it.

@@ -187,6 +187,8 @@ func (p *prediction) work() (status, msg string) {
 				return statusFailed, "The output could not be uploaded."
 			}
 			o.url = u
+		} else if p.s.opt.ReportPaths {
+			o.url = o.path // written as the output as it stands
 		}
 		size := int64(-1)
 		if fi, err := os.Stat(o.path); err == nil {
@@ -196,7 +198,7 @@ func (p *prediction) work() (status, msg string) {
 		p.outputs = append(p.outputs, o)
 		p.mu.Unlock()
 		if o.url != "" {
-			p.appendLog(fmt.Sprintf("output %d: %s, %d bytes, uploaded to %s\n", i, o.contentType, size, o.url))
+			p.appendLog(fmt.Sprintf("output %d: %s, %d bytes, at %s\n", i, o.contentType, size, o.url))
 		} else {
 			p.appendLog(fmt.Sprintf("output %d: %s, %d bytes\n", i, o.contentType, size))
 		}

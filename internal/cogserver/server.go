@@ -84,6 +84,11 @@ type Options struct {
 	// UploadURL, when set, is where outputs are uploaded (Cog's
 	// --upload-url): outputs are then URLs rather than data: URIs.
 	UploadURL string
+	// ReportPaths, without UploadURL, reports each output as the file's
+	// path on the server's own disk, as Cog's Python server does without
+	// --upload-url (releases 0.10 to 0.16): a client elsewhere cannot read
+	// it. For trying a client's handling of that answer.
+	ReportPaths bool
 	// WebhookToken, when set, is sent as Authorization: Bearer on every
 	// webhook request (Cog's WEBHOOK_AUTH_TOKEN).
 	WebhookToken string

@@ -795,3 +795,45 @@ func TestDataURIInput(t *testing.T) {
 		t.Errorf("output type %q", meta)
 	}
 }
+
+// Each upload carries the prediction's id in X-Prediction-ID, as Cog's
+// Python server sends it, and the output is the Location the upload store
+// answered, its query removed.
+func TestUploadNamesThePredictionAndReportsLocation(t *testing.T) {
+	got := make(chan http.Header, 4)
+	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Location", "http://store.invalid/kept/"+r.Header.Get("X-Prediction-ID")+"?sig=secret")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer store.Close()
+	h := newHarness(t, reference.Engines(), func(o *cogserver.Options, _ string) { o.UploadURL = store.URL + "/up/" })
+	h.putAsync("image/vendor-b/model-e-4", "pred-up-3", map[string]any{
+		"input":   map[string]any{"prompt": "x", "width": 64, "height": 64},
+		"webhook": h.hook.url, "webhook_events_filter": []string{"completed"},
+	})
+	done := h.hook.next().body
+	if done["status"] != "succeeded" || done["output"] != "http://store.invalid/kept/pred-up-3" {
+		t.Fatalf("completed %v with output %v; want the Location without its query", done["status"], done["output"])
+	}
+	hdr := <-got
+	if hdr.Get("X-Prediction-ID") != "pred-up-3" || hdr.Get("Content-Type") != "image/png" {
+		t.Errorf("upload headers %v; want X-Prediction-ID and the file's type", hdr)
+	}
+}
+
+// With ReportPaths and no upload URL the output is the file's path on the
+// server's disk, as Cog's Python server reports it without --upload-url.
+func TestReportPathsGivesTheFilesPath(t *testing.T) {
+	h := newHarness(t, reference.Engines(), func(o *cogserver.Options, _ string) { o.ReportPaths = true })
+	h.putAsync("image/vendor-b/model-e-4", "pred-path", map[string]any{
+		"input":   map[string]any{"prompt": "x", "width": 64, "height": 64},
+		"webhook": h.hook.url, "webhook_events_filter": []string{"completed"},
+	})
+	done := h.hook.next().body
+	p, _ := done["output"].(string)
+	if done["status"] != "succeeded" || !strings.HasPrefix(p, "/") || !strings.HasSuffix(p, ".png") {
+		t.Fatalf("completed %v with output %q; want a path on the server's disk", done["status"], p)
+	}
+}

@@ -17,10 +17,11 @@ import (
 )
 
 // Outputs as URLs: Cog's --upload-url. With Options.UploadURL set, each
-// output file is PUT to {UploadURL}/{file name} with its Content-Type, and
-// the prediction's output is the URL the upload answered in Location (else
-// the one it was PUT to), its query removed. A failed upload fails the
-// prediction.
+// output file is PUT to {UploadURL}/{file name} with its Content-Type and
+// X-Prediction-ID (the prediction's id, as Cog's Python server sends it),
+// and the prediction's output is the URL the upload answered in Location
+// (else the one it was PUT to), its query removed. A failed upload fails
+// the prediction.
 //
 // The server also is such an upload target: PUT /uploads/{name} keeps the
 // file for UploadTTL and GET /uploads/{name} serves it. So
@@ -58,6 +59,7 @@ func (p *prediction) upload(ctx context.Context, o output) (string, error) {
 	}
 	req.ContentLength = fi.Size()
 	req.Header.Set("Content-Type", o.contentType)
+	req.Header.Set("X-Prediction-ID", p.id)
 	req.Header.Set("User-Agent", "genjobs-cogserver")
 	resp, err := p.s.opt.Webhooks.Do(req)
 	if err != nil {

@@ -294,6 +294,10 @@ type Submission struct {
 	Marker   string
 	MarkedAt time.Time
 	Tries    int // submissions sent
+	// Key is a secret chosen with the first submission and kept: with the
+	// job's id it makes the prediction id of a provider whose ids are the
+	// client's (Cog), unguessable, the proof of the uploads it sends.
+	Key string
 	// PredictionID is the provider's id, once known.
 	PredictionID string
 	// TokenHashes are the hashes of the callback URLs' tokens: one per

@@ -101,7 +101,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	}
 	st := store.New(db, table)
 	now := time.Now().UTC()
-	if err := st.CreateWorkspace(ctx, auth.Workspace{ID: ws, MaxConcurrent: 20, MaxRunning: 10, CreatedAt: now}); err != nil {
+	if err := st.CreateWorkspace(ctx, auth.Workspace{ID: ws, MaxConcurrent: 40, MaxRunning: 20, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.TopUp(ctx, ws, "seed", 100*billing.USD, now); err != nil {
@@ -377,3 +377,35 @@ func (e *env) kinds() []provider.StepKind {
 
 // purge drops every message waiting on the provider queue.
 func (e *env) purge() { e.t.Helper(); _ = e.kinds() }
+
+// sub reads a job's prediction state.
+func (e *env) sub(id string) job.Submission {
+	e.t.Helper()
+	_, sub, err := e.store.ProviderJob(e.ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sub
+}
+
+// verifyAll checks every workspace's balance against its ledger, as
+// `ledger verify --all` of the operator CLI does.
+func (e *env) verifyAll() {
+	e.t.Helper()
+	ids, err := e.store.Workspaces(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(ids) == 0 {
+		e.t.Fatal("no workspace to verify")
+	}
+	for _, id := range ids {
+		a, err := e.store.AuditLedger(e.ctx, id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(a.Differences) > 0 {
+			e.t.Errorf("ledger verify: workspace %s: %v", id, a.Differences)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/netguard"
 	"genjobs/internal/provider"
+	"genjobs/internal/provider/fal"
 	"genjobs/internal/provider/providertest"
 )
 
@@ -363,7 +365,7 @@ func TestCogJob(t *testing.T) {
 	if got := e.steps(j.ID, 1); got.Status != job.Scheduled {
 		t.Fatalf("job %s; want scheduled", got.Status)
 	}
-	id := provider.PredictionID(j.ID)
+	id := provider.PredictionID(j.ID, e.sub(j.ID).Key)
 	if p, ok := e.cog.Running(id); !ok || p.Input["width"] == nil || !strings.Contains(p.Webhook, "/callbacks/cog/"+j.ID+"/") {
 		t.Fatalf("running %v %+v", ok, p)
 	}
@@ -391,12 +393,12 @@ func TestCogJob(t *testing.T) {
 	e.drain()
 	k := e.create(imageEndpoint, fox)
 	e.steps(k.ID, 1)
-	e.cog.Start(t, provider.PredictionID(k.ID), "")
+	e.cog.Start(t, provider.PredictionID(k.ID, e.sub(k.ID).Key), "")
 	if _, err := e.life.Cancel(e.ctx, e.job(k.ID)); err != nil {
 		t.Fatal(err)
 	}
 	e.drain()
-	if c := e.cog.Cancels(); len(c) != 1 || c[0] != provider.PredictionID(k.ID) {
+	if c := e.cog.Cancels(); len(c) != 1 || c[0] != provider.PredictionID(k.ID, e.sub(k.ID).Key) {
 		t.Fatalf("cancels %v", c)
 	}
 	e.audit()
@@ -409,7 +411,7 @@ func TestCogResubmitsWhenTheCallbackIsLost(t *testing.T) {
 	e := newEnv(t, cogRoutes)
 	j := e.create(imageEndpoint, fox)
 	e.steps(j.ID, 1)
-	id := provider.PredictionID(j.ID)
+	id := provider.PredictionID(j.ID, e.sub(j.ID).Key)
 	e.step() // the check while it runs: the same prediction answers
 	if e.cog.Creates() != 1 || e.cog.Puts() != 2 {
 		t.Fatalf("%d predictions after %d PUTs; want 1 after 2", e.cog.Creates(), e.cog.Puts())
@@ -428,65 +430,192 @@ func TestCogResubmitsWhenTheCallbackIsLost(t *testing.T) {
 	}
 }
 
-// TestRandomisedRoutedJobs: routed jobs that complete, fail, are cancelled
-// or lose their callbacks, in a random order; then every job has ended, the
-// ledger adds up and the slot counters match.
+// mixedRoutes routes three endpoints, one to each provider's fake.
+func mixedRoutes(e *env) string {
+	return fmt.Sprintf(`{
+		%q: {"provider": "cog", "base_url": %q, "input": {"prompt": "prompt", "width": "width", "height": "height"}, "secret": "cog", "deadline_minutes": 5},
+		%q: {"provider": "fal", "base_url": %q, "jwks_url": %q, "model": "fal-ai/kling-video/v2/master/text-to-video", "input": {"prompt": "prompt", "duration": "duration"}, "secret": "fal", "deadline_minutes": 5},
+		%q: {"provider": "replicate", "base_url": %q, "model": "acme/vid", "input": {"prompt": "prompt"}, "secret": "replicate", "deadline_minutes": 5}}`,
+		imageEndpoint, e.cog.URL, videoC, e.fal.URL, e.fal.JWKSURL, videoB, e.rep.URL)
+}
+
+const (
+	videoC    = "/generate/video/vendor-c/model-c"
+	videoB    = "/generate/video/vendor-d/model-d-flash-1.1"
+	videoBody = `{"prompt": "waves", "duration": 4}`
+)
+
+// TestRandomisedRoutedJobs: routed jobs on Replicate, fal and Cog that
+// complete (callback, polling, Cog's resubmission, data: URIs or the
+// upload store), fail (the provider's error, a Cog path output), or are
+// cancelled, in a random order. Each ends as its case says, with its
+// outputs byte for byte when it completed, one charge exactly then, and
+// the ledger of every workspace verifies (ledger verify --all); no job made
+// a second prediction except Cog's rerun of one whose webhook was lost.
 func TestRandomisedRoutedJobs(t *testing.T) {
-	e := newEnv(t, replicateRoutes)
+	e := newEnv(t, mixedRoutes)
 	rng := rand.New(rand.NewPCG(7, 11))
 	out := e.files.Put("/out/r.png", providertest.File{ContentType: "image/png", Data: pngBytes})
-	var ids []string
-	for i := 0; i < 8; i++ {
-		ids = append(ids, e.create(imageEndpoint, fox).ID)
+	files := []providertest.CogFile{{Name: "a.png", ContentType: "image/png", Data: pngBytes}, {Name: "b.png", ContentType: "image/png", Data: png2}}
+	e.cog.UploadURL = e.baseURL + "/callbacks/cog/uploads/"
+	type jobCase struct {
+		id, provider, pid string
+		kind              int
+		want              job.Status
+		outputs           [][]byte
 	}
-	for i := 0; i < 40 && e.rep.Creates() < len(ids); i++ {
+	var cases []*jobCase
+	// Every case of every provider once, in a random order.
+	perms := map[string][]int{"cog": rng.Perm(5), "fal": rng.Perm(5), "replicate": rng.Perm(5)}
+	for i := 0; i < 15; i++ { // within the workspace's 20 running slots
+		c := &jobCase{provider: []string{"cog", "fal", "replicate"}[i%3]}
+		c.kind = perms[c.provider][i/3]
+		switch c.provider {
+		case "cog":
+			c.id = e.create(imageEndpoint, fox).ID
+		case "fal":
+			c.id = e.create(videoC, videoBody).ID
+		default:
+			c.id = e.create(videoB, videoBody).ID
+		}
+		cases = append(cases, c)
+	}
+	submitted := func(c *jobCase) bool {
+		switch c.provider {
+		case "cog":
+			sub := e.sub(c.id)
+			c.pid = provider.PredictionID(c.id, sub.Key)
+			_, ok := e.cog.Running(c.pid)
+			return sub.Key != "" && ok
+		case "fal":
+			c.pid, _ = e.fal.ForJob(c.id)
+		default:
+			c.pid, _ = e.rep.ForJob(c.id)
+		}
+		return c.pid != ""
+	}
+	for i := 0; i < 60; i++ {
+		all := true
+		for _, c := range cases {
+			all = all && submitted(c)
+		}
+		if all {
+			break
+		}
 		e.stepQuick()
 	}
-	byJob := map[string]string{}
-	for _, id := range ids {
-		pid, ok := e.rep.ForJob(id)
-		if !ok {
-			t.Fatalf("job %s was not submitted", id)
+	var lostCog []*jobCase
+	for _, c := range cases {
+		if !submitted(c) {
+			t.Fatalf("%s job %s was not submitted\n%s", c.provider, c.id, e.logs.String())
 		}
-		byJob[id] = pid
-	}
-	for _, id := range ids {
-		pid := byJob[id]
-		switch rng.IntN(4) {
-		case 0: // completes, its callback arrives
-			e.rep.Set(pid, "succeeded", "", out, "")
-			e.rep.Callback(t, pid)
-		case 1: // completes, its callback lost: polling finds it
-			e.rep.Set(pid, "succeeded", "", out, "")
-		case 2:
-			e.rep.Set(pid, "failed", "", nil, "NSFW content detected")
-		case 3:
-			if _, err := e.life.Cancel(e.ctx, e.job(id)); err != nil {
+		if c.kind == 4 { // cancelled by its client, whatever the provider
+			c.want = job.Cancelled
+			if _, err := e.life.Cancel(e.ctx, e.job(c.id)); err != nil {
 				t.Fatal(err)
+			}
+			continue
+		}
+		switch c.provider {
+		case "fal":
+			switch c.kind {
+			case 0, 1: // completes; its webhook arrives (0) or is lost (1): the reads find it
+				c.want, c.outputs = job.Completed, [][]byte{pngBytes}
+				e.fal.Set(c.pid, fal.Completed, nil, map[string]any{"video": map[string]any{"url": out, "content_type": "image/png"}}, 0, "")
+				if c.kind == 0 {
+					e.fal.Callback(t, c.pid)
+				}
+			default: // the model's error, by webhook (2) or by the reads (3)
+				c.want = job.Failed
+				e.fal.Set(c.pid, fal.Completed, nil, nil, http.StatusUnprocessableEntity, `{"detail": "prompt flagged"}`)
+				if c.kind == 2 {
+					e.fal.Callback(t, c.pid)
+				}
+			}
+		case "cog":
+			switch c.kind {
+			case 0: // data: URIs
+				c.want, c.outputs = job.Completed, [][]byte{pngBytes, png2}
+				e.cog.Mode = providertest.CogDataURI
+				e.cog.Complete(t, c.pid, false, files...)
+			case 1: // through the upload store
+				c.want, c.outputs = job.Completed, [][]byte{pngBytes, png2}
+				e.cog.Mode = providertest.CogUpload
+				e.cog.Complete(t, c.pid, false, files...)
+			case 2: // its webhook lost: the next check runs it again
+				c.want, c.outputs = job.Completed, [][]byte{pngBytes}
+				e.cog.Finish(t, c.pid, "data:image/png;base64,"+b64(pngBytes), "", true)
+				lostCog = append(lostCog, c)
+			case 3: // a path on the server's disk
+				c.want = job.Failed
+				e.cog.Mode = providertest.CogPath
+				e.cog.Complete(t, c.pid, false, files[0])
+			}
+		default:
+			switch c.kind {
+			case 0, 1:
+				c.want, c.outputs = job.Completed, [][]byte{pngBytes}
+				e.rep.Set(c.pid, "succeeded", "", out, "")
+				if c.kind == 0 {
+					e.rep.Callback(t, c.pid)
+				}
+			default:
+				c.want = job.Failed
+				e.rep.Set(c.pid, "failed", "", nil, "NSFW content detected")
 			}
 		}
 	}
-	for i := 0; i < 40; i++ {
-		if !e.stepQuick() {
-			break
+	run := func() {
+		for i := 0; i < 80 && e.stepQuick(); i++ {
 		}
 	}
-	for _, id := range ids {
-		j := e.job(id)
-		if !j.Status.Terminal() {
-			t.Errorf("job %s is still %s", id, j.Status)
+	run()
+	for _, c := range lostCog {
+		if _, ok := e.cog.Running(c.pid); !ok {
+			t.Fatalf("cog job %s whose webhook was lost was not run again\n%s", c.id, e.logs.String())
+		}
+		e.cog.Mode = providertest.CogDataURI
+		e.cog.Complete(t, c.pid, false, files[0])
+	}
+	run()
+	for _, c := range cases {
+		j := e.job(c.id)
+		if j.Status != c.want {
+			t.Errorf("%s job %s (case %d) is %s; want %s (%+v)", c.provider, c.id, c.kind, j.Status, c.want, j.Error)
+			continue
+		}
+		if c.want == job.Failed && (j.Error == nil || j.Error.Code != job.CodeProvider) {
+			t.Errorf("%s job %s failed with %+v; want provider_error", c.provider, c.id, j.Error)
+		}
+		if c.want == job.Completed {
+			res := e.result(j)
+			if len(res) != len(c.outputs) {
+				t.Errorf("%s job %s has %d results; want %d", c.provider, c.id, len(res), len(c.outputs))
+			}
+			for i := range min(len(res), len(c.outputs)) {
+				if !bytes.Equal(res[i], c.outputs[i]) {
+					t.Errorf("%s job %s: result %d differs from the provider's output", c.provider, c.id, i)
+				}
+			}
 		}
 		want := 0
-		if j.Status == job.Completed {
+		if c.want == job.Completed {
 			want = 1
 		}
-		if e.charges(id) != want {
-			t.Errorf("job %s (%s) has %d charges", id, j.Status, e.charges(id))
+		if e.charges(c.id) != want {
+			t.Errorf("%s job %s (%s) has %d charges", c.provider, c.id, j.Status, e.charges(c.id))
 		}
 	}
-	if e.rep.Creates() != len(ids) {
-		t.Errorf("%d predictions for %d jobs", e.rep.Creates(), len(ids))
+	n := map[string]int{}
+	for _, c := range cases {
+		n[c.provider]++
+		t.Logf("%s case %d: %s", c.provider, c.kind, c.want)
 	}
+	if e.rep.Creates() != n["replicate"] || e.fal.Creates() != n["fal"] || e.cog.Creates() != n["cog"]+len(lostCog) {
+		t.Errorf("predictions: Replicate %d, fal %d, Cog %d; want %d, %d, %d", e.rep.Creates(), e.fal.Creates(), e.cog.Creates(),
+			n["replicate"], n["fal"], n["cog"]+len(lostCog))
+	}
+	e.verifyAll()
 	e.audit()
 }
 

@@ -36,17 +36,23 @@ func (e *copyError) Unwrap() error { return e.err }
 
 // copyOutputs streams each output into the results bucket, under keys of
 // this step's own (results/{job}/{step}-{i}.{ext}), so that a step racing
-// it never touches its files. On any failure nothing of the step remains.
+// it never touches its files; a file of the job's in the upload store is
+// there already and taken as it is. On any failure nothing the step copied
+// remains.
 func (s *step) copyOutputs(ctx context.Context, refs []string) ([]string, error) {
 	stepID := newID()[:8]
-	var keys []string
+	var keys, copied []string
 	for i, ref := range refs {
+		if key, ok := storedUpload(s.j, ref); ok {
+			keys = append(keys, key)
+			continue
+		}
 		key, err := s.copyOutput(ctx, ref, fmt.Sprintf("results/%s/%s-%d", s.j.ID, stepID, i))
 		if err != nil {
-			s.deleteOutputs(ctx, keys)
+			s.deleteOutputs(ctx, copied)
 			return nil, err
 		}
-		keys = append(keys, key)
+		keys, copied = append(keys, key), append(copied, key)
 	}
 	return keys, nil
 }

@@ -48,7 +48,10 @@ type Prediction struct {
 	Status   Status
 	Progress *float64 // 0..1 when the provider's logs report a percentage
 	Outputs  []string // URLs and data: URIs, in order
-	Error    string   // the provider's reason when it failed
+	// Paths are outputs given as file paths on the provider's own disk
+	// (a Cog server without an upload store): nothing can read them.
+	Paths []string
+	Error string // the provider's reason when it failed
 }
 
 // Secret is a provider's credentials: the API token, the Standard Webhooks

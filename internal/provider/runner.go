@@ -44,7 +44,7 @@ const (
 type Store interface {
 	ProviderJob(ctx context.Context, id string) (*job.Job, job.Submission, error)
 	Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error)
-	MarkSubmission(ctx context.Context, jobID, previous, marker, tokenHash string, at time.Time) error
+	MarkSubmission(ctx context.Context, jobID, previous, marker, tokenHash, key string, at time.Time) error
 	AddCallbackToken(ctx context.Context, jobID, tokenHash string) error
 	RecordPrediction(ctx context.Context, jobID, marker, predictionID string) error
 	StashCallback(ctx context.Context, jobID, blobKey string) error
@@ -316,7 +316,10 @@ func (s *step) submit(ctx context.Context, previous string) error {
 	r := s.r
 	token, hash := newToken()
 	marker := newID()
-	err := r.Store.MarkSubmission(ctx, s.j.ID, previous, marker, hash, r.Clock.Now())
+	if s.sub.Key == "" {
+		s.sub.Key = newKey()
+	}
+	err := r.Store.MarkSubmission(ctx, s.j.ID, previous, marker, hash, s.sub.Key, r.Clock.Now())
 	if errors.Is(err, job.ErrConflict) {
 		s.log.Info("another step submits the job")
 		return nil
@@ -335,7 +338,7 @@ func (s *step) submit(ctx context.Context, previous string) error {
 		return s.fail(ctx, job.CodeInvalidInput, msg)
 	}
 	p, err := s.client.Submit(ctx, s.route, s.secret, Submission{
-		JobID: s.j.ID, ID: PredictionID(s.j.ID), Input: input, Webhook: s.callbackURL(token),
+		JobID: s.j.ID, ID: PredictionID(s.j.ID, s.sub.Key), Input: input, Webhook: s.callbackURL(token),
 		StartWithin: s.deadline().Sub(r.Clock.Now()),
 	})
 	if Refused(err) {
@@ -427,6 +430,8 @@ func (s *step) resubmit(ctx context.Context) error {
 // apply moves the job to where the prediction stands.
 func (s *step) apply(ctx context.Context, p Prediction) error {
 	switch {
+	case p.Status == Succeeded && len(p.Paths) > 0:
+		return s.fail(ctx, job.CodeProvider, s.pathsMessage(p.Paths[0]))
 	case p.Status == Succeeded:
 		return s.complete(ctx, p.Outputs)
 	case p.Status.Ended():
@@ -457,6 +462,16 @@ func (s *step) apply(ctx context.Context, p Prediction) error {
 		return nil
 	}
 	return s.nextAs(ctx, s.pollDelay(), to, progress)
+}
+
+// pathsMessage says that a Cog server reported its output as a path on its
+// own disk, and how to fix it: start it with this API's upload store.
+func (s *step) pathsMessage(path string) string {
+	if r := []rune(path); len(r) > 80 {
+		path = string(r[:79]) + "…"
+	}
+	return Trim(fmt.Sprintf("The Cog server reported its output as a file path on its own disk (%q), which this service cannot read: "+
+		"start it with --upload-url %s%s so that it uploads its files here.", path, s.j.BaseURL, UploadsPath))
 }
 
 // pollDelay is the wait before the next check: FirstPoll at first, then
@@ -733,7 +748,7 @@ func (s *step) cancel(ctx context.Context) error {
 	}
 	id := sub.PredictionID
 	if id == "" && !s.client.Readable() {
-		id = PredictionID(j.ID)
+		id = PredictionID(j.ID, sub.Key)
 	}
 	if id == "" {
 		p, found, err := s.client.Find(ctx, s.route, secret, j.ID, sub.MarkedAt)
@@ -759,8 +774,27 @@ func (s *step) cancel(ctx context.Context) error {
 }
 
 // PredictionID is the id a job's prediction gets where the client chooses
-// it (Cog): the job's id without its dashes, the same on every resubmission.
-func PredictionID(jobID string) string { return strings.ReplaceAll(jobID, "-", "") }
+// it (Cog), the same on every resubmission. With the job's submission key (job.Submission.Key) it is unguessable:
+// the job's id without its dashes, then the key; 64 hexadecimal digits.
+func PredictionID(jobID, key string) string { return strings.ReplaceAll(jobID, "-", "") + key }
+
+// JobOfPrediction reads the job id and the key back from a prediction id
+// of PredictionID; ok false for anything else.
+func JobOfPrediction(id string) (jobID, key string, ok bool) {
+	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", "", false
+	}
+	h := id[:32]
+	jobID = h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	return jobID, id[32:], job.ValidID(jobID)
+}
+
+// newKey is a submission key: 128 random bits in hexadecimal.
+func newKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
 
 // TokenHash is how a callback token is stored.
 func TokenHash(token string) string {

@@ -21,6 +21,7 @@ type submissionItem struct {
 	Marker       string   `dynamodbav:"pred_marker,omitempty"`
 	MarkedAt     string   `dynamodbav:"pred_marked_at,omitempty"`
 	Tries        int      `dynamodbav:"pred_tries,omitempty"`
+	Key          string   `dynamodbav:"pred_key,omitempty"`
 	PredictionID string   `dynamodbav:"pred_id,omitempty"`
 	TokenHashes  []string `dynamodbav:"pred_tokens,stringset,omitempty"`
 	Callback     string   `dynamodbav:"pred_callback,omitempty"`
@@ -52,7 +53,7 @@ func (s *Store) ProviderJob(ctx context.Context, id string) (*job.Job, job.Submi
 	if err := attributevalue.UnmarshalMap(res.Item, &it); err != nil {
 		return nil, job.Submission{}, fmt.Errorf("decode job %s's submission: %w", id, err)
 	}
-	sub := job.Submission{Marker: it.Marker, Tries: it.Tries, PredictionID: it.PredictionID,
+	sub := job.Submission{Marker: it.Marker, Tries: it.Tries, Key: it.Key, PredictionID: it.PredictionID,
 		TokenHashes: it.TokenHashes, Callback: it.Callback, Cancelled: it.Cancelled}
 	if it.MarkedAt != "" {
 		t, err := job.ParseTime(it.MarkedAt)
@@ -74,16 +75,17 @@ func notEndedValues(v map[string]types.AttributeValue) map[string]types.Attribut
 	return v
 }
 
-// MarkSubmission writes the marker of a submission about to be sent, and
-// the hash of its callback token, on the condition that the job has not
+// MarkSubmission writes the marker of a submission about to be sent, the
+// hash of its callback token, and the submission key unless the job has
+// one (job.Submission.Key: the first stays), on the condition that the job has not
 // ended, has no prediction id and still carries the marker previous (none
 // when empty): of two steps that race to submit, one wins. A retry of the
 // write that finds its own marker stored has succeeded. job.ErrConflict:
 // another step won, or the job ended.
-func (s *Store) MarkSubmission(ctx context.Context, jobID, previous, marker, tokenHash string, at time.Time) error {
+func (s *Store) MarkSubmission(ctx context.Context, jobID, previous, marker, tokenHash, subKey string, at time.Time) error {
 	cond := "attribute_exists(PK) AND attribute_not_exists(pred_id) AND " + notEnded
 	values := notEndedValues(map[string]types.AttributeValue{
-		":marker": str(marker), ":at": str(stamp(at)), ":one": num(1),
+		":marker": str(marker), ":at": str(stamp(at)), ":one": num(1), ":key": str(subKey),
 		":token": &types.AttributeValueMemberSS{Value: []string{tokenHash}},
 	})
 	if previous == "" {
@@ -95,7 +97,7 @@ func (s *Store) MarkSubmission(ctx context.Context, jobID, previous, marker, tok
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(jobPK(jobID), "JOB"),
-		UpdateExpression:          aws.String("SET pred_marker = :marker, pred_marked_at = :at ADD pred_tries :one, pred_tokens :token"),
+		UpdateExpression:          aws.String("SET pred_marker = :marker, pred_marked_at = :at, pred_key = if_not_exists(pred_key, :key) ADD pred_tries :one, pred_tokens :token"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
 		ExpressionAttributeValues: values,

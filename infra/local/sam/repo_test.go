@@ -104,6 +104,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"POST /callbacks/{provider}/{job_id}/{token} -> CallbacksFunction",
 		"POST /generate/{kind}/{vendor}/{model} -> GenerateFunction",
 		"POST /mcp -> MCPFunction",
+		"PUT /callbacks/cog/uploads/{name} -> CallbacksFunction",
 	}
 	if fmt.Sprint(keys) != fmt.Sprint(want) {
 		t.Errorf("routes:\n%s\nwant:\n%s", strings.Join(keys, "\n"), strings.Join(want, "\n"))

@@ -13,17 +13,21 @@ import (
 	"genjobs/internal/provider"
 )
 
-// CallbackReceiver verifies and acts on a provider's callback (provider.Callbacks).
+// CallbackReceiver verifies and acts on a provider's callback, and keeps
+// the files a Cog server uploads (provider.Callbacks).
 type CallbackReceiver interface {
 	Receive(ctx context.Context, providerName, jobID, token string, h http.Header, body []byte) error
+	Upload(ctx context.Context, name string, h http.Header, contentLength int64, body io.Reader) (location string, err error)
 }
 
 // Handler serves POST /callbacks/{provider}/{job_id}/{token}: the model
-// providers' webhooks about a routed job's prediction. The route is public
-// (no bearer token): the unguessable token of the URL and the provider's
-// own proof (a Standard Webhooks signature, or Cog's bearer token) are
-// checked instead. It is internal to the service: the OpenAPI document
-// leaves it out.
+// providers' webhooks about a routed job's prediction; and PUT
+// /callbacks/cog/uploads/{name}: the upload store a Cog server's
+// --upload-url points at. The routes are public (no bearer token): the
+// unguessable token of the URL and the provider's own proof (a Standard
+// Webhooks or ED25519 signature, or Cog's bearer token), or the upload's
+// unguessable prediction id, are checked instead. They are internal to the
+// service: the OpenAPI document leaves them out.
 type Handler struct {
 	Receiver CallbackReceiver
 }
@@ -32,7 +36,26 @@ type Handler struct {
 func (c *Handler) Routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /callbacks/{provider}/{job_id}/{token}", c.receive)
+	mux.HandleFunc("PUT /callbacks/cog/uploads/{name}", c.upload)
 	return mux
+}
+
+func (c *Handler) upload(w http.ResponseWriter, r *http.Request) {
+	loc, err := c.Receiver.Upload(r.Context(), r.PathValue("name"), r.Header, r.ContentLength, r.Body)
+	switch {
+	case errors.Is(err, provider.ErrUnverified):
+		httpapi.Logger(r.Context()).Warn("upload refused", "reason", err.Error())
+		httpapi.WriteError(w, http.StatusUnauthorized, "The upload could not be verified.")
+	case errors.Is(err, provider.ErrUploadTooLarge):
+		httpapi.WriteError(w, http.StatusRequestEntityTooLarge, "The file is larger than 4 MiB, the most the upload store takes.")
+	case errors.Is(err, provider.ErrUploadName):
+		httpapi.WriteError(w, http.StatusBadRequest, "The file name may hold letters, digits, '.', '_' and '-' only, at most 200.")
+	case err != nil:
+		httpapi.InternalError(w, r, "upload", err)
+	default:
+		w.Header().Set("Location", loc)
+		httpapi.WriteJSON(w, http.StatusCreated, map[string]string{"url": loc})
+	}
 }
 
 const msgUnverified = "The callback could not be verified."

@@ -70,8 +70,38 @@ func (p *prediction) read(id string) provider.Prediction {
 		}
 	}
 	if out.Status == provider.Succeeded {
-		out.Outputs = provider.Outputs(p.Output)
+		out.Outputs, out.Paths = provider.Outputs(p.Output), Paths(p.Output)
 	}
+	return out
+}
+
+// Paths lists the outputs given as file paths on the server's own disk
+// (an absolute path, or a file: URL), as Cog's Python server reports a
+// Path output when it runs without --upload-url.
+func Paths(output json.RawMessage) []string {
+	var v any
+	if len(output) == 0 || json.Unmarshal(output, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if strings.HasPrefix(x, "/") || strings.HasPrefix(x, "file:") {
+				out = append(out, x)
+			}
+		case []any:
+			for _, item := range x {
+				walk(item)
+			}
+		case map[string]any:
+			for _, item := range x {
+				walk(item)
+			}
+		}
+	}
+	walk(v)
 	return out
 }
 

@@ -1,9 +1,13 @@
 package providertest
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -28,6 +32,10 @@ type CogPrediction struct {
 type Cog struct {
 	URL          string // the base_url of a route: server address and prefix
 	WebhookToken string
+	// Mode is how Complete reports output files; UploadURL is the
+	// server's --upload-url for CogUpload.
+	Mode      CogMode
+	UploadURL string
 
 	mu      sync.Mutex
 	running map[string]*CogPrediction
@@ -35,6 +43,7 @@ type Cog struct {
 	puts    int
 	cancels []string
 	faults  []Fault
+	uploads []int
 }
 
 // NewCog starts a fake on 127.0.0.1 serving under prefix (e.g.
@@ -181,6 +190,109 @@ func (c *Cog) send(t testing.TB, p CogPrediction) int {
 		h.Set("Authorization", "Bearer "+c.WebhookToken)
 	}
 	return Send(t, p.Webhook, body, h)
+}
+
+// CogMode is how a Cog server reports an output file, by release and flags
+// (replicate/cog: python/cog/files.py and server/runner.py of the Python
+// server, crates/coglet of the Rust one).
+type CogMode int
+
+// Cog's ways of reporting an output file.
+const (
+	// CogDataURI: data:{type};base64,{bytes}, as the Rust server (0.17 and
+	// later) and releases before 0.10 report a file without an upload store.
+	CogDataURI CogMode = iota
+	// CogUpload: started with --upload-url, the server PUTs the file to
+	// {UploadURL}{file name} with its Content-Type and X-Prediction-ID (the
+	// Python server, 0.10 to 0.16) and reports the Location answered, else
+	// the URL, its query removed. A failed upload fails the prediction.
+	CogUpload
+	// CogPath: the Python server (0.10 to 0.16) without --upload-url reports
+	// the file's path on its own disk.
+	CogPath
+)
+
+// CogFile is an output file of a prediction.
+type CogFile struct {
+	Name        string
+	ContentType string
+	Data        []byte
+}
+
+// Complete ends prediction id as succeeded with files, reported the way
+// the fake's Mode says (one file as a string, several as a list), forgets
+// it, and sends its completed webhook unless lose; it returns the
+// webhook's answer (0 when lost). An upload that fails fails the
+// prediction, as Cog's Python server does.
+func (c *Cog) Complete(t testing.TB, id string, lose bool, files ...CogFile) int {
+	t.Helper()
+	var outs []any
+	errMsg := ""
+	for _, f := range files {
+		switch c.Mode {
+		case CogDataURI:
+			outs = append(outs, "data:"+f.ContentType+";base64,"+base64.StdEncoding.EncodeToString(f.Data))
+		case CogPath:
+			outs = append(outs, "/tmp/tmp"+id[:8]+"/"+f.Name)
+		case CogUpload:
+			u, err := c.upload(id, f)
+			if err != nil {
+				errMsg = "Got error trying to upload output files: " + err.Error()
+				break
+			}
+			outs = append(outs, u)
+		}
+	}
+	var output any = outs
+	if len(outs) == 1 {
+		output = outs[0]
+	}
+	if errMsg != "" {
+		output = nil
+	}
+	return c.Finish(t, id, output, errMsg, lose)
+}
+
+// upload PUTs f as Cog's put_file_to_signed_endpoint does.
+func (c *Cog) upload(id string, f CogFile) (string, error) {
+	target := c.UploadURL
+	if !strings.HasSuffix(target, "/") {
+		target += "/"
+	}
+	target += f.Name
+	req, err := http.NewRequest(http.MethodPut, target, bytes.NewReader(f.Data))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", f.ContentType)
+	req.Header.Set("X-Prediction-ID", id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	c.mu.Lock()
+	c.uploads = append(c.uploads, resp.StatusCode)
+	c.mu.Unlock()
+	if resp.StatusCode/100 != 2 {
+		return "", fmt.Errorf("%d %s for url: %s", resp.StatusCode, http.StatusText(resp.StatusCode), target)
+	}
+	final := resp.Request.URL
+	if loc := resp.Header.Get("Location"); loc != "" {
+		if u, err := final.Parse(loc); err == nil {
+			final = u
+		}
+	}
+	out := *final
+	out.RawQuery, out.ForceQuery = "", false
+	return out.String(), nil
+}
+
+// Uploads lists the status codes the upload store answered the fake's PUTs.
+func (c *Cog) Uploads() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.uploads...)
 }
 
 // Files serves output files on 127.0.0.1, each in a way a test chooses.

@@ -1,0 +1,118 @@
+package provider
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"genjobs/internal/job"
+)
+
+// The upload store: where a Cog server started with --upload-url
+// {API}/callbacks/cog/uploads/ puts its output files (PUT {upload url}{file
+// name}, X-Prediction-ID naming the prediction). Each file is stored in the
+// results bucket under the job's results and answered with a Location of
+// this API, which the server reports as the output; the step that
+// completes the job takes the stored file as it is.
+
+// MaxUploadBytes bounds one file of the upload store: the route is served
+// by a Lambda function, whose event (the body base64-encoded) stops at 6 MB.
+const MaxUploadBytes = 4 << 20
+
+// UploadsPath is the upload store's path: a Cog server's --upload-url is
+// the API's address followed by it.
+const UploadsPath = "/callbacks/cog/uploads/"
+
+// Errors of the upload store.
+var (
+	// ErrUploadTooLarge: the file is over MaxUploadBytes.
+	ErrUploadTooLarge = fmt.Errorf("the file is larger than %s", size(MaxUploadBytes))
+	// ErrUploadName: the file name is not one the store keeps.
+	ErrUploadName = errors.New("the file name may hold letters, digits, '.', '_' and '-' only, at most 200")
+)
+
+// uploadName is a file name the store keeps: no path, no dot first.
+var uploadName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$`)
+
+// Upload stores one file a Cog server PUT to the upload store and returns
+// the Location to answer. The proof is the prediction id this service
+// chose (X-Prediction-ID): unguessable, bound to one job, accepted while
+// that job runs on a route to a Cog server; and the bearer token of the
+// route's secret (webhook_token) when the request carries one. ErrUnverified
+// when either does not hold; nothing is stored then.
+func (c *Callbacks) Upload(ctx context.Context, name string, h http.Header, contentLength int64, body io.Reader) (string, error) {
+	if !uploadName.MatchString(name) {
+		return "", ErrUploadName
+	}
+	if contentLength > MaxUploadBytes {
+		return "", ErrUploadTooLarge
+	}
+	predictionID := h.Get("X-Prediction-ID")
+	jobID, _, ok := JobOfPrediction(predictionID)
+	if !ok {
+		return "", fmt.Errorf("%w: X-Prediction-ID names no prediction of this service", ErrUnverified)
+	}
+	j, sub, err := c.Store.ProviderJob(ctx, jobID)
+	if errors.Is(err, job.ErrNotFound) {
+		return "", fmt.Errorf("%w: X-Prediction-ID names no job", ErrUnverified)
+	}
+	if err != nil {
+		return "", err
+	}
+	route, routed := c.Routes.For(j.Endpoint)
+	switch {
+	case !routed || j.Provider != Cog || route.Provider != Cog || sub.Key == "":
+		return "", fmt.Errorf("%w: the prediction's job is not at a Cog server", ErrUnverified)
+	case subtle.ConstantTimeCompare([]byte(predictionID), []byte(PredictionID(j.ID, sub.Key))) != 1:
+		return "", fmt.Errorf("%w: X-Prediction-ID is not the job's prediction", ErrUnverified)
+	case j.Status.Terminal():
+		return "", fmt.Errorf("%w: the prediction's job has ended", ErrUnverified)
+	}
+	if auth := h.Get("Authorization"); auth != "" {
+		var secret Secret
+		if route.Secret != "" {
+			if secret, err = c.Secrets.Get(ctx, route.Secret); err != nil {
+				return "", fmt.Errorf("secret %s: %w", route.Secret, err)
+			}
+		}
+		got, bearer := strings.CutPrefix(auth, "Bearer ")
+		if !bearer || secret.WebhookToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(secret.WebhookToken)) != 1 {
+			return "", fmt.Errorf("%w: the bearer token does not match", ErrUnverified)
+		}
+	}
+	data, err := io.ReadAll(io.LimitReader(body, MaxUploadBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read the upload: %w", err)
+	}
+	if len(data) > MaxUploadBytes {
+		return "", ErrUploadTooLarge
+	}
+	contentType, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	stored := newID()[:8] + "-" + name
+	if err := c.Blobs.PutResult(ctx, uploadKey(j.ID, stored), contentType, data); err != nil {
+		return "", err
+	}
+	c.Log.Info("a Cog server uploaded an output", "job_id", j.ID, "workspace_id", j.WorkspaceID, "file", stored, "bytes", len(data))
+	return j.BaseURL + UploadsPath + j.ID + "/" + stored, nil
+}
+
+func uploadKey(jobID, stored string) string { return "results/" + jobID + "/upload-" + stored }
+
+// storedUpload is the results key of an output URL that names a file of the
+// job's in the upload store (Upload's Location); ok false for any other URL.
+func storedUpload(j *job.Job, ref string) (key string, ok bool) {
+	rest, ok := strings.CutPrefix(ref, j.BaseURL+UploadsPath+j.ID+"/")
+	if !ok || len(rest) < 10 || rest[8] != '-' || strings.Trim(rest[:8], "0123456789abcdef") != "" || !uploadName.MatchString(rest[9:]) {
+		return "", false
+	}
+	return uploadKey(j.ID, rest), true
+}
