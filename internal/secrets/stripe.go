@@ -1,0 +1,79 @@
+package secrets
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+)
+
+// StripeKeys are the console's Stripe credentials: the secret `{stack
+// name}/stripe` = {"secret_key", "webhook_secret"}.
+type StripeKeys struct {
+	SecretKey     string `json:"secret_key"`     // sk_live_... / sk_test_...: creates Checkout Sessions
+	WebhookSecret string `json:"webhook_secret"` // whsec_...: verifies POST /webhooks/stripe
+}
+
+const redactedStripe = "secrets.StripeKeys{REDACTED}"
+
+func (StripeKeys) String() string       { return redactedStripe }
+func (StripeKeys) GoString() string     { return redactedStripe }
+func (StripeKeys) LogValue() slog.Value { return slog.StringValue(redactedStripe) }
+
+// Stripe reads the Stripe keys at first use and keeps them for the life of
+// the process; a failed read is tried again at the next use.
+type Stripe struct {
+	client *secretsmanager.Client
+	id     string
+	mu     sync.Mutex
+	keys   *StripeKeys
+}
+
+// NewStripe reads the secret named id. It does no I/O.
+func NewStripe(client *secretsmanager.Client, id string) *Stripe {
+	return &Stripe{client: client, id: id}
+}
+
+// Keys returns the keys. Errors name the secret, never a value.
+func (s *Stripe) Keys(ctx context.Context) (StripeKeys, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys != nil {
+		return *s.keys, nil
+	}
+	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.id)})
+	var nf *types.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		return StripeKeys{}, fmt.Errorf("%w: %s", ErrNotFound, s.id)
+	}
+	if err != nil {
+		return StripeKeys{}, fmt.Errorf("secrets: read %s: %w", s.id, err)
+	}
+	k, err := ParseStripe(s.id, []byte(aws.ToString(out.SecretString)))
+	if err != nil {
+		return StripeKeys{}, err
+	}
+	s.keys = &k
+	return k, nil
+}
+
+// ParseStripe reads the secret's JSON value; both members are required.
+func ParseStripe(id string, value []byte) (StripeKeys, error) {
+	var k StripeKeys
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&k); err != nil {
+		return StripeKeys{}, fmt.Errorf(`secrets: %s must be a JSON object {"secret_key", "webhook_secret"} of strings`, id)
+	}
+	if k.SecretKey == "" || k.WebhookSecret == "" {
+		return StripeKeys{}, fmt.Errorf("secrets: %s needs both secret_key and webhook_secret", id)
+	}
+	return k, nil
+}
