@@ -50,8 +50,12 @@ type Token struct {
 	WorkspaceID string
 	Name        string
 	Hash        string // hex SHA-256 of the token
+	Prefix      string // the token's first characters (Prefix), to tell tokens apart
 	CreatedAt   time.Time
+	CreatedBy   string // who made it: a console user's email, empty for the operator CLI
 	RevokedAt   *time.Time
+	// LastUsedAt is the hour of the token's last use by the API (UseRecorder).
+	LastUsedAt *time.Time
 }
 
 // Principal is who a request acts as: the API's own user in a workspace.
@@ -72,6 +76,13 @@ func NewToken() (token, hash string) {
 	token = TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 	return token, Hash(token)
 }
+
+// PrefixLen is how much of a token is kept in the clear: "gjs_" and four
+// of its random characters, enough to tell a workspace's tokens apart.
+const PrefixLen = len(TokenPrefix) + 4
+
+// Prefix is the part of token kept to show it ("gjs_abcd").
+func Prefix(token string) string { return token[:min(len(token), PrefixLen)] }
 
 // Hash is the stored form of a token.
 func Hash(token string) string {
@@ -99,6 +110,8 @@ type Directory interface {
 // Authenticator checks bearer tokens against a Directory.
 type Authenticator struct {
 	Dir Directory
+	// Uses, when set, records each token's last use (at most once an hour).
+	Uses *Uses
 }
 
 // Authenticate returns the principal of an Authorization header value, or
@@ -128,7 +141,13 @@ func (a Authenticator) Authenticate(ctx context.Context, header string) (Princip
 	if !w.APIEnabled {
 		return Principal{}, ErrAPIDisabled
 	}
-	return Principal{WorkspaceID: w.ID, TokenID: t.ID}, nil
+	p := Principal{WorkspaceID: w.ID, TokenID: t.ID}
+	if a.Uses != nil {
+		// The last-used hour is a hint for people: failing to write it must
+		// not fail the request (Uses tries again the next hour).
+		_ = a.Uses.Record(ctx, p)
+	}
+	return p, nil
 }
 
 // bearer extracts a well-formed token from "Bearer <token>"; the scheme is

@@ -57,6 +57,8 @@ type Profile struct {
 	// SecretsManager reads provider credentials (internal/secrets), once
 	// per secret and execution environment.
 	SecretsManager Policy
+	// Cognito signs people in to the console (internal/cognito).
+	Cognito Policy
 }
 
 // Requests is the profile of the HTTP functions (Timeout 10 s, deadline 9 s
@@ -66,7 +68,7 @@ type Profile struct {
 // to answer in milliseconds when well (S3 once it has an upload's last
 // byte), so 2 s without an answer is an outage, not a slow answer.
 var Requests = Profile{
-	DynamoDB: requests, SQS: requests, S3: requests, KMS: requests, SecretsManager: requests,
+	DynamoDB: requests, SQS: requests, S3: requests, KMS: requests, SecretsManager: requests, Cognito: requests,
 }
 
 var requests = Policy{MaxAttempts: 3, MaxBackoff: time.Second, ConnectTimeout: time.Second, ResponseHeaderTimeout: 2 * time.Second}
@@ -77,7 +79,7 @@ var requests = Policy{MaxAttempts: 3, MaxBackoff: time.Second, ConnectTimeout: t
 // without an answer + 4 x 2 s of backoff = 23 s, inside the shortest
 // deadline (27 s).
 var Events = Profile{
-	DynamoDB: background, SQS: background, S3: background, KMS: background, SecretsManager: background,
+	DynamoDB: background, SQS: background, S3: background, KMS: background, SecretsManager: background, Cognito: background,
 }
 
 var background = Policy{MaxAttempts: 5, MaxBackoff: 2 * time.Second, ConnectTimeout: time.Second, ResponseHeaderTimeout: 3 * time.Second}

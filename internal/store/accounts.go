@@ -40,8 +40,11 @@ type tokenItem struct {
 	WorkspaceID string `dynamodbav:"workspace_id"`
 	Name        string `dynamodbav:"name"`
 	Hash        string `dynamodbav:"token_sha256"`
+	Prefix      string `dynamodbav:"prefix,omitempty"`
 	CreatedAt   string `dynamodbav:"created_at"`
+	CreatedBy   string `dynamodbav:"created_by,omitempty"`
 	RevokedAt   string `dynamodbav:"revoked_at,omitempty"`
+	LastUsedAt  string `dynamodbav:"last_used_at,omitempty"`
 }
 
 func workspacePK(ws string) string { return "WS#" + ws }
@@ -106,7 +109,7 @@ func (s *Store) SetAPIEnabled(ctx context.Context, id string, enabled bool) erro
 // workspace must exist.
 func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	byHash := tokenItem{PK: tokenPK(t.Hash), SK: "TOKEN", TokenID: t.ID, WorkspaceID: t.WorkspaceID,
-		Name: t.Name, Hash: t.Hash, CreatedAt: stamp(t.CreatedAt)}
+		Name: t.Name, Hash: t.Hash, Prefix: t.Prefix, CreatedAt: stamp(t.CreatedAt), CreatedBy: t.CreatedBy}
 	byID := byHash
 	byID.PK, byID.SK = workspacePK(t.WorkspaceID), "TOKEN#"+t.ID
 	a, err := attributevalue.MarshalMap(byHash)
@@ -146,10 +149,14 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (auth.Token, error
 
 func (it tokenItem) token() auth.Token {
 	created, _ := job.ParseTime(it.CreatedAt)
-	t := auth.Token{ID: it.TokenID, WorkspaceID: it.WorkspaceID, Name: it.Name, Hash: it.Hash, CreatedAt: created.Time}
+	t := auth.Token{ID: it.TokenID, WorkspaceID: it.WorkspaceID, Name: it.Name, Hash: it.Hash, Prefix: it.Prefix, CreatedAt: created.Time, CreatedBy: it.CreatedBy}
 	if it.RevokedAt != "" {
 		r, _ := job.ParseTime(it.RevokedAt)
 		t.RevokedAt = &r.Time
+	}
+	if it.LastUsedAt != "" {
+		u, _ := job.ParseTime(it.LastUsedAt)
+		t.LastUsedAt = &u.Time
 	}
 	return t
 }
@@ -188,18 +195,29 @@ var ErrPaymentConflict = errors.New("store: payment id already used with another
 // TopUp adds a payment to a workspace's available balance, once per payment
 // id: a repeated call with the same id and amount changes nothing.
 func (s *Store) TopUp(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time) (billing.Balance, error) {
+	if _, err := s.topUp(ctx, ws, paymentID, amount, at); err != nil {
+		return billing.Balance{}, err
+	}
+	return s.Balance(ctx, ws)
+}
+
+// topUp credits amount to ws once per paymentID, with extra written in the
+// same transaction. credited is false when the payment was credited before
+// (with the same amount; another amount is ErrPaymentConflict), in which
+// case extra was not written either.
+func (s *Store) topUp(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time, extra ...types.TransactWriteItem) (credited bool, err error) {
 	payment, err := attributevalue.MarshalMap(map[string]any{
 		"PK": workspacePK(ws), "SK": "PAYMENT#" + paymentID,
 		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": stamp(at),
 	})
 	if err != nil {
-		return billing.Balance{}, err
+		return false, err
 	}
 	ledger, err := ledgerPut(s.table, ws, billing.Entry{Kind: billing.TopUp, Amount: amount, At: at, PaymentID: paymentID})
 	if err != nil {
-		return billing.Balance{}, err
+		return false, err
 	}
-	err = s.transact(ctx, []types.TransactWriteItem{
+	err = s.transact(ctx, append([]types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName: aws.String(s.table), Key: key(workspacePK(ws), "WS"),
 			UpdateExpression:          aws.String("ADD available_micros :amount"),
@@ -208,24 +226,25 @@ func (s *Store) TopUp(ctx context.Context, ws, paymentID string, amount billing.
 		}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: payment, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		{Put: ledger},
-	})
+	}, extra...))
 	switch {
 	case cancelReason(err, 0) == "ConditionalCheckFailed":
-		return billing.Balance{}, ErrNotFound
+		return false, ErrNotFound
 	case cancelReason(err, 1) == "ConditionalCheckFailed":
 		var prior struct {
 			Amount int64 `dynamodbav:"amount_micros"`
 		}
 		if err := s.get(ctx, workspacePK(ws), "PAYMENT#"+paymentID, &prior); err != nil {
-			return billing.Balance{}, err
+			return false, err
 		}
 		if billing.Micros(prior.Amount) != amount {
-			return billing.Balance{}, ErrPaymentConflict
+			return false, ErrPaymentConflict
 		}
+		return false, nil
 	case err != nil:
-		return billing.Balance{}, fmt.Errorf("top up %s: %w", ws, err)
+		return false, fmt.Errorf("top up %s: %w", ws, err)
 	}
-	return s.Balance(ctx, ws)
+	return true, nil
 }
 
 // Balance reads a workspace's balance.

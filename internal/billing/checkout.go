@@ -1,0 +1,107 @@
+package billing
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TopUpPresets are the amounts the billing page offers, in USD.
+var TopUpPresets = []int{10, 25, 50, 100}
+
+// ParseTopUpAmount reads an amount typed into the top-up form: whole
+// dollars or dollars and cents ("25", "12.50"), 5 to 10000. The error says
+// what is wrong in words a person reads beside the field.
+func ParseTopUpAmount(s string) (Micros, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("Enter an amount in USD.")
+	}
+	whole, cents, hasDot := strings.Cut(s, ".")
+	digits := func(x string) bool {
+		for _, r := range x {
+			if r < '0' || r > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	if strings.HasPrefix(s, "-") {
+		return 0, errors.New("The amount must be positive.")
+	}
+	if whole == "" || !digits(whole) || (hasDot && (cents == "" || !digits(cents))) {
+		return 0, errors.New("Enter the amount as a number of dollars, such as 25 or 12.50.")
+	}
+	if len(cents) > 2 {
+		return 0, errors.New("The amount can have at most two decimals (cents).")
+	}
+	if len(whole) > 7 {
+		return 0, errors.New("The largest top-up is 10,000 USD.")
+	}
+	w, _ := strconv.ParseInt(whole, 10, 64)
+	c, _ := strconv.ParseInt((cents + "00")[:2], 10, 64)
+	m := Micros(w)*USD + Micros(c)*Cent
+	switch {
+	case m < MinTopUp:
+		return 0, errors.New("The smallest top-up is 5 USD.")
+	case m > MaxTopUp:
+		return 0, errors.New("The largest top-up is 10,000 USD.")
+	}
+	return m, nil
+}
+
+// Cent is one US cent in Micros: Stripe's amounts are in cents.
+const Cent Micros = 10_000
+
+// Cents is m in whole cents (m has no fraction of a cent for a top-up).
+func (m Micros) Cents() int64 { return int64(m / Cent) }
+
+// Dollars writes m for people, exactly: thousands separated, at least two
+// decimals and as many more as m has ("25.00", "1,234.50", "0.258").
+func (m Micros) Dollars() string {
+	sign := ""
+	if m < 0 {
+		sign, m = "-", -m
+	}
+	whole := strconv.FormatInt(int64(m/USD), 10)
+	for i := len(whole) - 3; i > 0; i -= 3 {
+		whole = whole[:i] + "," + whole[i:]
+	}
+	frac := strings.TrimRight(fmt.Sprintf("%06d", int64(m%USD)), "0")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	return sign + whole + "." + frac
+}
+
+// CheckoutStatus is where a top-up by checkout stands.
+type CheckoutStatus string
+
+// A top-up starts pending; only the payment provider's verified webhook
+// moves it on: paid (credited once), failed or expired.
+const (
+	CheckoutPending CheckoutStatus = "pending"
+	CheckoutPaid    CheckoutStatus = "paid"
+	CheckoutFailed  CheckoutStatus = "failed"
+	CheckoutExpired CheckoutStatus = "expired"
+)
+
+// Checkout is a top-up by external checkout: what the owner asked for, and
+// what the provider's webhook said was paid.
+type Checkout struct {
+	ID          string
+	WorkspaceID string
+	Status      CheckoutStatus
+	Requested   Micros // the form's amount: shown, never credited
+	Credited    Micros // the checkout session's amount_total, once paid
+	SessionID   string // the provider's checkout session
+	CreatedBy   string // the owner's email
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// PaymentID is the ledger's payment id of a checkout session: the top-up
+// is credited once per session, however often its webhook comes.
+func PaymentID(sessionID string) string { return "checkout:" + sessionID }

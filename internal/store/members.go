@@ -1,0 +1,268 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/auth"
+	"genjobs/internal/job"
+	"genjobs/internal/member"
+)
+
+// A membership is stored twice, written together: under the workspace
+// (WS#<ws> / MEMBER#<user>: the members page) and under the person
+// (USER#<user> / MEMBER#<ws>: their workspaces, read at each console
+// request). The workspace item counts its owners (owners), so that the
+// last one can neither leave nor be demoted: the count is conditioned in
+// the same transaction as the change.
+type memberItem struct {
+	PK, SK        string
+	WorkspaceID   string `dynamodbav:"workspace_id"`
+	WorkspaceName string `dynamodbav:"workspace_name"`
+	UserID        string `dynamodbav:"user_id"`
+	Email         string `dynamodbav:"email"`
+	Role          string `dynamodbav:"role"`
+	AddedAt       string `dynamodbav:"added_at"`
+}
+
+func userPK(user string) string { return "USER#" + user }
+
+const memberPrefix = "MEMBER#"
+
+func (it memberItem) membership() member.Membership {
+	at, _ := job.ParseTime(it.AddedAt)
+	return member.Membership{WorkspaceID: it.WorkspaceID, WorkspaceName: it.WorkspaceName, UserID: it.UserID,
+		Email: it.Email, Role: member.Role(it.Role), AddedAt: at.Time}
+}
+
+// memberPuts are the two items of m, each put on condition.
+func (s *Store) memberPuts(m member.Membership, condition string, values map[string]types.AttributeValue) ([]types.TransactWriteItem, error) {
+	var out []types.TransactWriteItem
+	for _, k := range [][2]string{{workspacePK(m.WorkspaceID), memberPrefix + m.UserID}, {userPK(m.UserID), memberPrefix + m.WorkspaceID}} {
+		item, err := attributevalue.MarshalMap(memberItem{PK: k[0], SK: k[1], WorkspaceID: m.WorkspaceID, WorkspaceName: m.WorkspaceName,
+			UserID: m.UserID, Email: m.Email, Role: string(m.Role), AddedAt: stamp(m.AddedAt)})
+		if err != nil {
+			return nil, err
+		}
+		put := &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String(condition)}
+		if len(values) > 0 {
+			put.ExpressionAttributeValues = values
+		}
+		out = append(out, types.TransactWriteItem{Put: put})
+	}
+	return out, nil
+}
+
+// ownersChange is the workspace item's update of its owner count by delta;
+// a decrease is conditioned on another owner remaining.
+func (s *Store) ownersChange(ws string, delta int) types.TransactWriteItem {
+	u := &types.Update{
+		TableName: aws.String(s.table), Key: key(workspacePK(ws), "WS"),
+		UpdateExpression:          aws.String("ADD owners :d"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": num(delta)},
+	}
+	if delta < 0 {
+		u.ConditionExpression = aws.String("attribute_exists(PK) AND owners > :one")
+		u.ExpressionAttributeValues[":one"] = num(1)
+	}
+	return types.TransactWriteItem{Update: u}
+}
+
+// AddMember makes m.UserID a member of m.WorkspaceID with m.Role, the
+// workspace's name copied from the workspace. A person who is a member
+// already keeps their membership: ErrExists, unless the role is the same
+// (a retried add succeeds). A missing workspace is ErrNotFound.
+func (s *Store) AddMember(ctx context.Context, m member.Membership) error {
+	w, err := s.Workspace(ctx, m.WorkspaceID)
+	if err != nil {
+		return fmt.Errorf("add member: %w", notFound(err))
+	}
+	m.WorkspaceName = w.Name
+	items, err := s.memberPuts(m, "attribute_not_exists(PK)", nil)
+	if err != nil {
+		return err
+	}
+	delta := 0
+	if m.Role == member.Owner {
+		delta = 1
+	}
+	items = append(items, s.ownersChange(m.WorkspaceID, delta))
+	err = s.transact(ctx, items)
+	switch {
+	case cancelReason(err, 0) == "ConditionalCheckFailed":
+		prior, rerr := s.Membership(ctx, m.WorkspaceID, m.UserID)
+		if rerr != nil {
+			return rerr
+		}
+		if prior.Role == m.Role {
+			return nil
+		}
+		return ErrExists
+	case cancelReason(err, 2) == "ConditionalCheckFailed":
+		return ErrNotFound
+	case err != nil:
+		return fmt.Errorf("add member: %w", err)
+	}
+	return nil
+}
+
+// notFound turns the directory's not-found (auth.ErrNotFound) into the store's.
+func notFound(err error) error {
+	if errors.Is(err, auth.ErrNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// Membership reads one person's membership of a workspace: member.ErrNotMember when none.
+func (s *Store) Membership(ctx context.Context, ws, user string) (member.Membership, error) {
+	var it memberItem
+	if err := s.get(ctx, workspacePK(ws), memberPrefix+user, &it); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return member.Membership{}, member.ErrNotMember
+		}
+		return member.Membership{}, err
+	}
+	return it.membership(), nil
+}
+
+// SetRole changes a member's role. Demoting the last owner is
+// member.ErrLastOwner; someone who is not a member, member.ErrNotMember.
+func (s *Store) SetRole(ctx context.Context, ws, user string, role member.Role) (member.Membership, error) {
+	for attempt := 0; ; attempt++ {
+		m, err := s.Membership(ctx, ws, user)
+		if err != nil || m.Role == role {
+			return m, err
+		}
+		old := m.Role
+		m.Role = role
+		items, err := s.memberPuts(m, "#role = :old", map[string]types.AttributeValue{":old": str(string(old))})
+		if err != nil {
+			return m, err
+		}
+		for i := range items {
+			items[i].Put.ExpressionAttributeNames = map[string]string{"#role": "role"}
+		}
+		switch {
+		case old == member.Owner:
+			items = append(items, s.ownersChange(ws, -1))
+		case role == member.Owner:
+			items = append(items, s.ownersChange(ws, 1))
+		}
+		err = s.transact(ctx, items)
+		switch {
+		case err == nil:
+			return m, nil
+		case len(items) == 3 && cancelReason(err, 2) == "ConditionalCheckFailed":
+			return m, member.ErrLastOwner
+		case cancelReason(err, 0) == "ConditionalCheckFailed" && attempt < 3:
+			continue // changed meanwhile: decide again on what it is now
+		}
+		return m, fmt.Errorf("set role: %w", err)
+	}
+}
+
+// RemoveMember ends a membership. The last owner cannot leave
+// (member.ErrLastOwner); removing someone who is not a member is
+// member.ErrNotMember.
+func (s *Store) RemoveMember(ctx context.Context, ws, user string) error {
+	for attempt := 0; ; attempt++ {
+		m, err := s.Membership(ctx, ws, user)
+		if err != nil {
+			return err
+		}
+		del := func(pk, sk string) types.TransactWriteItem {
+			return types.TransactWriteItem{Delete: &types.Delete{
+				TableName: aws.String(s.table), Key: key(pk, sk),
+				ConditionExpression:       aws.String("#role = :old"),
+				ExpressionAttributeNames:  map[string]string{"#role": "role"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":old": str(string(m.Role))},
+			}}
+		}
+		items := []types.TransactWriteItem{del(workspacePK(ws), memberPrefix+user), del(userPK(user), memberPrefix+ws)}
+		if m.Role == member.Owner {
+			items = append(items, s.ownersChange(ws, -1))
+		}
+		err = s.transact(ctx, items)
+		switch {
+		case err == nil:
+			return nil
+		case len(items) == 3 && cancelReason(err, 2) == "ConditionalCheckFailed":
+			return member.ErrLastOwner
+		case cancelReason(err, 0) == "ConditionalCheckFailed" && attempt < 3:
+			continue
+		}
+		return fmt.Errorf("remove member: %w", err)
+	}
+}
+
+// Members lists a workspace's members by email.
+func (s *Store) Members(ctx context.Context, ws string) ([]member.Membership, error) {
+	out, err := s.memberships(ctx, workspacePK(ws))
+	sort.Slice(out, func(i, j int) bool { return out[i].Email < out[j].Email })
+	return out, err
+}
+
+// Memberships lists a person's workspaces by name.
+func (s *Store) Memberships(ctx context.Context, user string) ([]member.Membership, error) {
+	out, err := s.memberships(ctx, userPK(user))
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].WorkspaceName != out[j].WorkspaceName {
+			return out[i].WorkspaceName < out[j].WorkspaceName
+		}
+		return out[i].WorkspaceID < out[j].WorkspaceID
+	})
+	return out, err
+}
+
+func (s *Store) memberships(ctx context.Context, pk string) ([]member.Membership, error) {
+	var out []member.Membership
+	err := s.queryPrefix(ctx, pk, memberPrefix, func(item map[string]types.AttributeValue) error {
+		var it memberItem
+		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+			return err
+		}
+		out = append(out, it.membership())
+		return nil
+	})
+	return out, err
+}
+
+// queryPrefix reads, strongly consistently, every item of partition pk
+// whose sort key starts with prefix.
+func (s *Store) queryPrefix(ctx context.Context, pk, prefix string, each func(map[string]types.AttributeValue) error) error {
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :prefix)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(pk), ":prefix": str(prefix),
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+	if s.pageSize > 0 {
+		in.Limit = aws.Int32(s.pageSize)
+	}
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return fmt.Errorf("query %s %s*: %w", pk, prefix, err)
+		}
+		for _, item := range out.Items {
+			if err := each(item); err != nil {
+				return fmt.Errorf("decode %s %s*: %w", pk, prefix, err)
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}

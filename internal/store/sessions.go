@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/job"
+	"genjobs/internal/member"
+)
+
+// A console session is SESSION#<sha256 of the cookie> / SESSION; the
+// table's TTL (expires_at) removes it once it has ended, and reads check
+// the end themselves, since TTL deletes late.
+type sessionItem struct {
+	PK, SK      string
+	UserID      string `dynamodbav:"user_id"`
+	Email       string `dynamodbav:"email"`
+	WorkspaceID string `dynamodbav:"workspace_id"`
+	CSRF        string `dynamodbav:"csrf"`
+	CreatedAt   string `dynamodbav:"created_at"`
+	SeenAt      string `dynamodbav:"seen_at"`
+	ExpiresAt   int64  `dynamodbav:"expires_at"`
+}
+
+func sessionPK(hash string) string { return "SESSION#" + hash }
+
+// ErrSessionEnded is returned for a session that is unknown, signed out or past its end.
+var ErrSessionEnded = errors.New("store: session ended")
+
+// CreateSession stores a new session.
+func (s *Store) CreateSession(ctx context.Context, ses member.Session) error {
+	return s.putNew(ctx, sessionItem{PK: sessionPK(ses.Hash), SK: "SESSION", UserID: ses.UserID, Email: ses.Email,
+		WorkspaceID: ses.WorkspaceID, CSRF: ses.CSRF, CreatedAt: stamp(ses.CreatedAt), SeenAt: stamp(ses.SeenAt),
+		ExpiresAt: ses.Ends().Unix()})
+}
+
+// Session reads the session whose cookie hashes to hash, if it is still
+// valid at now.
+func (s *Store) Session(ctx context.Context, hash string, now time.Time) (member.Session, error) {
+	var it sessionItem
+	if err := s.get(ctx, sessionPK(hash), "SESSION", &it); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return member.Session{}, ErrSessionEnded
+		}
+		return member.Session{}, err
+	}
+	created, _ := job.ParseTime(it.CreatedAt)
+	seen, _ := job.ParseTime(it.SeenAt)
+	ses := member.Session{Hash: hash, UserID: it.UserID, Email: it.Email, WorkspaceID: it.WorkspaceID, CSRF: it.CSRF,
+		CreatedAt: created.Time, SeenAt: seen.Time}
+	if !ses.Valid(now) {
+		return member.Session{}, ErrSessionEnded
+	}
+	return ses, nil
+}
+
+// UpdateSession records a session's use at ses.SeenAt and its chosen
+// workspace. A session deleted meanwhile (signed out) stays deleted:
+// ErrSessionEnded.
+func (s *Store) UpdateSession(ctx context.Context, ses member.Session) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 key(sessionPK(ses.Hash), "SESSION"),
+		UpdateExpression:    aws.String("SET seen_at = :seen, expires_at = :exp, workspace_id = :ws"),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":seen": str(stamp(ses.SeenAt)), ":exp": num64i(ses.Ends().Unix()), ":ws": str(ses.WorkspaceID),
+		},
+	})
+	if isConditionFailed(err) {
+		return ErrSessionEnded
+	}
+	if err != nil {
+		return fmt.Errorf("update session: %w", err)
+	}
+	return nil
+}
+
+// DeleteSession ends a session at once (sign-out). Deleting one that is
+// gone is not an error.
+func (s *Store) DeleteSession(ctx context.Context, hash string) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key(sessionPK(hash), "SESSION")})
+	if err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
+}
