@@ -112,7 +112,7 @@ func (c *cli) tokenCreate(ctx context.Context, args []string, stdout io.Writer) 
 	}
 	token, hash := auth.NewToken()
 	id := auth.NewID("tok_")
-	err = s.CreateToken(ctx, auth.Token{ID: id, WorkspaceID: *ws, Name: n, Hash: hash, CreatedAt: c.clock.Now()})
+	err = s.CreateToken(ctx, auth.Token{ID: id, WorkspaceID: *ws, Name: n, Hash: hash, Prefix: auth.Prefix(token), CreatedAt: c.clock.Now()})
 	if err != nil {
 		return c.notFound(err, "workspace %s does not exist", *ws)
 	}

@@ -76,6 +76,12 @@ var commands = []command{
 		"print the balance: {available_usd, reserved_usd, spent_usd}, and credit_limit_usd and owed_usd when invoiced", (*cli).balanceShow},
 	{"ledger verify", "(--workspace W | --all)",
 		"recompute available, reserved and spent from the ledger entries and the jobs; prints the differences, exits 1 on any", (*cli).ledgerVerify},
+	{"member add", "--workspace W --email E --role R",
+		"make E a member of W with role owner, admin or member (the console's people), creating the user with a temporary password when new; prints {user_id, temporary_password}", (*cli).memberAdd},
+	{"member remove", "--workspace W --email E",
+		"end E's membership of W (a workspace keeps at least one owner); prints {user_id, removed}", (*cli).memberRemove},
+	{"member list", "--workspace W",
+		"print W's members: {workspace_id, members: [{user_id, email, role, added_at}]}", (*cli).memberList},
 	{"webhook redeliver", "--job J",
 		"send a job's waiting or failed webhook now, as its next attempt, instead of after its retry wait; prints {job_id, webhook_id, attempt, host, was}", (*cli).webhookRedeliver},
 }
@@ -96,6 +102,9 @@ type cli struct {
 	// make run serves (emulator.RepoRoot).
 	repoRoot func() (string, error)
 	target   *target
+	// users is the console's user pool (member add), found on first use
+	// unless a test set it.
+	users users
 
 	g   globals
 	cmd *command // the command being run, for its --help

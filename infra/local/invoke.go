@@ -59,6 +59,7 @@ func invoke(args []string) error {
 	q := emulator.SQSClient(st.Fauxqs)
 	local := devstack.New(db, q, emulator.S3Client(st.Fauxqs), st.API)
 	local.UseMoto(st.Moto)
+	local.Pool.PoolID, local.Pool.ClientID, local.StripeAPIBase = st.UserPool, st.UserPoolClient, st.Stripe
 	for _, name := range []struct {
 		url   *string
 		queue string

@@ -29,7 +29,7 @@ import (
 
 // ports are the local stack's ports (docs/local-stack.md, "Ports and
 // addresses"), each overridable from the environment.
-type ports struct{ api, dynamodb, fauxqs, moto int }
+type ports struct{ api, dynamodb, fauxqs, moto, stripe int }
 
 func localPorts() (ports, error) {
 	var p ports
@@ -45,7 +45,11 @@ func localPorts() (ports, error) {
 	}
 	// Not moto's own default, 5000: that one is often taken (macOS's
 	// AirPlay receiver, Flask apps).
-	p.moto, err = envPort("MOTO_PORT", 4567)
+	if p.moto, err = envPort("MOTO_PORT", 4567); err != nil {
+		return p, err
+	}
+	// stripe-mock's port: the console's Stripe test double.
+	p.stripe, err = envPort("STRIPE_PORT", 12111)
 	return p, err
 }
 
@@ -102,6 +106,11 @@ func serve(args []string) error {
 		return fmt.Errorf("port %d for the API is taken (set PORT to use another): %w", apiPort, err)
 	}
 	defer ln.Close()
+	stripeLn, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.stripe)))
+	if err != nil {
+		return fmt.Errorf("port %d for the Stripe test double is taken (set STRIPE_PORT to use another): %w", p.stripe, err)
+	}
+	defer stripeLn.Close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -185,6 +194,10 @@ func serve(args []string) error {
 	if err != nil {
 		return fmt.Errorf("seed the demo workspace: %w", err)
 	}
+	if err := local.SeedDemoOwner(ctx, store.New(local.DynamoDB, local.Table), filepath.Join(state, "demo-owner.json")); err != nil {
+		return fmt.Errorf("seed the console's demo owner: %w", err)
+	}
+	local.ServeStripe(ctx, stripeLn, baseURL)
 	handlers, err := local.Functions(tpl, log)
 	if err != nil {
 		return err
@@ -217,7 +230,8 @@ func serve(args []string) error {
 	go func() { served <- srv.Serve(gateway.JSONErrors(ln)) }()
 	// Tools find the stack here, whatever its ports (package endpoints).
 	rec := endpoints.Stack{PID: os.Getpid(), API: baseURL, DynamoDB: stack.DynamoDB.Endpoint(),
-		Fauxqs: stack.Fauxqs.Endpoint(), Moto: stack.Moto.Endpoint(), State: state, DemoToken: filepath.Join(state, "demo-token")}
+		Fauxqs: stack.Fauxqs.Endpoint(), Moto: stack.Moto.Endpoint(), State: state, DemoToken: filepath.Join(state, "demo-token"),
+		UserPool: local.Pool.PoolID, UserPoolClient: local.Pool.ClientID, Stripe: local.StripeAPIBase}
 	if err := endpoints.Write(state, rec); err != nil {
 		return fmt.Errorf("record the stack's endpoints: %w", err)
 	}
@@ -227,7 +241,7 @@ func serve(args []string) error {
 Generation job API on %[1]s (ready in %.1fs)
   DynamoDB Local  %[3]s   (data in %[9]s; make reset wipes .local/)
   fauxqs (SQS/S3) %[4]s   (queue %[5]s; files in memory only)
-  moto (KMS, SM)  %[10]s   (webhook key %[12]s; %[11]s)
+  moto (KMS, SM, Cognito) %[10]s   (webhook key %[12]s; %[11]s)
   triggers        %[8]s
   providers       %[13]s
 
@@ -236,6 +250,11 @@ Demo workspace %[6]s, 25 USD, token:
 
 MCP server (give an MCP client this URL and the token as a bearer token; docs/mcp.md):
   %[1]s/mcp
+
+The console: open %[1]s/app and sign in as the demo owner
+  email    %[14]s
+  password %[15]s
+  (also in .local/demo-owner.json; payments go to the Stripe test double on %[16]s)
 
 For the command line (go install ./cmd/genjobs, then genjobs --help):
   export GENJOBS_TOKEN=%[7]s
@@ -250,7 +269,8 @@ Ctrl-C stops everything.
 `, baseURL, time.Since(begin).Seconds(), stack.DynamoDB.Endpoint(), stack.Fauxqs.Endpoint(), local.JobsQueueURL, devstack.DemoWorkspace, token,
 		strings.Join(runner.Triggers(), "\n                  "), relative(root, filepath.Join(state, "dynamodb")),
 		stack.Moto.Endpoint(), secretsNote(providerSecrets, local.SecretsPrefix()), local.SigningKeyAlias(),
-		routesNote(routesFile, local.ProviderRoutes, baseURL))
+		routesNote(routesFile, local.ProviderRoutes, baseURL),
+		devstack.DemoOwnerEmail, devstack.DemoOwnerPassword, local.StripeAPIBase)
 
 	select {
 	case <-ctx.Done():

@@ -18,6 +18,8 @@ const (
 	s3Client  = sdk + "service/s3"
 	kmsClient = sdk + "service/kms"
 	secrets   = sdk + "service/secretsmanager"
+	cognito   = sdk + "service/cognitoidentityprovider"
+	stripeGo  = "github.com/stripe/stripe-go/v82"
 	catalog   = "genjobs/internal/catalog"
 	validator = "github.com/xeipuuv/gojsonschema"
 	engines   = "genjobs/internal/engine"
@@ -43,6 +45,7 @@ var links = map[string][]string{
 	"provider":    {dynamoDB, sqsClient, s3Client, secrets, catalog, validator},
 	"callbacks":   {dynamoDB, sqsClient, s3Client, secrets, catalog, validator},
 	"mcp":         {dynamoDB, sqsClient, catalog, validator},
+	"console":     {dynamoDB, secrets, cognito, stripeGo},
 }
 
 func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
@@ -51,7 +54,7 @@ func TestEachFunctionLinksOnlyWhatItUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	heavy := []string{dynamoDB, sqsClient, s3Client, kmsClient, secrets, catalog, validator, engines}
+	heavy := []string{dynamoDB, sqsClient, s3Client, kmsClient, secrets, cognito, stripeGo, catalog, validator, engines}
 	for _, main := range dirs {
 		fn := filepath.Base(filepath.Dir(main))
 		allowed, ok := links[fn]

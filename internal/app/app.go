@@ -108,6 +108,15 @@ type Deps struct {
 	// ProviderSecretsPrefix (PROVIDER_SECRETS_PREFIX) is where the model
 	// providers' secrets are: "{stack name}/providers/" (internal/secrets).
 	ProviderSecretsPrefix string
+	// The console (docs/console.md): its Cognito user pool and app client
+	// (COGNITO_USER_POOL_ID, COGNITO_CLIENT_ID), where the pool's keys and
+	// issuer are when not AWS's own (COGNITO_JWKS_URL, COGNITO_ISSUER: the
+	// local stack's moto), the Stripe keys' secret (STRIPE_SECRET_ID,
+	// "{stack name}/stripe") and Stripe's API address when not
+	// api.stripe.com (STRIPE_API_BASE: the local test double).
+	UserPoolID, UserPoolClientID  string
+	CognitoJWKSURL, CognitoIssuer string
+	StripeSecretID, StripeAPIBase string
 	// PricesJSON (PRICES_JSON) overrides entries of the default price list
 	// (prices.Load); empty keeps the defaults.
 	PricesJSON string
@@ -158,6 +167,9 @@ func Config(getenv func(string) string) (Deps, error) {
 		Log:                  slog.New(slog.NewJSONHandler(os.Stdout, nil)),
 	}
 	d.ProviderSecretsPrefix = getenv("PROVIDER_SECRETS_PREFIX")
+	d.UserPoolID, d.UserPoolClientID = getenv("COGNITO_USER_POOL_ID"), getenv("COGNITO_CLIENT_ID")
+	d.CognitoJWKSURL, d.CognitoIssuer = getenv("COGNITO_JWKS_URL"), getenv("COGNITO_ISSUER")
+	d.StripeSecretID, d.StripeAPIBase = getenv("STRIPE_SECRET_ID"), strings.TrimSuffix(getenv("STRIPE_API_BASE"), "/")
 	if v := getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

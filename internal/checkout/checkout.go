@@ -137,12 +137,12 @@ type EventSession struct {
 
 // Event types the console acts on.
 const (
-	SessionCompleted        = "checkout.session.completed"
-	SessionAsyncSucceeded   = "checkout.session.async_payment_succeeded"
-	SessionAsyncFailed      = "checkout.session.async_payment_failed"
-	SessionExpired          = "checkout.session.expired"
-	SignatureHeader         = "Stripe-Signature"
-	MaxEventBytes     int64 = 256 << 10
+	SessionCompleted            = "checkout.session.completed"
+	SessionAsyncSucceeded       = "checkout.session.async_payment_succeeded"
+	SessionAsyncFailed          = "checkout.session.async_payment_failed"
+	SessionExpired              = "checkout.session.expired"
+	SignatureHeader             = "Stripe-Signature"
+	MaxEventBytes         int64 = 256 << 10
 )
 
 // VerifyEvent checks payload against its Stripe-Signature header with the

@@ -35,6 +35,7 @@ import (
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
 	"genjobs/internal/app/blobs"
+	"genjobs/internal/app/consolefn"
 	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/jobsfn"
 	"genjobs/internal/app/mcpfn"
@@ -48,6 +49,7 @@ import (
 	"genjobs/internal/awsclient"
 	"genjobs/internal/billing"
 	"genjobs/internal/blob"
+	"genjobs/internal/cognito"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
@@ -90,6 +92,7 @@ var Functions = map[string]app.Function{
 	"callbacks":   {HTTP: providerfn.Callbacks},
 	"mcp":         {HTTP: mcpfn.Build},
 	"lightworker": {SQS: workerfn.Build},
+	"console":     {HTTP: consolefn.Build},
 }
 
 // Stack is the local stack: the emulators' clients and the names of the
@@ -109,6 +112,12 @@ type Stack struct {
 	FunctionAPIOptions []func(*middleware.Stack) error
 	// Secrets are the provider secrets Provision loads (LoadSecrets).
 	Secrets ProviderSecrets
+	// Pool is the console's Cognito user pool in moto (ProvisionConsole),
+	// and StripeAPIBase the Stripe test double the console calls
+	// (ServeStripe); empty, the console's Stripe calls go to api.stripe.com
+	// and fail without keys.
+	Pool          cognito.Pool
+	StripeAPIBase string
 
 	Table, JobsQueue, DeliveriesQueue, ResultsBucket, AssetsBucket string
 	BaseURL                                                        string // the API's address
@@ -164,6 +173,9 @@ func (s *Stack) Provision(ctx context.Context) error {
 	}
 	if s.KMS != nil {
 		if err := s.ProvisionSigningKey(ctx); err != nil {
+			return err
+		}
+		if err := s.ProvisionConsole(ctx); err != nil {
 			return err
 		}
 	}
@@ -333,6 +345,8 @@ func (s *Stack) Resolve() map[string]string {
 		"AllowPrivateDestinations":     strconv.FormatBool(s.AllowPrivateDestinations),
 		"AppUrl":                       s.BaseURL + AppPath,
 		"ProviderRoutes":               s.ProviderRoutes,
+		"ConsoleUserPool":              s.Pool.PoolID,
+		"ConsoleUserPoolClient":        s.Pool.ClientID,
 		// The table's name stands for the stack's (SecretsPrefix).
 		"AWS::StackName": s.Table,
 	} {
@@ -388,6 +402,9 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 	if err != nil {
 		return triggers.Handlers{}, err
 	}
+	for k, v := range s.localEnv() {
+		env[k] = v
+	}
 	for k, v := range s.Env {
 		env[k] = v
 	}
@@ -431,9 +448,9 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 
 // FunctionConfig is the AWS configuration the functions build their own
 // clients from, as they do in Lambda: its endpoints are the stack's
-// emulators, DynamoDB Local, fauxqs (SQS and S3) and moto (KMS and Secrets
-// Manager). Without moto (no UseMoto), KMS and Secrets Manager calls go to
-// a closed port on loopback and fail: never to AWS.
+// emulators, DynamoDB Local, fauxqs (SQS and S3) and moto (KMS, Secrets
+// Manager and Cognito). Without moto (no UseMoto), KMS, Secrets Manager and
+// Cognito calls go to a closed port on loopback and fail: never to AWS.
 func (s *Stack) FunctionConfig() aws.Config {
 	moto := s.MotoEndpoint
 	if moto == "" {
@@ -443,7 +460,7 @@ func (s *Stack) FunctionConfig() aws.Config {
 		"DynamoDB": aws.ToString(s.DynamoDB.Options().BaseEndpoint),
 		"SQS":      aws.ToString(s.SQS.Options().BaseEndpoint),
 		"S3":       aws.ToString(s.S3.Options().BaseEndpoint),
-		"KMS":      moto, "Secrets Manager": moto,
+		"KMS":      moto, "Secrets Manager": moto, "Cognito Identity Provider": moto,
 	})
 	cfg.APIOptions = append(slices.Clone(cfg.APIOptions), s.FunctionAPIOptions...)
 	return cfg
@@ -479,7 +496,7 @@ func SeedDemo(ctx context.Context, s *store.Store, tokenFile string) (string, er
 	case errors.Is(err, auth.ErrNotFound):
 		err = s.CreateToken(ctx, auth.Token{
 			ID: auth.NewID("tok_"), WorkspaceID: DemoWorkspace, Name: "demo",
-			Hash: auth.Hash(token), CreatedAt: now,
+			Hash: auth.Hash(token), Prefix: auth.Prefix(token), CreatedAt: now,
 		})
 		if err != nil {
 			return "", err

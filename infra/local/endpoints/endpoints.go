@@ -31,6 +31,11 @@ type Stack struct {
 	// the file holding the demo workspace's token.
 	State     string `json:"state"`
 	DemoToken string `json:"demo_token"`
+	// The console's Cognito user pool and app client in moto, and the
+	// Stripe test double's address.
+	UserPool       string `json:"user_pool,omitempty"`
+	UserPoolClient string `json:"user_pool_client,omitempty"`
+	Stripe         string `json:"stripe,omitempty"`
 }
 
 // ErrNotRunning is returned by Find when no running stack is recorded.

@@ -87,9 +87,11 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 	sort.Strings(keys)
 	want := []string{
 		"$default -> NotFoundFunction",
+		"ANY /app/{proxy+} -> ConsoleFunction",
 		"DELETE /jobs/{id} -> JobsFunction",
 		"DELETE /mcp -> MCPFunction",
 		"GET /.well-known/jwks.json -> JwksFunction",
+		"GET /app -> ConsoleFunction",
 		"GET /assets/{id} -> AssetsFunction",
 		"GET /jobs -> JobsFunction",
 		"GET /jobs/{id} -> JobsFunction",
@@ -104,6 +106,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"POST /callbacks/{provider}/{job_id}/{token} -> CallbacksFunction",
 		"POST /generate/{kind}/{vendor}/{model} -> GenerateFunction",
 		"POST /mcp -> MCPFunction",
+		"POST /webhooks/stripe -> ConsoleFunction",
 		"PUT /callbacks/cog/uploads/{name} -> CallbacksFunction",
 	}
 	if fmt.Sprint(keys) != fmt.Sprint(want) {

@@ -21,9 +21,10 @@ func Store(d app.Deps) *store.Store {
 
 // Authenticator resolves API tokens from st. It remembers each token and
 // workspace it reads for up to auth.MaxCacheAge, for the life of the
-// function instance: most requests then read neither.
+// function instance: most requests then read neither. It records each
+// token's last use at most once an hour (auth.Uses).
 func Authenticator(d app.Deps, st *store.Store) auth.Authenticator {
-	return auth.Authenticator{Dir: auth.NewCache(st, d.Clock)}
+	return auth.Authenticator{Dir: auth.NewCache(st, d.Clock), Uses: auth.NewUses(st, d.Clock)}
 }
 
 // Usage builds the usage function's handler.

@@ -23,6 +23,7 @@ import (
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
+	"genjobs/internal/checkout/stripedouble"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"
 )
@@ -33,6 +34,8 @@ type Stack struct {
 	Token string // the demo workspace's token (25 USD)
 	Store *store.Store
 	Local *devstack.Stack
+	// Stripe is the console's Stripe test double, served on its own port.
+	Stripe *stripedouble.Double
 }
 
 // Start serves a stack until the test ends. The package's tests must run
@@ -69,6 +72,13 @@ func Start(t testing.TB) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stripeLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripeCtx, stopStripe := context.WithCancel(ctx)
+	t.Cleanup(stopStripe)
+	double := local.ServeStripe(stripeCtx, stripeLn, baseURL)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	hs, err := local.Functions(tpl, log)
 	if err != nil {
@@ -91,7 +101,7 @@ func Start(t testing.TB) *Stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop(); runner.Wait() })
-	return &Stack{URL: baseURL, Token: token, Store: st, Local: local}
+	return &Stack{URL: baseURL, Token: token, Store: st, Local: local, Stripe: double}
 }
 
 // Workspace makes another workspace with API access, the given balance and

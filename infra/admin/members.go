@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+
+	"genjobs/infra/local/emulator"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/cognito"
+	"genjobs/internal/member"
+	"genjobs/internal/store"
+)
+
+// users is the console's user pool, as the member commands use it
+// (cognito.Client).
+type users interface {
+	EnsureUser(ctx context.Context, email string) (cognito.User, bool, error)
+}
+
+// pool returns the user pool of the command's target, resolving it unless
+// a test set one: make run's moto pool, or with --aws the stack's
+// ConsoleUserPool output.
+func (c *cli) pool(ctx context.Context) (users, error) {
+	if c.users != nil {
+		return c.users, nil
+	}
+	var cfg aws.Config
+	var p cognito.Config
+	if !c.g.aws {
+		st, err := findStack(c.repoRoot)
+		if err != nil || st.UserPool == "" || st.Moto == "" {
+			return nil, errors.New("the local stack's user pool is not running; start it with make run")
+		}
+		cfg = emulator.MotoConfig(st.Moto)
+		p = cognito.Config{PoolID: st.UserPool, ClientID: st.UserPoolClient}
+	} else {
+		if c.g.stack == "" {
+			return nil, usagef("%s: with --aws, name the deployment with --stack: the user pool is one of its outputs", c.cmd.name)
+		}
+		var err error
+		if cfg, err = config.LoadDefaultConfig(ctx); err != nil {
+			return nil, fmt.Errorf("load the AWS configuration: %w", err)
+		}
+		outs, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(c.g.stack)})
+		if err != nil || len(outs.Stacks) == 0 {
+			return nil, fmt.Errorf("describe stack %s: %v", c.g.stack, err)
+		}
+		for _, o := range outs.Stacks[0].Outputs {
+			switch aws.ToString(o.OutputKey) {
+			case "ConsoleUserPoolId":
+				p.PoolID = aws.ToString(o.OutputValue)
+			case "ConsoleUserPoolClientId":
+				p.ClientID = aws.ToString(o.OutputValue)
+			}
+		}
+	}
+	u, err := cognito.New(cfg, awsclient.Requests.Cognito, p, cognito.VerifierOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the deployment's user pool: %w", err)
+	}
+	c.users = u
+	return u, nil
+}
+
+func (c *cli) memberAdd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	email := fs.String("email", "", "the person's `email`, their user name (required)")
+	role := fs.String("role", "", "owner, admin or member (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	e := member.NormalizeEmail(*email)
+	if err := member.ValidEmail(e); err != nil {
+		return usagef("%s: --email: %v", c.cmd.name, err)
+	}
+	r, err := member.ParseRole(*role)
+	if err != nil {
+		return usagef("%s: --role: %v", c.cmd.name, err)
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Workspace(ctx, *ws); err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	pool, err := c.pool(ctx)
+	if err != nil {
+		return err
+	}
+	u, _, err := pool.EnsureUser(ctx, e)
+	if err != nil {
+		return err
+	}
+	err = s.AddMember(ctx, member.Membership{WorkspaceID: *ws, UserID: u.UserID, Email: e, Role: r, AddedAt: c.clock.Now()})
+	if errors.Is(err, store.ErrExists) {
+		return fmt.Errorf("%s is a member of %s already, with another role", e, *ws)
+	}
+	if err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	// The temporary password is printed only when the pool made the user
+	// now: an existing person signs in with their own.
+	return writeJSON(stdout, struct {
+		UserID            string `json:"user_id"`
+		TemporaryPassword string `json:"temporary_password,omitempty"`
+	}{u.UserID, u.TemporaryPassword})
+}
+
+// memberByEmail finds a workspace's member by email.
+func memberByEmail(ctx context.Context, s *store.Store, ws, email string) (member.Membership, error) {
+	ms, err := s.Members(ctx, ws)
+	if err != nil {
+		return member.Membership{}, err
+	}
+	for _, m := range ms {
+		if m.Email == email {
+			return m, nil
+		}
+	}
+	return member.Membership{}, member.ErrNotMember
+}
+
+func (c *cli) memberRemove(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	email := fs.String("email", "", "the member's `email` (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	e := member.NormalizeEmail(*email)
+	if e == "" {
+		return usagef("%s: --email is required", c.cmd.name)
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := memberByEmail(ctx, s, *ws, e)
+	if err == nil {
+		err = s.RemoveMember(ctx, *ws, m.UserID)
+	}
+	switch {
+	case errors.Is(err, member.ErrNotMember):
+		return fmt.Errorf("%s is not a member of %s", e, *ws)
+	case errors.Is(err, member.ErrLastOwner):
+		return fmt.Errorf("%s is the last owner of %s: make another member an owner first", e, *ws)
+	case err != nil:
+		return c.target.explain(err)
+	}
+	return writeJSON(stdout, struct {
+		UserID  string `json:"user_id"`
+		Removed bool   `json:"removed"`
+	}{m.UserID, true})
+}
+
+func (c *cli) memberList(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := c.id("--workspace", *ws); err != nil {
+		return err
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Workspace(ctx, *ws); err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	ms, err := s.Members(ctx, *ws)
+	if err != nil {
+		return c.target.explain(err)
+	}
+	type row struct {
+		UserID  string `json:"user_id"`
+		Email   string `json:"email"`
+		Role    string `json:"role"`
+		AddedAt string `json:"added_at"`
+	}
+	out := struct {
+		WorkspaceID string `json:"workspace_id"`
+		Members     []row  `json:"members"`
+	}{*ws, []row{}}
+	for _, m := range ms {
+		out.Members = append(out.Members, row{m.UserID, m.Email, string(m.Role), m.AddedAt.UTC().Format("2006-01-02T15:04:05Z")})
+	}
+	return writeJSON(stdout, out)
+}

@@ -1,0 +1,46 @@
+// Package consolefn wires the console function (docs/console.md): the
+// table, the Cognito user pool, the Stripe keys in Secrets Manager and
+// Stripe's API. It is the only function that links the Cognito client and
+// stripe-go.
+package consolefn
+
+import (
+	"net/http"
+
+	"genjobs/internal/app"
+	"genjobs/internal/app/tables"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/checkout"
+	"genjobs/internal/cognito"
+	"genjobs/internal/console"
+	"genjobs/internal/httpapi"
+	"genjobs/internal/secrets"
+)
+
+// Build builds the console's handler: the pages under /app and
+// POST /webhooks/stripe. It does no I/O: the pool's keys and the Stripe
+// keys are read at first use.
+func Build(d app.Deps) (http.Handler, error) {
+	if err := app.Require(map[string]string{
+		"TABLE_NAME": d.Table, "APP_URL": d.AppURL, "COGNITO_USER_POOL_ID": d.UserPoolID,
+		"COGNITO_CLIENT_ID": d.UserPoolClientID, "STRIPE_SECRET_ID": d.StripeSecretID,
+	}); err != nil {
+		return nil, err
+	}
+	d = d.WithRetries(awsclient.Requests)
+	id, err := cognito.New(d.AWS, d.Retries.Cognito,
+		cognito.Config{PoolID: d.UserPoolID, ClientID: d.UserPoolClientID, JWKSURL: d.CognitoJWKSURL, Issuer: d.CognitoIssuer},
+		cognito.VerifierOptions{Clock: d.Clock})
+	if err != nil {
+		return nil, err
+	}
+	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.StripeSecretID)
+	c, err := console.New(console.Config{
+		Store: tables.Store(d), Identity: id, Payments: checkout.New(keys, d.StripeAPIBase),
+		Clock: d.Clock, Log: d.Log, AppURL: d.AppURL,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.Middleware(d.Log, c.Routes()), nil
+}

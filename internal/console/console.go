@@ -1,0 +1,251 @@
+// Package console is the web application's settings pages (docs/console.md):
+// sign-in, API tokens and access, billing by Stripe Checkout, usage, members,
+// and the share link's page, rendered on the server with html/template from
+// embedded templates and assets, working without JavaScript. It also takes
+// Stripe's webhook, the only way a top-up reaches the balance.
+//
+// Every page and form checks on the server, at each request, who is signed
+// in (a session cookie, stored hashed), which workspace they act on (one of
+// their memberships) and what their role allows (package member). Every
+// form that changes something carries the session's CSRF token and must
+// come from the console's own origin (net/http.CrossOriginProtection).
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"genjobs/internal/auth"
+	"genjobs/internal/billing"
+	"genjobs/internal/checkout"
+	"genjobs/internal/clock"
+	"genjobs/internal/cognito"
+	"genjobs/internal/httpapi"
+	"genjobs/internal/member"
+	"genjobs/internal/style"
+)
+
+// Base is the path the console is served under, on the API's own domain
+// (template.yaml routes /app and /app/{proxy+} to it).
+const Base = "/app"
+
+// Store is what the console reads and writes: the same primitives as the
+// operator CLI (store.Store).
+type Store interface {
+	CreateSession(ctx context.Context, s member.Session) error
+	Session(ctx context.Context, hash string, now time.Time) (member.Session, error)
+	UpdateSession(ctx context.Context, s member.Session) error
+	DeleteSession(ctx context.Context, hash string) error
+
+	Memberships(ctx context.Context, user string) ([]member.Membership, error)
+	Members(ctx context.Context, ws string) ([]member.Membership, error)
+	AddMember(ctx context.Context, m member.Membership) error
+	SetRole(ctx context.Context, ws, user string, role member.Role) (member.Membership, error)
+	RemoveMember(ctx context.Context, ws, user string) error
+
+	Workspace(ctx context.Context, id string) (auth.Workspace, error)
+	SetAPIEnabled(ctx context.Context, id string, enabled bool) error
+	Tokens(ctx context.Context, ws string) ([]auth.Token, error)
+	CreateToken(ctx context.Context, t auth.Token) error
+	RevokeToken(ctx context.Context, ws, tokenID string, at time.Time) error
+
+	Balance(ctx context.Context, ws string) (billing.Balance, error)
+	Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error)
+	Checkout(ctx context.Context, ws, id string) (billing.Checkout, error)
+	CreateCheckout(ctx context.Context, c billing.Checkout) error
+	SetCheckoutSession(ctx context.Context, ws, id, sessionID string, at time.Time) error
+	CreditCheckout(ctx context.Context, ws, id, sessionID string, amount billing.Micros, at time.Time) (bool, error)
+	EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (bool, error)
+
+	Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
+	SharedStyle(ctx context.Context, token string) (style.Style, error)
+}
+
+// Identity signs people in (cognito.Client).
+type Identity interface {
+	SignIn(ctx context.Context, email, password string) (cognito.Result, error)
+	SetNewPassword(ctx context.Context, email, session, password string) (cognito.Result, error)
+	EnsureUser(ctx context.Context, email string) (cognito.User, bool, error)
+}
+
+// Payments is Stripe Checkout (checkout.Stripe).
+type Payments interface {
+	CreateSession(ctx context.Context, r checkout.SessionRequest) (checkout.Session, error)
+	VerifyEvent(ctx context.Context, payload []byte, header string) (checkout.Event, error)
+}
+
+// Config builds a Console.
+type Config struct {
+	Store    Store
+	Identity Identity
+	Payments Payments
+	Clock    clock.Clock
+	Log      *slog.Logger
+	// AppURL is the console's public address ({app_url}, ending in /app
+	// when served by the API): Stripe's return URLs are made from it, and
+	// its origin is trusted for forms besides the request's own host.
+	AppURL string
+}
+
+// Console serves the pages.
+type Console struct {
+	Config
+	secure bool // AppURL is https: Secure cookies, HSTS
+	cop    *http.CrossOriginProtection
+	pages  map[string]*pageTemplate
+	css    string // the stylesheet's URL, with its hash for caching
+	js     string
+}
+
+//go:embed templates/*.html assets/*
+var files embed.FS
+
+// New checks cfg and parses the templates. It does no I/O.
+func New(cfg Config) (*Console, error) {
+	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Clock == nil || cfg.Log == nil {
+		return nil, errors.New("console: Store, Identity, Payments, Clock and Log are required")
+	}
+	u, err := url.Parse(cfg.AppURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("console: APP_URL must be an absolute http(s) URL, not %q", cfg.AppURL)
+	}
+	cfg.AppURL = strings.TrimSuffix(cfg.AppURL, "/")
+	c := &Console{Config: cfg, secure: u.Scheme == "https", cop: http.NewCrossOriginProtection()}
+	if err := c.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	// Stripe's webhook is no browser's form: its signature is its check.
+	c.cop.AddInsecureBypassPattern("POST /webhooks/stripe")
+	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, http.StatusForbidden, "This form did not come from the console's own pages. Open the page again and resend it.")
+	}))
+	if c.css, err = assetURL("app.css"); err != nil {
+		return nil, err
+	}
+	if c.js, err = assetURL("copy.js"); err != nil {
+		return nil, err
+	}
+	if c.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// assetURL is an embedded asset's URL with a digest of its content, so that
+// it can be cached for long and still change with a deploy.
+func assetURL(name string) (string, error) {
+	b, err := files.ReadFile("assets/" + name)
+	if err != nil {
+		return "", fmt.Errorf("console: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return Base + "/assets/" + name + "?v=" + hex.EncodeToString(sum[:4]), nil
+}
+
+// Routes is the console's router: the pages under Base, and Stripe's webhook.
+func (c *Console) Routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+Base, c.home)
+	mux.HandleFunc("GET "+Base+"/{$}", c.home)
+	mux.HandleFunc("GET "+Base+"/assets/{name}", c.asset)
+	mux.HandleFunc("GET "+Base+"/sign-in", c.signInPage)
+	mux.HandleFunc("POST "+Base+"/sign-in", c.signIn)
+	mux.HandleFunc("POST "+Base+"/set-password", c.setPassword)
+	mux.HandleFunc("POST "+Base+"/sign-out", c.form(c.signOut, nil))
+	mux.HandleFunc("POST "+Base+"/workspace", c.switchWorkspace)
+
+	mux.HandleFunc("GET "+Base+"/settings/api-tokens", c.page(c.tokensPage))
+	mux.HandleFunc("POST "+Base+"/settings/api-tokens", c.form(c.createToken, member.Role.ManagesTokens))
+	mux.HandleFunc("GET "+Base+"/settings/api-tokens/{id}/revoke", c.page(c.revokePage))
+	mux.HandleFunc("POST "+Base+"/settings/api-tokens/{id}/revoke", c.form(c.revokeToken, member.Role.ManagesTokens))
+	mux.HandleFunc("POST "+Base+"/settings/api-access", c.form(c.setAPIAccess, member.Role.ManagesTokens))
+
+	mux.HandleFunc("GET "+Base+"/settings/billing", c.page(c.billingPage))
+	mux.HandleFunc("POST "+Base+"/settings/billing/top-up", c.form(c.topUp, member.Role.AddsBalance))
+
+	mux.HandleFunc("GET "+Base+"/settings/usage", c.page(c.usagePage))
+	mux.HandleFunc("GET "+Base+"/settings/usage.csv", c.page(c.usageCSV))
+
+	mux.HandleFunc("GET "+Base+"/settings/members", c.page(c.membersPage))
+	mux.HandleFunc("POST "+Base+"/settings/members", c.form(c.addMember, member.Role.ManagesMembers))
+	mux.HandleFunc("POST "+Base+"/settings/members/{user}/role", c.form(c.changeRole, member.Role.ManagesMembers))
+	mux.HandleFunc("GET "+Base+"/settings/members/{user}/remove", c.page(c.removeMemberPage))
+	mux.HandleFunc("POST "+Base+"/settings/members/{user}/remove", c.form(c.removeMember, member.Role.ManagesMembers))
+
+	mux.HandleFunc("GET "+Base+"/styles/shared/{token}", c.sharedStyle)
+
+	mux.HandleFunc("POST /webhooks/stripe", c.stripeWebhook)
+	mux.HandleFunc("/", c.notFound)
+	return c.headers(c.cop.Handler(mux))
+}
+
+// headers sets what every answer carries: a strict CSP (no inline script
+// or style; images from https for style covers), no framing, no referrer
+// outside the console, no caching of pages that hold account data.
+func (c *Console) headers(next http.Handler) http.Handler {
+	csp := "default-src 'self'; img-src 'self' https: data:; style-src 'self'; script-src 'self'; " +
+		"object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		if c.secure {
+			h.Set("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+		}
+		if !strings.HasPrefix(r.URL.Path, Base+"/assets/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (c *Console) asset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	types := map[string]string{"app.css": "text/css; charset=utf-8", "copy.js": "text/javascript; charset=utf-8", "logo.svg": "image/svg+xml"}
+	ct, ok := types[name]
+	if !ok {
+		c.notFound(w, r)
+		return
+	}
+	b, err := files.ReadFile("assets/" + name)
+	if err != nil {
+		c.notFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	_, _ = w.Write(b)
+}
+
+func (c *Console) home(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, Base+"/settings/api-tokens", http.StatusSeeOther)
+}
+
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
+	c.fail(w, r, http.StatusNotFound, "There is no such page.")
+}
+
+// fail answers an error page with status and a message for people.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.render(w, r, status, "error", &view{Title: http.StatusText(status), Message: msg})
+}
+
+// internalError logs err with the request's id and answers a fixed page.
+func (c *Console) internalError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	c.logger(r).Error(what, "error", err.Error())
+	c.fail(w, r, http.StatusInternalServerError, "Something went wrong on our side. Nothing was changed unless the page says so; try again in a moment.")
+}
+
+// logger is the request's logger (httpapi.Middleware's, with the request id).
+func (c *Console) logger(r *http.Request) *slog.Logger { return httpapi.Logger(r.Context()) }

@@ -1,0 +1,147 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+
+	"genjobs/internal/member"
+	"genjobs/internal/store"
+)
+
+type membersData struct {
+	Members    []member.Membership
+	CanManage  bool
+	Self       string // the signed-in person's user id
+	Email      string // the add form's fields after an error
+	Role       string
+	EmailError string
+	// Added is a person just added, with their temporary password when the
+	// pool made them now: shown once, to pass on.
+	Added *addedMember
+}
+
+type addedMember struct {
+	Email, Role, TemporaryPassword string
+}
+
+func (c *Console) membersData(r *http.Request, req *request) (membersData, error) {
+	ms, err := c.Store.Members(r.Context(), req.current.WorkspaceID)
+	return membersData{Members: ms, CanManage: req.current.Role.ManagesMembers(), Self: req.session.UserID}, err
+}
+
+func (c *Console) membersPage(w http.ResponseWriter, r *http.Request, req *request) {
+	data, err := c.membersData(r, req)
+	if err != nil {
+		c.internalError(w, r, "read members", err)
+		return
+	}
+	v := c.view(req, "members", "Members")
+	v.Notice, v.Data = notices[r.URL.Query().Get("done")], data
+	c.render(w, r, http.StatusOK, "members", v)
+}
+
+func (c *Console) membersError(w http.ResponseWriter, r *http.Request, req *request, status int, email, role, msg string) {
+	data, err := c.membersData(r, req)
+	if err != nil {
+		c.internalError(w, r, "read members", err)
+		return
+	}
+	data.Email, data.Role, data.EmailError = email, role, msg
+	v := c.view(req, "members", "Members")
+	v.Data = data
+	c.render(w, r, status, "members", v)
+}
+
+func (c *Console) addMember(w http.ResponseWriter, r *http.Request, req *request) {
+	email := member.NormalizeEmail(r.PostForm.Get("email"))
+	roleText := r.PostForm.Get("role")
+	role, err := member.ParseRole(roleText)
+	if err != nil {
+		c.membersError(w, r, req, http.StatusBadRequest, email, roleText, "Choose owner, admin or member.")
+		return
+	}
+	if err := member.ValidEmail(email); err != nil {
+		c.membersError(w, r, req, http.StatusBadRequest, email, roleText, "Enter the person's email address.")
+		return
+	}
+	u, created, err := c.Identity.EnsureUser(r.Context(), email)
+	if err != nil {
+		c.internalError(w, r, "create user", err)
+		return
+	}
+	err = c.Store.AddMember(r.Context(), member.Membership{WorkspaceID: req.current.WorkspaceID, UserID: u.UserID,
+		Email: email, Role: role, AddedAt: c.Clock.Now()})
+	if errors.Is(err, store.ErrExists) {
+		c.membersError(w, r, req, http.StatusConflict, email, roleText, email+" is a member already: change their role in the list.")
+		return
+	}
+	if err != nil {
+		c.internalError(w, r, "add member", err)
+		return
+	}
+	c.logger(r).Info("member added", "workspace_id", req.current.WorkspaceID, "user_id", u.UserID, "role", role, "by", req.session.UserID)
+	data, err := c.membersData(r, req)
+	if err != nil {
+		c.internalError(w, r, "read members", err)
+		return
+	}
+	data.Added = &addedMember{Email: email, Role: string(role)}
+	if created {
+		data.Added.TemporaryPassword = u.TemporaryPassword
+	}
+	v := c.view(req, "members", "Members")
+	v.Data = data
+	c.render(w, r, http.StatusCreated, "members", v)
+}
+
+func (c *Console) changeRole(w http.ResponseWriter, r *http.Request, req *request) {
+	role, err := member.ParseRole(r.PostForm.Get("role"))
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, "Choose owner, admin or member.")
+		return
+	}
+	_, err = c.Store.SetRole(r.Context(), req.current.WorkspaceID, r.PathValue("user"), role)
+	c.afterMemberChange(w, r, req, err, "role")
+}
+
+func (c *Console) afterMemberChange(w http.ResponseWriter, r *http.Request, req *request, err error, done string) {
+	switch {
+	case errors.Is(err, member.ErrNotMember):
+		c.fail(w, r, http.StatusNotFound, "That person is not a member of "+req.current.WorkspaceName+".")
+	case errors.Is(err, member.ErrLastOwner):
+		c.fail(w, r, http.StatusConflict, "A workspace keeps at least one owner: make someone else an owner first.")
+	case err != nil:
+		c.internalError(w, r, "change member", err)
+	default:
+		c.logger(r).Info("member changed", "workspace_id", req.current.WorkspaceID, "user_id", r.PathValue("user"), "change", done, "by", req.session.UserID)
+		http.Redirect(w, r, Base+"/settings/members?done="+done, http.StatusSeeOther)
+	}
+}
+
+type removeData struct{ Member member.Membership }
+
+func (c *Console) removeMemberPage(w http.ResponseWriter, r *http.Request, req *request) {
+	if !req.current.Role.ManagesMembers() {
+		c.fail(w, r, http.StatusForbidden, "Only owners manage members.")
+		return
+	}
+	ms, err := c.Store.Members(r.Context(), req.current.WorkspaceID)
+	if err != nil {
+		c.internalError(w, r, "read members", err)
+		return
+	}
+	for _, m := range ms {
+		if m.UserID == r.PathValue("user") {
+			v := c.view(req, "members", "Remove "+m.Email)
+			v.Data = removeData{Member: m}
+			c.render(w, r, http.StatusOK, "removemember", v)
+			return
+		}
+	}
+	c.fail(w, r, http.StatusNotFound, "That person is not a member of "+req.current.WorkspaceName+".")
+}
+
+func (c *Console) removeMember(w http.ResponseWriter, r *http.Request, req *request) {
+	err := c.Store.RemoveMember(r.Context(), req.current.WorkspaceID, r.PathValue("user"))
+	c.afterMemberChange(w, r, req, err, "removed")
+}

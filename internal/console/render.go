@@ -1,0 +1,101 @@
+package console
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"genjobs/internal/billing"
+	"genjobs/internal/member"
+)
+
+// view is what every page's template reads; Data is the page's own.
+type view struct {
+	Title   string
+	Nav     string // the active tab
+	Message string // the error page's text
+	Notice  string // a confirmation after a redirect ("Token revoked.")
+
+	Signed     bool
+	Email      string
+	CSRF       string
+	Workspace  member.Membership
+	Workspaces []member.Membership
+	Back       string // the page's path, for the switcher to come back to
+
+	CSS, JS string
+	Data    any
+}
+
+// view starts the view of a signed-in page.
+func (c *Console) view(req *request, nav, title string) *view {
+	return &view{Title: title, Nav: nav, Signed: true, Email: req.session.Email, CSRF: req.session.CSRF,
+		Workspace: req.current, Workspaces: req.all}
+}
+
+type pageTemplate struct{ t *template.Template }
+
+var pageNames = []string{"error", "noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared"}
+
+var funcs = template.FuncMap{
+	"usd":  func(m billing.Micros) string { return m.Dollars() },
+	"date": func(t time.Time) string { return t.UTC().Format("2 Jan 2006") },
+	"when": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") },
+	"hour": func(t *time.Time) string {
+		if t == nil {
+			return "never"
+		}
+		return t.UTC().Format("2 Jan 2006, 15:00 UTC")
+	},
+	"title": func(s string) string {
+		if s == "" {
+			return s
+		}
+		return strings.ToUpper(s[:1]) + s[1:]
+	},
+	"roles": func() []member.Role { return member.Roles },
+	"add":   func(a, b int) int { return a + b },
+	"sub":   func(a, b int) int { return a - b },
+}
+
+func parsePages() (map[string]*pageTemplate, error) {
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	pages := map[string]*pageTemplate{}
+	for _, name := range pageNames {
+		t, err := layout.Clone()
+		if err == nil {
+			t, err = t.ParseFS(files, "templates/"+name+".html")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("console: page %s: %w", name, err)
+		}
+		pages[name] = &pageTemplate{t}
+	}
+	return pages, nil
+}
+
+// render writes page with v, rendered whole before anything is sent, so
+// that a template error is a clean 500.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, v *view) {
+	v.CSS, v.JS = c.css, c.js
+	if v.Back == "" {
+		v.Back = r.URL.Path
+	}
+	var buf bytes.Buffer
+	if err := c.pages[page].t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		c.logger(r).Error("render page", "page", page, "error", err.Error())
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte("Something went wrong on our side."))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}

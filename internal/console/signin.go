@@ -1,0 +1,129 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"genjobs/internal/cognito"
+	"genjobs/internal/member"
+)
+
+type signInData struct {
+	Email, Next string
+	Error       string
+	// The set-password step: Cognito's session for the challenge.
+	Challenge string
+}
+
+// msgBadCredentials is the one answer to a wrong password and to an
+// unknown email alike.
+const msgBadCredentials = "That email and password do not match an account."
+
+func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, "signin", &view{Title: "Sign in", Data: signInData{Next: localPath(r.URL.Query().Get("next"), "")}})
+}
+
+// MaxPasswordBytes bounds what a sign-in form may send (Cognito's own limit
+// is 256 characters).
+const MaxPasswordBytes = 1024
+
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	email := member.NormalizeEmail(r.PostForm.Get("email"))
+	password := r.PostForm.Get("password")
+	data := signInData{Email: email, Next: localPath(r.PostForm.Get("next"), "")}
+	if email == "" || password == "" || len(password) > MaxPasswordBytes || len(email) > 254 {
+		data.Error = "Enter your email and password."
+		c.render(w, r, http.StatusBadRequest, "signin", &view{Title: "Sign in", Data: data})
+		return
+	}
+	res, err := c.Identity.SignIn(r.Context(), email, password)
+	c.afterCognito(w, r, data, res, err)
+}
+
+func (c *Console) setPassword(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	data := signInData{Email: member.NormalizeEmail(r.PostForm.Get("email")), Next: localPath(r.PostForm.Get("next"), ""),
+		Challenge: r.PostForm.Get("challenge")}
+	password, again := r.PostForm.Get("password"), r.PostForm.Get("password_again")
+	switch {
+	case data.Email == "" || data.Challenge == "" || len(data.Challenge) > 4096:
+		c.render(w, r, http.StatusBadRequest, "signin", &view{Title: "Sign in", Data: signInData{Error: "Sign in again to set your password."}})
+		return
+	case password != again:
+		data.Error = "The two passwords differ."
+	case len(password) < 12 || len(password) > MaxPasswordBytes:
+		data.Error = "Choose a password of at least 12 characters."
+	}
+	if data.Error != "" {
+		c.render(w, r, http.StatusBadRequest, "setpassword", &view{Title: "Choose a password", Data: data})
+		return
+	}
+	res, err := c.Identity.SetNewPassword(r.Context(), data.Email, data.Challenge, password)
+	c.afterCognito(w, r, data, res, err)
+}
+
+// afterCognito answers a sign-in step: the set-password page, an error
+// beside the form, or a new session.
+func (c *Console) afterCognito(w http.ResponseWriter, r *http.Request, data signInData, res cognito.Result, err error) {
+	switch {
+	case errors.Is(err, cognito.ErrBadCredentials):
+		data.Error = msgBadCredentials
+		c.render(w, r, http.StatusUnauthorized, "signin", &view{Title: "Sign in", Data: data})
+		return
+	case errors.Is(err, cognito.ErrChallengeExpired):
+		data.Error, data.Challenge = "That step took too long. Sign in again with your temporary password.", ""
+		c.render(w, r, http.StatusUnauthorized, "signin", &view{Title: "Sign in", Data: data})
+		return
+	case errors.Is(err, cognito.ErrPasswordReset):
+		data.Error = "Your password must be reset: ask the workspace's owner or the operator for a new temporary password."
+		c.render(w, r, http.StatusUnauthorized, "signin", &view{Title: "Sign in", Data: data})
+		return
+	case errors.Is(err, cognito.ErrWeakPassword):
+		data.Error = "Choose a stronger password: at least 12 characters with upper and lower case letters, a digit and a symbol."
+		c.render(w, r, http.StatusBadRequest, "setpassword", &view{Title: "Choose a password", Data: data})
+		return
+	case err != nil:
+		c.internalError(w, r, "sign in", err)
+		return
+	case res.NewPasswordRequired:
+		data.Challenge, data.Error = res.Session, ""
+		c.render(w, r, http.StatusOK, "setpassword", &view{Title: "Choose a password", Data: data})
+		return
+	}
+	now := c.Clock.Now()
+	value := member.NewSecret()
+	ses := member.Session{Hash: member.HashSecret(value), UserID: res.Identity.UserID, Email: member.NormalizeEmail(res.Identity.Email),
+		CSRF: member.NewSecret(), CreatedAt: now, SeenAt: now}
+	if all, err := c.Store.Memberships(r.Context(), ses.UserID); err == nil && len(all) > 0 {
+		ses.WorkspaceID = all[0].WorkspaceID
+	}
+	if err := c.Store.CreateSession(r.Context(), ses); err != nil {
+		c.internalError(w, r, "create session", err)
+		return
+	}
+	c.logger(r).Info("signed in", "user_id", ses.UserID)
+	c.setCookie(w, value, int(member.MaxAge.Seconds()))
+	http.Redirect(w, r, localPath(data.Next, Base+"/settings/api-tokens"), http.StatusSeeOther)
+}
+
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request, req *request) {
+	if err := c.Store.DeleteSession(r.Context(), req.session.Hash); err != nil {
+		c.internalError(w, r, "sign out", err)
+		return
+	}
+	c.setCookie(w, "", -1)
+	http.Redirect(w, r, Base+"/sign-in?signed_out=1", http.StatusSeeOther)
+}
+
+// trimmed reads a form field without surrounding space.
+func trimmed(r *http.Request, name string) string { return strings.TrimSpace(r.PostForm.Get(name)) }

@@ -1,0 +1,171 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"unicode/utf8"
+
+	"genjobs/internal/auth"
+	"genjobs/internal/store"
+)
+
+type tokensData struct {
+	Tokens     []auth.Token
+	APIEnabled bool
+	CanManage  bool
+	// NewToken is the value of the token just created: shown in this one
+	// answer, never stored, never shown again.
+	NewToken     string
+	NewTokenName string
+	Name         string // the name field, kept after an error
+	NameError    string
+}
+
+// Notices a redirect after a change shows (?done=...).
+var notices = map[string]string{
+	"revoked":     "Token revoked. Requests with it are refused within 5 seconds.",
+	"api-on":      "API access is on: the workspace's tokens work.",
+	"api-off":     "API access is off: every request with the workspace's tokens gets 401.",
+	"role":        "Role changed.",
+	"removed":     "Member removed.",
+	"switched":    "",
+	"cancelled":   "Checkout cancelled: nothing was charged.",
+	"member-kept": "",
+}
+
+func (c *Console) tokensData(r *http.Request, req *request) (tokensData, error) {
+	ws, err := c.Store.Workspace(r.Context(), req.current.WorkspaceID)
+	if err != nil {
+		return tokensData{}, err
+	}
+	tokens, err := c.Store.Tokens(r.Context(), req.current.WorkspaceID)
+	if err != nil {
+		return tokensData{}, err
+	}
+	return tokensData{Tokens: tokens, APIEnabled: ws.APIEnabled, CanManage: req.current.Role.ManagesTokens()}, nil
+}
+
+func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request, req *request) {
+	data, err := c.tokensData(r, req)
+	if err != nil {
+		c.internalError(w, r, "read tokens", err)
+		return
+	}
+	v := c.view(req, "tokens", "API tokens")
+	v.Notice, v.Data = notices[r.URL.Query().Get("done")], data
+	c.render(w, r, http.StatusOK, "tokens", v)
+}
+
+// MaxTokenName is the longest token name, in characters.
+const MaxTokenName = 100
+
+func (c *Console) createToken(w http.ResponseWriter, r *http.Request, req *request) {
+	name := trimmed(r, "name")
+	var nameErr string
+	switch n := utf8.RuneCountInString(name); {
+	case n == 0:
+		nameErr = "Give the token a name, such as the app that will use it."
+	case n > MaxTokenName || !utf8.ValidString(name):
+		nameErr = "A token's name has at most 100 characters."
+	}
+	if nameErr != "" {
+		data, err := c.tokensData(r, req)
+		if err != nil {
+			c.internalError(w, r, "read tokens", err)
+			return
+		}
+		data.Name, data.NameError = name, nameErr
+		v := c.view(req, "tokens", "API tokens")
+		v.Data = data
+		c.render(w, r, http.StatusBadRequest, "tokens", v)
+		return
+	}
+	token, hash := auth.NewToken()
+	t := auth.Token{ID: auth.NewID("tok_"), WorkspaceID: req.current.WorkspaceID, Name: name, Hash: hash,
+		Prefix: auth.Prefix(token), CreatedAt: c.Clock.Now(), CreatedBy: req.session.Email}
+	if err := c.Store.CreateToken(r.Context(), t); err != nil {
+		c.internalError(w, r, "create token", err)
+		return
+	}
+	c.logger(r).Info("token created", "workspace_id", t.WorkspaceID, "token_id", t.ID, "user_id", req.session.UserID)
+	data, err := c.tokensData(r, req)
+	if err != nil {
+		c.internalError(w, r, "read tokens", err)
+		return
+	}
+	// Rendered in this answer rather than after a redirect: the value is
+	// never stored anywhere it could be shown from again.
+	data.NewToken, data.NewTokenName = token, name
+	v := c.view(req, "tokens", "API tokens")
+	v.Data = data
+	c.render(w, r, http.StatusCreated, "tokens", v)
+}
+
+type revokeData struct{ Token auth.Token }
+
+// findToken is the current workspace's token named by the path, or a
+// written 404.
+func (c *Console) findToken(w http.ResponseWriter, r *http.Request, req *request) (auth.Token, bool) {
+	tokens, err := c.Store.Tokens(r.Context(), req.current.WorkspaceID)
+	if err != nil {
+		c.internalError(w, r, "read tokens", err)
+		return auth.Token{}, false
+	}
+	for _, t := range tokens {
+		if t.ID == r.PathValue("id") {
+			return t, true
+		}
+	}
+	c.fail(w, r, http.StatusNotFound, "There is no such token in "+req.current.WorkspaceName+".")
+	return auth.Token{}, false
+}
+
+func (c *Console) revokePage(w http.ResponseWriter, r *http.Request, req *request) {
+	if !req.current.Role.ManagesTokens() {
+		c.fail(w, r, http.StatusForbidden, "Your role ("+string(req.current.Role)+") does not allow revoking tokens.")
+		return
+	}
+	t, ok := c.findToken(w, r, req)
+	if !ok {
+		return
+	}
+	v := c.view(req, "tokens", "Revoke "+t.Name)
+	v.Data = revokeData{Token: t}
+	c.render(w, r, http.StatusOK, "revoke", v)
+}
+
+func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, req *request) {
+	err := c.Store.RevokeToken(r.Context(), req.current.WorkspaceID, r.PathValue("id"), c.Clock.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		c.fail(w, r, http.StatusNotFound, "There is no such token in "+req.current.WorkspaceName+".")
+		return
+	}
+	if err != nil {
+		c.internalError(w, r, "revoke token", err)
+		return
+	}
+	c.logger(r).Info("token revoked", "workspace_id", req.current.WorkspaceID, "token_id", r.PathValue("id"), "user_id", req.session.UserID)
+	http.Redirect(w, r, Base+"/settings/api-tokens?done=revoked", http.StatusSeeOther)
+}
+
+func (c *Console) setAPIAccess(w http.ResponseWriter, r *http.Request, req *request) {
+	var on bool
+	switch r.PostForm.Get("enabled") {
+	case "true":
+		on = true
+	case "false":
+	default:
+		c.fail(w, r, http.StatusBadRequest, "The form must say whether API access is to be on or off.")
+		return
+	}
+	if err := c.Store.SetAPIEnabled(r.Context(), req.current.WorkspaceID, on); err != nil {
+		c.internalError(w, r, "switch API access", err)
+		return
+	}
+	c.logger(r).Info("API access switched", "workspace_id", req.current.WorkspaceID, "enabled", on, "user_id", req.session.UserID)
+	done := "api-off"
+	if on {
+		done = "api-on"
+	}
+	http.Redirect(w, r, Base+"/settings/api-tokens?done="+done, http.StatusSeeOther)
+}

@@ -1,0 +1,166 @@
+package console
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"genjobs/internal/billing"
+)
+
+// UsageChoices are the windows the usage page offers, in days.
+var UsageChoices = []int{7, 30, 90}
+
+type usageData struct {
+	Days    int
+	Choices []int
+	Usage   billing.Usage
+	Chart   chart
+}
+
+// chart is the usage's bar chart, laid out on the server: an SVG with one
+// bar per day, the same figures as the table under it.
+type chart struct {
+	Width, Height int
+	Bars          []bar
+	Ticks         []tick
+	Labels        []label
+	PlotTop       int
+	PlotBottom    int
+	PlotLeft      int
+	PlotRight     int
+	Empty         bool
+}
+
+type bar struct {
+	X, Y, W, H int
+	Title      string // the day and its cost, shown on hover and read by screen readers
+}
+
+type tick struct {
+	Y     int
+	Label string
+}
+
+type label struct {
+	X    int
+	Text string
+}
+
+func usageDays(r *http.Request) (int, bool) {
+	v := r.URL.Query().Get("days")
+	if v == "" {
+		return billing.DefaultUsageDays, true
+	}
+	n, err := strconv.Atoi(v)
+	for _, c := range UsageChoices {
+		if err == nil && n == c {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+func (c *Console) usage(w http.ResponseWriter, r *http.Request, req *request) (billing.Usage, int, bool) {
+	days, ok := usageDays(r)
+	if !ok {
+		c.fail(w, r, http.StatusBadRequest, "Usage is shown for 7, 30 or 90 days.")
+		return billing.Usage{}, 0, false
+	}
+	// The same window and sum as GET /usage (httpapi.Usage).
+	from, to := billing.UsageWindow(c.Clock.Now(), days)
+	charges, err := c.Store.Charges(r.Context(), req.current.WorkspaceID, from, to)
+	if err != nil {
+		c.internalError(w, r, "read charges", err)
+		return billing.Usage{}, 0, false
+	}
+	return billing.Summarize(charges, from, to), days, true
+}
+
+func (c *Console) usagePage(w http.ResponseWriter, r *http.Request, req *request) {
+	u, days, ok := c.usage(w, r, req)
+	if !ok {
+		return
+	}
+	v := c.view(req, "usage", "Usage")
+	v.Data = usageData{Days: days, Choices: UsageChoices, Usage: u, Chart: drawChart(u)}
+	c.render(w, r, http.StatusOK, "usage", v)
+}
+
+// usageCSV is the table's rows as CSV: date, USD (six decimals, as
+// GET /usage writes them), jobs.
+func (c *Console) usageCSV(w http.ResponseWriter, r *http.Request, req *request) {
+	u, days, ok := c.usage(w, r, req)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="usage-%s-%dd.csv"`, req.current.WorkspaceID, days))
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"date", "usd", "jobs"})
+	for _, d := range u.Days {
+		_ = cw.Write([]string{d.Date, d.Amount.String(), strconv.Itoa(d.Jobs)})
+	}
+	cw.Flush()
+}
+
+// drawChart lays the bars out in a 720 x 240 box: a y axis rounded up to a
+// readable step, a bar per day, a date label every few days.
+func drawChart(u billing.Usage) chart {
+	ch := chart{Width: 720, Height: 240, PlotLeft: 56, PlotRight: 708, PlotTop: 12, PlotBottom: 208}
+	var peak billing.Micros
+	for _, d := range u.Days {
+		peak = max(peak, d.Amount)
+	}
+	ch.Empty = peak == 0
+	top := niceCeiling(peak)
+	plotH := ch.PlotBottom - ch.PlotTop
+	for i := 0; i <= 4; i++ {
+		v := top * billing.Micros(i) / 4
+		ch.Ticks = append(ch.Ticks, tick{Y: ch.PlotBottom - int(int64(plotH)*int64(v)/int64(top)), Label: "$" + v.Dollars()})
+	}
+	n := len(u.Days)
+	if n == 0 {
+		return ch
+	}
+	slot := float64(ch.PlotRight-ch.PlotLeft) / float64(n)
+	width := max(1, int(slot*0.7))
+	every := max(1, n/7)
+	for i, d := range u.Days {
+		h := int(int64(plotH) * int64(d.Amount) / int64(top))
+		if d.Amount > 0 && h < 2 {
+			h = 2 // a day with any cost stays visible
+		}
+		x := ch.PlotLeft + int(slot*float64(i)+(slot-float64(width))/2)
+		day, _ := time.Parse(time.DateOnly, d.Date)
+		jobs := "jobs"
+		if d.Jobs == 1 {
+			jobs = "job"
+		}
+		ch.Bars = append(ch.Bars, bar{X: x, Y: ch.PlotBottom - h, W: width, H: h,
+			Title: fmt.Sprintf("%s: $%s, %d %s", day.Format("Mon 2 Jan"), d.Amount.Dollars(), d.Jobs, jobs)})
+		if (n-1-i)%every == 0 {
+			ch.Labels = append(ch.Labels, label{X: x + width/2, Text: day.Format("2 Jan")})
+		}
+	}
+	return ch
+}
+
+// niceCeiling is the smallest 1, 2 or 5 times a power of ten cents at or
+// above m (one dollar for an empty chart).
+func niceCeiling(m billing.Micros) billing.Micros {
+	if m <= 0 {
+		return billing.USD
+	}
+	step := billing.Cent
+	for {
+		for _, k := range []billing.Micros{1, 2, 5} {
+			if step*k >= m {
+				return step * k
+			}
+		}
+		step *= 10
+	}
+}
