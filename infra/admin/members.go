@@ -15,6 +15,7 @@ import (
 	"genjobs/internal/cognito"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
+	"genjobs/internal/store/consoledb"
 )
 
 // users is the console's user pool, as the member commands use it
@@ -102,7 +103,7 @@ func (c *cli) memberAdd(ctx context.Context, args []string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	err = s.AddMember(ctx, member.Membership{WorkspaceID: *ws, UserID: u.UserID, Email: e, Role: r, AddedAt: c.clock.Now()})
+	err = consoledb.New(s).AddMember(ctx, member.Membership{WorkspaceID: *ws, UserID: u.UserID, Email: e, Role: r, AddedAt: c.clock.Now()})
 	if errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("%s is a member of %s already, with another role", e, *ws)
 	}
@@ -119,7 +120,7 @@ func (c *cli) memberAdd(ctx context.Context, args []string, stdout io.Writer) er
 
 // memberByEmail finds a workspace's member by email.
 func memberByEmail(ctx context.Context, s *store.Store, ws, email string) (member.Membership, error) {
-	ms, err := s.Members(ctx, ws)
+	ms, err := consoledb.New(s).Members(ctx, ws)
 	if err != nil {
 		return member.Membership{}, err
 	}
@@ -151,7 +152,7 @@ func (c *cli) memberRemove(ctx context.Context, args []string, stdout io.Writer)
 	}
 	m, err := memberByEmail(ctx, s, *ws, e)
 	if err == nil {
-		err = s.RemoveMember(ctx, *ws, m.UserID)
+		err = consoledb.New(s).RemoveMember(ctx, *ws, m.UserID)
 	}
 	switch {
 	case errors.Is(err, member.ErrNotMember):
@@ -183,7 +184,7 @@ func (c *cli) memberList(ctx context.Context, args []string, stdout io.Writer) e
 	if _, err := s.Workspace(ctx, *ws); err != nil {
 		return c.notFound(err, "workspace %s does not exist", *ws)
 	}
-	ms, err := s.Members(ctx, *ws)
+	ms, err := consoledb.New(s).Members(ctx, *ws)
 	if err != nil {
 		return c.target.explain(err)
 	}

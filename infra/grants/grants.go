@@ -1,8 +1,9 @@
 // Package grants derives from the code what each function can do in AWS:
 // which actions on which queues, buckets (and key prefixes), table and
-// indexes, KMS keys and secrets. Its test holds template.yaml's policies to
-// it, both ways: a grant the code needs and lacks is an AccessDenied in AWS,
-// and a grant no code reaches is privilege nobody asked for.
+// indexes, KMS keys, secrets and Cognito user pools. Its test holds
+// template.yaml's policies to it, both ways: a grant the code needs and
+// lacks is an AccessDenied in AWS, and a grant no code reaches is privilege
+// nobody asked for.
 //
 // The derivation reads the code, not a list: every function under
 // functions/ is compiled to SSA; what its main can reach (its handlers
@@ -375,6 +376,9 @@ var services = map[string][]string{
 	"github.com/aws/aws-sdk-go-v2/service/s3":             {"Bucket", "Key"},
 	"github.com/aws/aws-sdk-go-v2/service/kms":            {"KeyId"},
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager": {"SecretId"},
+	// The console's user pool. Sign-in (InitiateAuth,
+	// RespondToAuthChallenge) is public: no grant, and no pool named.
+	"github.com/aws/aws-sdk-go-v2/service/cognitoidentityprovider": {"UserPoolId"},
 }
 
 // isRequestOfAnotherService tells an SDK request input of a service
@@ -401,6 +405,10 @@ func action(pkg, typeName string) string {
 	}
 	svc := path.Base(pkg)
 	switch {
+	case svc == "cognitoidentityprovider" && (op == "InitiateAuth" || op == "RespondToAuthChallenge"):
+		return "" // an app client's own calls, which IAM does not authorise
+	case svc == "cognitoidentityprovider":
+		return "cognito-idp:" + op
 	case svc == "dynamodb" && (op == "TransactWriteItems" || op == "TransactGetItems"):
 		return "" // authorised item by item
 	case svc == "s3" && (op == "CreateMultipartUpload" || op == "UploadPart" || op == "CompleteMultipartUpload"):
@@ -582,6 +590,8 @@ func idName(act string) string {
 		return "key"
 	case "secretsmanager":
 		return "secret"
+	case "cognito-idp":
+		return "user pool"
 	}
 	return "table"
 }

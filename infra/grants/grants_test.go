@@ -51,10 +51,17 @@ func needs(f sam.Function, code *Function) (map[sam.Grant]string, []string) {
 			continue
 		}
 		for _, name := range sam.ResourceNames(v) {
+			suffix := a.Resource.Suffix
 			if strings.HasPrefix(a.Action, "secretsmanager:") {
+				// A prefix ("{stack}/providers/") names the secrets under
+				// it; a whole name ("{stack}/stripe") one secret, whose
+				// ARN ends in "-" and six random characters.
+				if !strings.HasSuffix(name, "/") {
+					suffix = "-*"
+				}
 				name = "secret:" + name
 			}
-			out[sam.Grant{Action: a.Action, Resource: name + a.Resource.Suffix}] = a.Where
+			out[sam.Grant{Action: a.Action, Resource: name + suffix}] = a.Where
 		}
 	}
 	return out, problems

@@ -159,7 +159,7 @@ func TestFailedAndExpiredCheckoutsAreMarked(t *testing.T) {
 	if err := s.Stripe.Send(ctx, "checkout.session.expired", expired); err != nil {
 		t.Fatal(err)
 	}
-	cos, err := s.Store.Checkouts(ctx, devstack.DemoWorkspace)
+	cos, err := cdb(s).Checkouts(ctx, devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestCustomAmountsOutsideTheRulesAreRefusedBesideTheField(t *testing.T) {
 			t.Errorf("amount %q: %d %q, want 400 saying %q", amount, p.status, between(p.body, `id="amount-error">`, "<"), want)
 		}
 	}
-	cos, _ := s.Store.Checkouts(context.Background(), devstack.DemoWorkspace)
+	cos, _ := cdb(s).Checkouts(context.Background(), devstack.DemoWorkspace)
 	if len(cos) != 0 || s.Stripe.Created() != 0 {
 		t.Errorf("refused amounts left %d top-ups and %d checkout sessions", len(cos), s.Stripe.Created())
 	}

@@ -15,6 +15,7 @@ import (
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/auth"
 	"genjobs/internal/member"
+	"genjobs/internal/store/consoledb"
 	"genjobs/internal/testenv"
 )
 
@@ -119,7 +120,7 @@ func person(t *testing.T, s *devstacktest.Stack, email, ws string, role member.R
 	if err := c.SetPassword(ctx, email, password); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Store.AddMember(ctx, member.Membership{WorkspaceID: ws, UserID: u.UserID, Email: email, Role: role, AddedAt: time.Now()}); err != nil {
+	if err := cdb(s).AddMember(ctx, member.Membership{WorkspaceID: ws, UserID: u.UserID, Email: email, Role: role, AddedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	return u.UserID
@@ -137,7 +138,7 @@ func signedIn(t *testing.T, role member.Role) (*devstacktest.Stack, *browser) {
 
 func tokens(t *testing.T, s *devstacktest.Stack, ws string) []auth.Token {
 	t.Helper()
-	ts, err := s.Store.Tokens(context.Background(), ws)
+	ts, err := cdb(s).Tokens(context.Background(), ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,3 +166,6 @@ func api(t *testing.T, s *devstacktest.Stack, token, path string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// cdb is the stack's store with the console's records.
+func cdb(s *devstacktest.Stack) *consoledb.DB { return consoledb.New(s.Store) }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"genjobs/internal/member"
-	"genjobs/internal/store"
 )
 
 // CookieName is the session cookie's name.
@@ -40,7 +39,7 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*request, bo
 	}
 	now := c.Clock.Now()
 	ses, err := c.Store.Session(r.Context(), member.HashSecret(ck.Value), now)
-	if errors.Is(err, store.ErrSessionEnded) {
+	if errors.Is(err, member.ErrSessionEnded) {
 		c.setCookie(w, "", -1)
 		c.toSignIn(w, r)
 		return nil, false
@@ -66,7 +65,7 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*request, bo
 	}
 	if ses.NeedsTouch(now) || ses.WorkspaceID != req.current.WorkspaceID {
 		ses.SeenAt, ses.WorkspaceID = now, req.current.WorkspaceID
-		if err := c.Store.UpdateSession(r.Context(), ses); errors.Is(err, store.ErrSessionEnded) {
+		if err := c.Store.UpdateSession(r.Context(), ses); errors.Is(err, member.ErrSessionEnded) {
 			c.setCookie(w, "", -1)
 			c.toSignIn(w, r)
 			return nil, false

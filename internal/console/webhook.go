@@ -9,7 +9,6 @@ import (
 
 	"genjobs/internal/billing"
 	"genjobs/internal/checkout"
-	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
 )
 
@@ -24,13 +23,9 @@ func (c *Console) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		webhookAnswer(w, http.StatusRequestEntityTooLarge, "The event is larger than 256 KiB.")
 		return
 	}
-	// The header as the Lambda event carried it: the api-proxy splits
-	// values at commas (t=...,v1=...,v1=...); outside Lambda, its parts
-	// rejoined.
-	header, ok := httpapi.RawHeader(r.Context(), checkout.SignatureHeader)
-	if !ok {
-		header = strings.Join(r.Header.Values(checkout.SignatureHeader), ",")
-	}
+	// One header, t=...,v1=...[,v1=...]; a client that sent it in pieces
+	// gets them joined as HTTP joins repeated headers.
+	header := strings.Join(r.Header.Values(checkout.SignatureHeader), ",")
 	ev, err := c.Payments.VerifyEvent(r.Context(), payload, header)
 	if errors.Is(err, checkout.ErrBadSignature) {
 		c.logger(r).Warn("stripe webhook refused", "reason", err.Error())

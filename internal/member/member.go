@@ -63,10 +63,12 @@ type Membership struct {
 	AddedAt       time.Time
 }
 
-// Errors of membership changes.
+// Errors of membership changes and sessions.
 var (
-	ErrNotMember = errors.New("member: not a member of the workspace")
-	ErrLastOwner = errors.New("member: a workspace keeps at least one owner")
+	// ErrSessionEnded: a session that is unknown, signed out or past its end.
+	ErrSessionEnded = errors.New("member: the session has ended")
+	ErrNotMember    = errors.New("member: not a member of the workspace")
+	ErrLastOwner    = errors.New("member: a workspace keeps at least one owner")
 )
 
 // NormalizeEmail is the form an email is stored and compared in.

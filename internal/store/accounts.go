@@ -195,17 +195,18 @@ var ErrPaymentConflict = errors.New("store: payment id already used with another
 // TopUp adds a payment to a workspace's available balance, once per payment
 // id: a repeated call with the same id and amount changes nothing.
 func (s *Store) TopUp(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time) (billing.Balance, error) {
-	if _, err := s.topUp(ctx, ws, paymentID, amount, at); err != nil {
+	if _, err := s.TopUpWith(ctx, ws, paymentID, amount, at); err != nil {
 		return billing.Balance{}, err
 	}
 	return s.Balance(ctx, ws)
 }
 
-// topUp credits amount to ws once per paymentID, with extra written in the
-// same transaction. credited is false when the payment was credited before
-// (with the same amount; another amount is ErrPaymentConflict), in which
-// case extra was not written either.
-func (s *Store) topUp(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time, extra ...types.TransactWriteItem) (credited bool, err error) {
+// TopUpWith credits amount to ws once per paymentID, with extra written in
+// the same transaction (consoledb marks its top-up paid so). credited is
+// false when the payment was credited before (with the same amount; another
+// amount is ErrPaymentConflict), in which case extra was not written
+// either. Item 3 of a cancelled transaction is extra's first.
+func (s *Store) TopUpWith(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time, extra ...types.TransactWriteItem) (credited bool, err error) {
 	payment, err := attributevalue.MarshalMap(map[string]any{
 		"PK": workspacePK(ws), "SK": "PAYMENT#" + paymentID,
 		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": stamp(at),

@@ -36,6 +36,9 @@ func New(db *dynamodb.Client, table string) *Store {
 	return &Store{db: db, table: table}
 }
 
+// Client is the DynamoDB client s works with (package consoledb shares it).
+func (s *Store) Client() *dynamodb.Client { return s.db }
+
 // Table is the name of the table s works on.
 func (s *Store) Table() string { return s.table }
 

@@ -3,33 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"genjobs/internal/auth"
 )
-
-// Tokens lists a workspace's tokens, revoked ones included, newest first:
-// the items under the workspace (WS#<ws> / TOKEN#<id>), which hold the
-// last use too.
-func (s *Store) Tokens(ctx context.Context, ws string) ([]auth.Token, error) {
-	var out []auth.Token
-	err := s.queryPrefix(ctx, workspacePK(ws), "TOKEN#", func(item map[string]types.AttributeValue) error {
-		var it tokenItem
-		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-			return err
-		}
-		out = append(out, it.token())
-		return nil
-	})
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
-	return out, err
-}
 
 // RecordTokenUse writes the hour of at as the token's last use, on the
 // item under its workspace, unless that hour (or a later one) is recorded

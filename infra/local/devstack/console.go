@@ -22,6 +22,7 @@ import (
 	"genjobs/internal/cognito"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
+	"genjobs/internal/store/consoledb"
 )
 
 // The local stack's Stripe keys: the test double accepts and signs with
@@ -115,7 +116,7 @@ func (s *Stack) SeedDemoOwner(ctx context.Context, st *store.Store, file string)
 	}
 	// The pool is new on every run (moto keeps it in memory) and so is the
 	// user's id: a membership of a previous run's id is left as it is.
-	err = st.AddMember(ctx, member.Membership{WorkspaceID: DemoWorkspace, UserID: u.UserID, Email: DemoOwnerEmail,
+	err = consoledb.New(st).AddMember(ctx, member.Membership{WorkspaceID: DemoWorkspace, UserID: u.UserID, Email: DemoOwnerEmail,
 		Role: member.Owner, AddedAt: time.Now()})
 	if err != nil && !errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("make the demo owner an owner of %s: %w", DemoWorkspace, err)

@@ -15,6 +15,7 @@ import (
 	"genjobs/internal/console"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/secrets"
+	"genjobs/internal/store/consoledb"
 )
 
 // Build builds the console's handler: the pages under /app and
@@ -36,7 +37,7 @@ func Build(d app.Deps) (http.Handler, error) {
 	}
 	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.StripeSecretID)
 	c, err := console.New(console.Config{
-		Store: tables.Store(d), Identity: id, Payments: checkout.New(keys, d.StripeAPIBase),
+		Store: consoledb.New(tables.Store(d)), Identity: id, Payments: checkout.New(keys, d.StripeAPIBase),
 		Clock: d.Clock, Log: d.Log, AppURL: d.AppURL,
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package store
+package consoledb
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"genjobs/internal/auth"
 	"genjobs/internal/job"
 	"genjobs/internal/member"
+	"genjobs/internal/store"
 )
 
 // A membership is stored twice, written together: under the workspace
@@ -43,7 +43,7 @@ func (it memberItem) membership() member.Membership {
 }
 
 // memberPuts are the two items of m, each put on condition.
-func (s *Store) memberPuts(m member.Membership, condition string, values map[string]types.AttributeValue) ([]types.TransactWriteItem, error) {
+func (d *DB) memberPuts(m member.Membership, condition string, values map[string]types.AttributeValue) ([]types.TransactWriteItem, error) {
 	var out []types.TransactWriteItem
 	for _, k := range [][2]string{{workspacePK(m.WorkspaceID), memberPrefix + m.UserID}, {userPK(m.UserID), memberPrefix + m.WorkspaceID}} {
 		item, err := attributevalue.MarshalMap(memberItem{PK: k[0], SK: k[1], WorkspaceID: m.WorkspaceID, WorkspaceName: m.WorkspaceName,
@@ -51,7 +51,7 @@ func (s *Store) memberPuts(m member.Membership, condition string, values map[str
 		if err != nil {
 			return nil, err
 		}
-		put := &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String(condition)}
+		put := &types.Put{TableName: aws.String(d.table), Item: item, ConditionExpression: aws.String(condition)}
 		if len(values) > 0 {
 			put.ExpressionAttributeValues = values
 		}
@@ -62,12 +62,12 @@ func (s *Store) memberPuts(m member.Membership, condition string, values map[str
 
 // ownersChange is the workspace item's update of its owner count by delta;
 // a decrease is conditioned on another owner remaining.
-func (s *Store) ownersChange(ws string, delta int) types.TransactWriteItem {
+func (d *DB) ownersChange(ws string, delta int) types.TransactWriteItem {
 	u := &types.Update{
-		TableName: aws.String(s.table), Key: key(workspacePK(ws), "WS"),
+		TableName: aws.String(d.table), Key: key(workspacePK(ws), "WS"),
 		UpdateExpression:          aws.String("ADD owners :d"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":d": num(delta)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": num(int64(delta))},
 	}
 	if delta < 0 {
 		u.ConditionExpression = aws.String("attribute_exists(PK) AND owners > :one")
@@ -80,13 +80,13 @@ func (s *Store) ownersChange(ws string, delta int) types.TransactWriteItem {
 // workspace's name copied from the workspace. A person who is a member
 // already keeps their membership: ErrExists, unless the role is the same
 // (a retried add succeeds). A missing workspace is ErrNotFound.
-func (s *Store) AddMember(ctx context.Context, m member.Membership) error {
-	w, err := s.Workspace(ctx, m.WorkspaceID)
+func (d *DB) AddMember(ctx context.Context, m member.Membership) error {
+	w, err := d.Workspace(ctx, m.WorkspaceID)
 	if err != nil {
 		return fmt.Errorf("add member: %w", notFound(err))
 	}
 	m.WorkspaceName = w.Name
-	items, err := s.memberPuts(m, "attribute_not_exists(PK)", nil)
+	items, err := d.memberPuts(m, "attribute_not_exists(PK)", nil)
 	if err != nil {
 		return err
 	}
@@ -94,20 +94,20 @@ func (s *Store) AddMember(ctx context.Context, m member.Membership) error {
 	if m.Role == member.Owner {
 		delta = 1
 	}
-	items = append(items, s.ownersChange(m.WorkspaceID, delta))
-	err = s.transact(ctx, items)
+	items = append(items, d.ownersChange(m.WorkspaceID, delta))
+	err = d.transact(ctx, items)
 	switch {
 	case cancelReason(err, 0) == "ConditionalCheckFailed":
-		prior, rerr := s.Membership(ctx, m.WorkspaceID, m.UserID)
+		prior, rerr := d.Membership(ctx, m.WorkspaceID, m.UserID)
 		if rerr != nil {
 			return rerr
 		}
 		if prior.Role == m.Role {
 			return nil
 		}
-		return ErrExists
+		return store.ErrExists
 	case cancelReason(err, 2) == "ConditionalCheckFailed":
-		return ErrNotFound
+		return store.ErrNotFound
 	case err != nil:
 		return fmt.Errorf("add member: %w", err)
 	}
@@ -117,16 +117,16 @@ func (s *Store) AddMember(ctx context.Context, m member.Membership) error {
 // notFound turns the directory's not-found (auth.ErrNotFound) into the store's.
 func notFound(err error) error {
 	if errors.Is(err, auth.ErrNotFound) {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return err
 }
 
 // Membership reads one person's membership of a workspace: member.ErrNotMember when none.
-func (s *Store) Membership(ctx context.Context, ws, user string) (member.Membership, error) {
+func (d *DB) Membership(ctx context.Context, ws, user string) (member.Membership, error) {
 	var it memberItem
-	if err := s.get(ctx, workspacePK(ws), memberPrefix+user, &it); err != nil {
-		if errors.Is(err, ErrNotFound) {
+	if err := d.get(ctx, workspacePK(ws), memberPrefix+user, &it); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
 			return member.Membership{}, member.ErrNotMember
 		}
 		return member.Membership{}, err
@@ -136,15 +136,15 @@ func (s *Store) Membership(ctx context.Context, ws, user string) (member.Members
 
 // SetRole changes a member's role. Demoting the last owner is
 // member.ErrLastOwner; someone who is not a member, member.ErrNotMember.
-func (s *Store) SetRole(ctx context.Context, ws, user string, role member.Role) (member.Membership, error) {
+func (d *DB) SetRole(ctx context.Context, ws, user string, role member.Role) (member.Membership, error) {
 	for attempt := 0; ; attempt++ {
-		m, err := s.Membership(ctx, ws, user)
+		m, err := d.Membership(ctx, ws, user)
 		if err != nil || m.Role == role {
 			return m, err
 		}
 		old := m.Role
 		m.Role = role
-		items, err := s.memberPuts(m, "#role = :old", map[string]types.AttributeValue{":old": str(string(old))})
+		items, err := d.memberPuts(m, "#role = :old", map[string]types.AttributeValue{":old": str(string(old))})
 		if err != nil {
 			return m, err
 		}
@@ -153,11 +153,11 @@ func (s *Store) SetRole(ctx context.Context, ws, user string, role member.Role) 
 		}
 		switch {
 		case old == member.Owner:
-			items = append(items, s.ownersChange(ws, -1))
+			items = append(items, d.ownersChange(ws, -1))
 		case role == member.Owner:
-			items = append(items, s.ownersChange(ws, 1))
+			items = append(items, d.ownersChange(ws, 1))
 		}
-		err = s.transact(ctx, items)
+		err = d.transact(ctx, items)
 		switch {
 		case err == nil:
 			return m, nil
@@ -173,15 +173,15 @@ func (s *Store) SetRole(ctx context.Context, ws, user string, role member.Role) 
 // RemoveMember ends a membership. The last owner cannot leave
 // (member.ErrLastOwner); removing someone who is not a member is
 // member.ErrNotMember.
-func (s *Store) RemoveMember(ctx context.Context, ws, user string) error {
+func (d *DB) RemoveMember(ctx context.Context, ws, user string) error {
 	for attempt := 0; ; attempt++ {
-		m, err := s.Membership(ctx, ws, user)
+		m, err := d.Membership(ctx, ws, user)
 		if err != nil {
 			return err
 		}
 		del := func(pk, sk string) types.TransactWriteItem {
 			return types.TransactWriteItem{Delete: &types.Delete{
-				TableName: aws.String(s.table), Key: key(pk, sk),
+				TableName: aws.String(d.table), Key: key(pk, sk),
 				ConditionExpression:       aws.String("#role = :old"),
 				ExpressionAttributeNames:  map[string]string{"#role": "role"},
 				ExpressionAttributeValues: map[string]types.AttributeValue{":old": str(string(m.Role))},
@@ -189,9 +189,9 @@ func (s *Store) RemoveMember(ctx context.Context, ws, user string) error {
 		}
 		items := []types.TransactWriteItem{del(workspacePK(ws), memberPrefix+user), del(userPK(user), memberPrefix+ws)}
 		if m.Role == member.Owner {
-			items = append(items, s.ownersChange(ws, -1))
+			items = append(items, d.ownersChange(ws, -1))
 		}
-		err = s.transact(ctx, items)
+		err = d.transact(ctx, items)
 		switch {
 		case err == nil:
 			return nil
@@ -205,15 +205,15 @@ func (s *Store) RemoveMember(ctx context.Context, ws, user string) error {
 }
 
 // Members lists a workspace's members by email.
-func (s *Store) Members(ctx context.Context, ws string) ([]member.Membership, error) {
-	out, err := s.memberships(ctx, workspacePK(ws))
+func (d *DB) Members(ctx context.Context, ws string) ([]member.Membership, error) {
+	out, err := d.memberships(ctx, workspacePK(ws))
 	sort.Slice(out, func(i, j int) bool { return out[i].Email < out[j].Email })
 	return out, err
 }
 
 // Memberships lists a person's workspaces by name.
-func (s *Store) Memberships(ctx context.Context, user string) ([]member.Membership, error) {
-	out, err := s.memberships(ctx, userPK(user))
+func (d *DB) Memberships(ctx context.Context, user string) ([]member.Membership, error) {
+	out, err := d.memberships(ctx, userPK(user))
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].WorkspaceName != out[j].WorkspaceName {
 			return out[i].WorkspaceName < out[j].WorkspaceName
@@ -223,9 +223,9 @@ func (s *Store) Memberships(ctx context.Context, user string) ([]member.Membersh
 	return out, err
 }
 
-func (s *Store) memberships(ctx context.Context, pk string) ([]member.Membership, error) {
+func (d *DB) memberships(ctx context.Context, pk string) ([]member.Membership, error) {
 	var out []member.Membership
-	err := s.queryPrefix(ctx, pk, memberPrefix, func(item map[string]types.AttributeValue) error {
+	err := d.queryPrefix(ctx, pk, memberPrefix, func(item map[string]types.AttributeValue) error {
 		var it memberItem
 		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 			return err
@@ -234,35 +234,4 @@ func (s *Store) memberships(ctx context.Context, pk string) ([]member.Membership
 		return nil
 	})
 	return out, err
-}
-
-// queryPrefix reads, strongly consistently, every item of partition pk
-// whose sort key starts with prefix.
-func (s *Store) queryPrefix(ctx context.Context, pk, prefix string, each func(map[string]types.AttributeValue) error) error {
-	in := &dynamodb.QueryInput{
-		TableName:              aws.String(s.table),
-		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :prefix)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(pk), ":prefix": str(prefix),
-		},
-		ConsistentRead: aws.Bool(true),
-	}
-	if s.pageSize > 0 {
-		in.Limit = aws.Int32(s.pageSize)
-	}
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return fmt.Errorf("query %s %s*: %w", pk, prefix, err)
-		}
-		for _, item := range out.Items {
-			if err := each(item); err != nil {
-				return fmt.Errorf("decode %s %s*: %w", pk, prefix, err)
-			}
-		}
-		if out.LastEvaluatedKey == nil {
-			return nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
 }

@@ -1,4 +1,4 @@
-package store
+package consoledb
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
+	"genjobs/internal/store"
 )
 
 // A top-up by checkout is WS#<ws> / TOPUP#<id>: pending when the owner
 // asks for it, then paid, failed or expired by the payment provider's
-// webhook. The money itself moves only through topUp, keyed on the
+// webhook. The money itself moves only through store.TopUpWith, keyed on the
 // checkout session, in the same transaction as the item turns paid.
 type checkoutItem struct {
 	PK, SK      string
@@ -44,23 +45,23 @@ func (it checkoutItem) checkout() billing.Checkout {
 }
 
 // CreateCheckout records a pending top-up. The workspace must exist.
-func (s *Store) CreateCheckout(ctx context.Context, c billing.Checkout) error {
+func (d *DB) CreateCheckout(ctx context.Context, c billing.Checkout) error {
 	item, err := attributevalue.MarshalMap(checkoutItem{PK: workspacePK(c.WorkspaceID), SK: checkoutPrefix + c.ID,
 		TopUpID: c.ID, WorkspaceID: c.WorkspaceID, Status: string(billing.CheckoutPending), Requested: int64(c.Requested),
 		CreatedBy: c.CreatedBy, CreatedAt: stamp(c.CreatedAt), UpdatedAt: stamp(c.CreatedAt)})
 	if err != nil {
 		return err
 	}
-	err = s.transact(ctx, []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.table), Key: key(workspacePK(c.WorkspaceID), "WS"),
+	err = d.transact(ctx, []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(d.table), Key: key(workspacePK(c.WorkspaceID), "WS"),
 			ConditionExpression: aws.String("attribute_exists(PK)")}},
-		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(d.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 	})
 	switch {
 	case cancelReason(err, 0) == "ConditionalCheckFailed":
-		return ErrNotFound
+		return store.ErrNotFound
 	case cancelReason(err, 1) == "ConditionalCheckFailed":
-		return ErrExists
+		return store.ErrExists
 	case err != nil:
 		return fmt.Errorf("create top-up: %w", err)
 	}
@@ -68,9 +69,9 @@ func (s *Store) CreateCheckout(ctx context.Context, c billing.Checkout) error {
 }
 
 // SetCheckoutSession records the checkout session made for a pending top-up.
-func (s *Store) SetCheckoutSession(ctx context.Context, ws, id, sessionID string, at time.Time) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
+func (d *DB) SetCheckoutSession(ctx context.Context, ws, id, sessionID string, at time.Time) error {
+	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(d.table),
 		Key:                 key(workspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:    aws.String("SET session_id = if_not_exists(session_id, :sid), updated_at = :at"),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
@@ -79,24 +80,24 @@ func (s *Store) SetCheckoutSession(ctx context.Context, ws, id, sessionID string
 		},
 	})
 	if isConditionFailed(err) {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return err
 }
 
 // Checkout reads one top-up of a workspace.
-func (s *Store) Checkout(ctx context.Context, ws, id string) (billing.Checkout, error) {
+func (d *DB) Checkout(ctx context.Context, ws, id string) (billing.Checkout, error) {
 	var it checkoutItem
-	if err := s.get(ctx, workspacePK(ws), checkoutPrefix+id, &it); err != nil {
+	if err := d.get(ctx, workspacePK(ws), checkoutPrefix+id, &it); err != nil {
 		return billing.Checkout{}, err
 	}
 	return it.checkout(), nil
 }
 
 // Checkouts lists a workspace's top-ups by checkout, newest first.
-func (s *Store) Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error) {
+func (d *DB) Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error) {
 	var out []billing.Checkout
-	err := s.queryPrefix(ctx, workspacePK(ws), checkoutPrefix, func(item map[string]types.AttributeValue) error {
+	err := d.queryPrefix(ctx, workspacePK(ws), checkoutPrefix, func(item map[string]types.AttributeValue) error {
 		var it checkoutItem
 		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 			return err
@@ -114,29 +115,29 @@ func (s *Store) Checkouts(ctx context.Context, ws string) ([]billing.Checkout, e
 // the payment provider reports the session paid, it is credited once.
 // credited is false when it had been already. An unknown top-up is
 // ErrNotFound and credits nothing.
-func (s *Store) CreditCheckout(ctx context.Context, ws, id, sessionID string, amount billing.Micros, at time.Time) (credited bool, err error) {
+func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amount billing.Micros, at time.Time) (credited bool, err error) {
 	if amount <= 0 {
 		return false, fmt.Errorf("credit top-up %s: amount %s is not positive", id, amount)
 	}
 	mark := types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(s.table), Key: key(workspacePK(ws), checkoutPrefix+id),
+		TableName: aws.String(d.table), Key: key(workspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:          aws.String("SET #status = :paid, credited_micros = :amount, session_id = :sid, updated_at = :at"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(session_id) OR session_id = :sid)"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":paid": str(string(billing.CheckoutPaid)), ":amount": num64i(int64(amount)), ":sid": str(sessionID), ":at": str(stamp(at))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":paid": str(string(billing.CheckoutPaid)), ":amount": num(int64(amount)), ":sid": str(sessionID), ":at": str(stamp(at))},
 	}}
-	credited, err = s.topUp(ctx, ws, billing.PaymentID(sessionID), amount, at, mark)
-	if cancelReason(err, 3) == "ConditionalCheckFailed" || errors.Is(err, ErrNotFound) {
-		return false, ErrNotFound
+	credited, err = d.TopUpWith(ctx, ws, billing.PaymentID(sessionID), amount, at, mark)
+	if cancelReason(err, 3) == "ConditionalCheckFailed" || errors.Is(err, store.ErrNotFound) {
+		return false, store.ErrNotFound
 	}
 	return credited, err
 }
 
 // EndCheckout marks a pending top-up failed or expired; one that is paid
 // (or ended) already keeps its status. An unknown top-up is ErrNotFound.
-func (s *Store) EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (changed bool, err error) {
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+func (d *DB) EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (changed bool, err error) {
+	_, err = d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(d.table),
 		Key:                       key(workspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:          aws.String("SET #status = :to, updated_at = :at"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND #status = :pending"),
@@ -144,7 +145,7 @@ func (s *Store) EndCheckout(ctx context.Context, ws, id string, status billing.C
 		ExpressionAttributeValues: map[string]types.AttributeValue{":to": str(string(status)), ":pending": str(string(billing.CheckoutPending)), ":at": str(stamp(at))},
 	})
 	if isConditionFailed(err) {
-		if _, rerr := s.Checkout(ctx, ws, id); rerr != nil {
+		if _, rerr := d.Checkout(ctx, ws, id); rerr != nil {
 			return false, rerr
 		}
 		return false, nil

@@ -1,4 +1,4 @@
-package store
+package consoledb
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"genjobs/internal/job"
 	"genjobs/internal/member"
+	"genjobs/internal/store"
 )
 
 // A console session is SESSION#<sha256 of the cookie> / SESSION; the
@@ -30,23 +31,20 @@ type sessionItem struct {
 
 func sessionPK(hash string) string { return "SESSION#" + hash }
 
-// ErrSessionEnded is returned for a session that is unknown, signed out or past its end.
-var ErrSessionEnded = errors.New("store: session ended")
-
 // CreateSession stores a new session.
-func (s *Store) CreateSession(ctx context.Context, ses member.Session) error {
-	return s.putNew(ctx, sessionItem{PK: sessionPK(ses.Hash), SK: "SESSION", UserID: ses.UserID, Email: ses.Email,
+func (d *DB) CreateSession(ctx context.Context, ses member.Session) error {
+	return d.putNew(ctx, sessionItem{PK: sessionPK(ses.Hash), SK: "SESSION", UserID: ses.UserID, Email: ses.Email,
 		WorkspaceID: ses.WorkspaceID, CSRF: ses.CSRF, CreatedAt: stamp(ses.CreatedAt), SeenAt: stamp(ses.SeenAt),
 		ExpiresAt: ses.Ends().Unix()})
 }
 
 // Session reads the session whose cookie hashes to hash, if it is still
 // valid at now.
-func (s *Store) Session(ctx context.Context, hash string, now time.Time) (member.Session, error) {
+func (d *DB) Session(ctx context.Context, hash string, now time.Time) (member.Session, error) {
 	var it sessionItem
-	if err := s.get(ctx, sessionPK(hash), "SESSION", &it); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return member.Session{}, ErrSessionEnded
+	if err := d.get(ctx, sessionPK(hash), "SESSION", &it); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return member.Session{}, member.ErrSessionEnded
 		}
 		return member.Session{}, err
 	}
@@ -55,26 +53,26 @@ func (s *Store) Session(ctx context.Context, hash string, now time.Time) (member
 	ses := member.Session{Hash: hash, UserID: it.UserID, Email: it.Email, WorkspaceID: it.WorkspaceID, CSRF: it.CSRF,
 		CreatedAt: created.Time, SeenAt: seen.Time}
 	if !ses.Valid(now) {
-		return member.Session{}, ErrSessionEnded
+		return member.Session{}, member.ErrSessionEnded
 	}
 	return ses, nil
 }
 
 // UpdateSession records a session's use at ses.SeenAt and its chosen
 // workspace. A session deleted meanwhile (signed out) stays deleted:
-// ErrSessionEnded.
-func (s *Store) UpdateSession(ctx context.Context, ses member.Session) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
+// member.ErrSessionEnded.
+func (d *DB) UpdateSession(ctx context.Context, ses member.Session) error {
+	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(d.table),
 		Key:                 key(sessionPK(ses.Hash), "SESSION"),
 		UpdateExpression:    aws.String("SET seen_at = :seen, expires_at = :exp, workspace_id = :ws"),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":seen": str(stamp(ses.SeenAt)), ":exp": num64i(ses.Ends().Unix()), ":ws": str(ses.WorkspaceID),
+			":seen": str(stamp(ses.SeenAt)), ":exp": num(ses.Ends().Unix()), ":ws": str(ses.WorkspaceID),
 		},
 	})
 	if isConditionFailed(err) {
-		return ErrSessionEnded
+		return member.ErrSessionEnded
 	}
 	if err != nil {
 		return fmt.Errorf("update session: %w", err)
@@ -84,8 +82,8 @@ func (s *Store) UpdateSession(ctx context.Context, ses member.Session) error {
 
 // DeleteSession ends a session at once (sign-out). Deleting one that is
 // gone is not an error.
-func (s *Store) DeleteSession(ctx context.Context, hash string) error {
-	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key(sessionPK(hash), "SESSION")})
+func (d *DB) DeleteSession(ctx context.Context, hash string) error {
+	_, err := d.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.table), Key: key(sessionPK(hash), "SESSION")})
 	if err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}

@@ -1,0 +1,147 @@
+// Package consoledb keeps the console's records in the service's table:
+// memberships, sign-in sessions and top-ups by checkout. It is part of the
+// store adapter (a DB is a store.Store with these records besides), apart
+// only so that no package grows past what a reader holds; money still
+// moves through the store's ledger primitives (store.TopUpWith).
+package consoledb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/job"
+	"genjobs/internal/store"
+)
+
+// DB is the store with the console's records.
+type DB struct {
+	*store.Store
+	db    *dynamodb.Client
+	table string
+}
+
+// New returns the console's records on st's table. It does no I/O.
+func New(st *store.Store) *DB {
+	return &DB{Store: st, db: st.Client(), table: st.Table()}
+}
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"PK": str(pk), "SK": str(sk)}
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+func stamp(t time.Time) string     { return job.TimeOf(t).String() }
+func workspacePK(ws string) string { return "WS#" + ws }
+
+// get reads one item strongly consistently into out: store.ErrNotFound
+// when there is none.
+func (d *DB) get(ctx context.Context, pk, sk string, out any) error {
+	res, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return fmt.Errorf("get %s/%s: %w", pk, sk, err)
+	}
+	if res.Item == nil {
+		return store.ErrNotFound
+	}
+	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+		return fmt.Errorf("decode %s/%s: %w", pk, sk, err)
+	}
+	return nil
+}
+
+// putNew writes an item that must not exist yet: store.ErrExists if it does.
+func (d *DB) putNew(ctx context.Context, item any) error {
+	av, err := attributevalue.MarshalMap(item)
+	if err != nil {
+		return fmt.Errorf("encode item: %w", err)
+	}
+	_, err = d.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.table), Item: av,
+		ConditionExpression: aws.String("attribute_not_exists(PK)")})
+	if isConditionFailed(err) {
+		return store.ErrExists
+	}
+	return err
+}
+
+// transact writes items in one transaction, trying again a few times when
+// another transaction held one of them (TransactionConflict).
+func (d *DB) transact(ctx context.Context, items []types.TransactWriteItem) error {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		_, err = d.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if !conflicted(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+		}
+	}
+	return err
+}
+
+func conflicted(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	for _, r := range tce.CancellationReasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return true
+		}
+	}
+	return false
+}
+
+func isConditionFailed(err error) bool {
+	var failed *types.ConditionalCheckFailedException
+	return errors.As(err, &failed)
+}
+
+// cancelReason is the cancellation code of item i of a cancelled
+// transaction, or "" when err is something else.
+func cancelReason(err error, i int) string {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || i >= len(tce.CancellationReasons) {
+		return ""
+	}
+	return aws.ToString(tce.CancellationReasons[i].Code)
+}
+
+// queryPrefix reads, strongly consistently, every item of partition pk
+// whose sort key starts with prefix.
+func (d *DB) queryPrefix(ctx context.Context, pk, prefix string, each func(map[string]types.AttributeValue) error) error {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(d.table),
+		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :prefix)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":prefix": str(prefix)},
+		ConsistentRead:            aws.Bool(true),
+	}
+	for {
+		out, err := d.db.Query(ctx, in)
+		if err != nil {
+			return fmt.Errorf("query %s %s*: %w", pk, prefix, err)
+		}
+		for _, item := range out.Items {
+			if err := each(item); err != nil {
+				return fmt.Errorf("decode %s %s*: %w", pk, prefix, err)
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
