@@ -31,7 +31,7 @@ CONSOLE_MAX_BINARY_BYTES := 20000000
 # does not (docs/performance.md, "Binary sizes and cold starts").
 MIN_SPARE_BYTES := 1000000
 
-.PHONY: run test lint repocheck vet staticcheck unit jose mcp-client fuzz openapi-lint sizes bench bench-enhance bench-creation bench-providers build invoke reset deploy clean python-aws cfn-lint rehearsal
+.PHONY: run test lint repocheck vet staticcheck unit jose mcp-client chromium fuzz openapi-lint sizes bench bench-enhance bench-creation bench-providers build invoke reset deploy clean python-aws cfn-lint rehearsal
 
 # PYTHON_AWS is the Python that has AWS's own tools (cfn-lint,
 # aws-sam-translator, moto with its server): the first python3 on PATH that
@@ -98,8 +98,18 @@ staticcheck: $(TOOLS)/staticcheck
 	$(TOOLS)/staticcheck $(PACKAGES)
 
 # One pair of emulators for the whole run; every test makes its own table and queue.
-unit: jose mcp-client
-	$(GO) run ./infra/local exec -- $(GO) test -race -count=1 -timeout 20m $(PACKAGES)
+unit: jose mcp-client chromium
+	CHROMIUM=$(CHROMIUM) $(GO) run ./infra/local exec -- $(GO) test -race -count=1 -timeout 20m $(PACKAGES)
+
+# The console's browser test drives Debian's chromium (internal/console,
+# TestTheConsoleInABrowser); installed here where it is missing, as root
+# (through sudo otherwise). CHROMIUM names another build.
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@test -x $(CHROMIUM) || { \
+		echo "installing Debian's chromium for the console's browser test"; \
+		if [ "$$(id -u)" -eq 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi; }
 
 # The npm package jose verifies webhook signatures independently of our Go
 # code (internal/signing's tests); pinned by its package-lock.json.

@@ -115,10 +115,10 @@ func drawChart(u billing.Usage) chart {
 		peak = max(peak, d.Amount)
 	}
 	ch.Empty = peak == 0
-	top := niceCeiling(peak)
+	top, steps := niceCeiling(peak)
 	plotH := ch.PlotBottom - ch.PlotTop
-	for i := 0; i <= 4; i++ {
-		v := top * billing.Micros(i) / 4
+	for i := 0; i <= steps; i++ {
+		v := top * billing.Micros(i) / billing.Micros(steps)
 		ch.Ticks = append(ch.Ticks, tick{Y: ch.PlotBottom - int(int64(plotH)*int64(v)/int64(top)), Label: "$" + v.Dollars()})
 	}
 	n := len(u.Days)
@@ -149,18 +149,20 @@ func drawChart(u billing.Usage) chart {
 }
 
 // niceCeiling is the smallest 1, 2 or 5 times a power of ten cents at or
-// above m (one dollar for an empty chart).
-func niceCeiling(m billing.Micros) billing.Micros {
+// above m (one dollar for an empty chart), and the number of grid steps
+// that divide it into round figures (5 for 1 and 5, 4 for 2).
+func niceCeiling(m billing.Micros) (billing.Micros, int) {
 	if m <= 0 {
-		return billing.USD
+		return billing.USD, 4
 	}
-	step := billing.Cent
-	for {
+	for step := billing.Cent; ; step *= 10 {
 		for _, k := range []billing.Micros{1, 2, 5} {
 			if step*k >= m {
-				return step * k
+				if k == 2 {
+					return step * k, 4
+				}
+				return step * k, 5
 			}
 		}
-		step *= 10
 	}
 }

@@ -1,0 +1,242 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/emulator"
+	"genjobs/internal/auth"
+	"genjobs/internal/billing"
+	"genjobs/internal/member"
+)
+
+// Chromium is Debian's browser, which `make test` installs where it is
+// missing (CHROMIUM overrides the path).
+func chromium() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// screenshots go under .local/ (not tracked), one PNG per page the
+// journey visits.
+func screenshotDir(t *testing.T) string {
+	root, err := emulator.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, ".local", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestTheConsoleInABrowser walks the console's journey in Chromium against
+// the local stack: the demo owner signs in, creates a token and reads it
+// once, calls the API with it, revokes it, switches API access off and on,
+// tops up 25 USD through the Stripe double, reads the usage chart, signs
+// out; a member then sees no create or revoke action.
+func TestTheConsoleInABrowser(t *testing.T) {
+	if _, err := os.Stat(chromium()); err != nil {
+		t.Fatalf("no Chromium at %s (make test installs Debian's chromium; CHROMIUM names another): %v", chromium(), err)
+	}
+	s, _ := signedIn(t, member.Member) // the member of the last step
+	ctx := context.Background()
+	ownerFile := filepath.Join(t.TempDir(), "demo-owner.json")
+	if err := s.Local.SeedDemoOwner(ctx, s.Store, ownerFile); err != nil {
+		t.Fatal(err)
+	}
+	var owner struct{ Email, Password string }
+	b, _ := os.ReadFile(ownerFile)
+	if err := json.Unmarshal(b, &owner); err != nil || owner.Email == "" {
+		t.Fatalf("demo-owner.json: %s %v", b, err)
+	}
+	// A completed job, so that usage has a bar.
+	waitEnded(t, s, createJob(t, s))
+	shots := screenshotDir(t)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium()),
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-component-update", true),
+		// Loopback only: no name resolves but the stack's address.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+		chromedp.WindowSize(1280, 900),
+	)
+	alloc, cancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancel()
+	browser, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			png, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
+		})
+	}
+	// Each step has 20 seconds; the browser lives as long as the test.
+	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(stepCtx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(stepCtx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return strings.TrimSpace(v)
+	}
+	html := func() string {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(stepCtx, chromedp.OuterHTML(chromedp.CSS("main")))
+		if err != nil {
+			t.Fatalf("read the page: %v", err)
+		}
+		return v
+	}
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	app := s.URL + "/app"
+
+	// The first action starts the browser, without a deadline of its own.
+	if err := chromedp.Do(browser, chromedp.Navigate(app)); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	do("sign in",
+		chromedp.WaitVisible(css(`input[name=email]`)),
+		shot("01-sign-in"),
+		chromedp.SendKeys(css(`input[name=email]`), owner.Email),
+		chromedp.SendKeys(css(`input[name=password]`), owner.Password),
+		chromedp.Submit(css(`input[name=password]`)),
+		chromedp.WaitVisible(css(`#create-token`)),
+		shot("02-tokens"),
+	)
+
+	do("create a token",
+		chromedp.SendKeys(css(`#create-token input[name=name]`), "browser test"),
+		chromedp.Submit(css(`#create-token input[name=name]`)),
+		chromedp.WaitVisible(css(`#new-token-value`)),
+		shot("03-token-created"),
+	)
+	token := text(`#new-token-value`)
+	if !strings.HasPrefix(token, auth.TokenPrefix) || len(token) != len(auth.TokenPrefix)+43 {
+		t.Fatalf("the page shows %q as the token", token)
+	}
+	if code := api(t, s, token, "/jobs"); code != http.StatusOK {
+		t.Fatalf("GET /jobs with the token from the page: %d", code)
+	}
+
+	do("the tokens page again", chromedp.Navigate(app+"/settings/api-tokens"), chromedp.WaitVisible(css(`#tokens`)))
+	if body := html(); strings.Contains(body, token) {
+		t.Error("the token is shown again")
+	}
+	do("revoke it",
+		// The newest token is listed first.
+		chromedp.Click(css(`#tokens tbody tr:first-child a.danger-quiet`)),
+		chromedp.WaitVisible(css(`#confirm-revoke`)),
+		shot("04-revoke-confirm"),
+		chromedp.Click(css(`#confirm-revoke`)),
+		chromedp.WaitVisible(css(`.notice`)),
+		shot("05-token-revoked"),
+	)
+	deadline := time.Now().Add(auth.MaxCacheAge + time.Second)
+	for api(t, s, token, "/jobs") != http.StatusUnauthorized {
+		if time.Now().After(deadline) {
+			t.Fatal("the revoked token still works after 5 seconds")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	do("API access off", chromedp.Click(css(`#api-toggle`)), chromedp.WaitVisible(css(`.notice`)), shot("06-api-off"))
+	if status := text(`#api-status`); status != "Off" || apiEnabled(t, s, devstack.DemoWorkspace) {
+		t.Errorf("after switching off: the page says %q", status)
+	}
+	do("API access on", chromedp.Click(css(`#api-toggle`)), chromedp.WaitVisible(css(`.notice`)))
+	if status := text(`#api-status`); status != "On" || !apiEnabled(t, s, devstack.DemoWorkspace) {
+		t.Errorf("after switching on: the page says %q", status)
+	}
+
+	do("billing", chromedp.Navigate(app+"/settings/billing"), chromedp.WaitVisible(css(`#available`)), shot("07-billing"))
+	before := text(`#available`)
+	do("top up 25 USD",
+		chromedp.Click(css(`#preset-25`)),
+		chromedp.WaitVisible(css(`button.pay`)),
+		shot("08-stripe-checkout"),
+		chromedp.Click(css(`button.pay`)),
+		chromedp.WaitVisible(css(`#checkout-result`)),
+		shot("09-payment-received"),
+	)
+	result, after := text(`#checkout-result`), text(`#available`)
+	if !strings.Contains(result, "Payment received: 25.00 USD") || dollars(t, after)-dollars(t, before) != 25*billing.USD {
+		t.Errorf("after paying 25 USD: %q, available %s -> %s", result, before, after)
+	}
+
+	do("usage", chromedp.Navigate(app+"/settings/usage"), chromedp.WaitVisible(css(`#usage-chart`)), shot("10-usage"))
+	stepCtx, stop := context.WithTimeout(browser, 20*time.Second)
+	bars, err := chromedp.Run(stepCtx, chromedp.Evaluate[int](`[...document.querySelectorAll('#usage-chart rect.bar')].filter(r => r.height.baseVal.value > 0).length`))
+	stop()
+	if err != nil || bars != 1 {
+		t.Errorf("the chart shows %d bars with a height (%v); one day has a completed job", bars, err)
+	}
+	do("members", chromedp.Navigate(app+"/settings/members"), chromedp.WaitVisible(css(`#members`)), shot("11-members"))
+	do("on a phone",
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
+		chromedp.Navigate(app+"/settings/billing"), chromedp.WaitVisible(css(`#available`)), shot("12-billing-phone"),
+		chromedp.Navigate(app+"/settings/usage"), chromedp.WaitVisible(css(`#usage-chart`)), shot("13-usage-phone"),
+		chromedp.EmulateReset(),
+	)
+
+	do("sign out",
+		chromedp.Click(css(`#sign-out`)),
+		chromedp.WaitVisible(css(`input[name=email]`)),
+		chromedp.Navigate(app+"/settings/api-tokens"),
+		chromedp.WaitVisible(css(`input[name=email]`)),
+	)
+	do("as a member",
+		chromedp.SendKeys(css(`input[name=email]`), "member@example.com"),
+		chromedp.SendKeys(css(`input[name=password]`), password),
+		chromedp.Submit(css(`input[name=password]`)),
+		chromedp.WaitVisible(css(`#tokens`)),
+		shot("14-member-tokens"),
+	)
+	body := html()
+	for _, action := range []string{`id="create-token"`, ">Revoke<", `id="api-toggle"`} {
+		if strings.Contains(body, action) {
+			t.Errorf("a member's tokens page shows %s", action)
+		}
+	}
+	t.Logf("screenshots in %s", shots)
+}
+
+// dollars reads "$1,234.50" as Micros.
+func dollars(t *testing.T, s string) billing.Micros {
+	t.Helper()
+	m, err := billing.ParseUSD(strings.NewReplacer("$", "", ",", "").Replace(strings.TrimSpace(s)))
+	if err != nil {
+		t.Fatalf("%q is no amount: %v", s, err)
+	}
+	return m
+}
+
