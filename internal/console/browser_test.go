@@ -239,4 +239,3 @@ func dollars(t *testing.T, s string) billing.Micros {
 	}
 	return m
 }
-
