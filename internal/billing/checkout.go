@@ -13,11 +13,12 @@ var TopUpPresets = []int{10, 25, 50, 100}
 
 // ParseTopUpAmount reads an amount typed into the top-up form: whole
 // dollars or dollars and cents ("25", "12.50"), 5 to 10000. The error says
-// what is wrong in words a person reads beside the field.
+// what is wrong in words a person reads beside the field (as a sentence:
+// capitalised, with a full stop).
 func ParseTopUpAmount(s string) (Micros, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, errors.New("Enter an amount in USD.")
+		return 0, errors.New("enter an amount in USD")
 	}
 	whole, cents, hasDot := strings.Cut(s, ".")
 	digits := func(x string) bool {
@@ -29,25 +30,25 @@ func ParseTopUpAmount(s string) (Micros, error) {
 		return true
 	}
 	if strings.HasPrefix(s, "-") {
-		return 0, errors.New("The amount must be positive.")
+		return 0, errors.New("the amount must be positive")
 	}
 	if whole == "" || !digits(whole) || (hasDot && (cents == "" || !digits(cents))) {
-		return 0, errors.New("Enter the amount as a number of dollars, such as 25 or 12.50.")
+		return 0, errors.New("enter the amount as a number of dollars, such as 25 or 12.50")
 	}
 	if len(cents) > 2 {
-		return 0, errors.New("The amount can have at most two decimals (cents).")
+		return 0, errors.New("the amount can have at most two decimals (cents)")
 	}
 	if len(whole) > 7 {
-		return 0, errors.New("The largest top-up is 10,000 USD.")
+		return 0, errors.New("the largest top-up is 10,000 USD")
 	}
 	w, _ := strconv.ParseInt(whole, 10, 64)
 	c, _ := strconv.ParseInt((cents + "00")[:2], 10, 64)
 	m := Micros(w)*USD + Micros(c)*Cent
 	switch {
 	case m < MinTopUp:
-		return 0, errors.New("The smallest top-up is 5 USD.")
+		return 0, errors.New("the smallest top-up is 5 USD")
 	case m > MaxTopUp:
-		return 0, errors.New("The largest top-up is 10,000 USD.")
+		return 0, errors.New("the largest top-up is 10,000 USD")
 	}
 	return m, nil
 }

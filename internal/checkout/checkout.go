@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
-	"github.com/stripe/stripe-go/v82/checkout/session"
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"genjobs/internal/billing"
@@ -87,14 +86,14 @@ func (s *Stripe) CreateSession(ctx context.Context, r SessionRequest) (Session, 
 	if err != nil {
 		return Session{}, err
 	}
-	params := &stripe.CheckoutSessionParams{
+	params := &stripe.CheckoutSessionCreateParams{
 		Mode: stripe.String(string(stripe.CheckoutSessionModePayment)),
-		LineItems: []*stripe.CheckoutSessionLineItemParams{{
+		LineItems: []*stripe.CheckoutSessionCreateLineItemParams{{
 			Quantity: stripe.Int64(1),
-			PriceData: &stripe.CheckoutSessionLineItemPriceDataParams{
+			PriceData: &stripe.CheckoutSessionCreateLineItemPriceDataParams{
 				Currency:    stripe.String("usd"),
 				UnitAmount:  stripe.Int64(r.Amount.Cents()),
-				ProductData: &stripe.CheckoutSessionLineItemPriceDataProductDataParams{Name: stripe.String("API balance")},
+				ProductData: &stripe.CheckoutSessionCreateLineItemPriceDataProductDataParams{Name: stripe.String("API balance")},
 			},
 		}},
 		ClientReferenceID: stripe.String(r.WorkspaceID),
@@ -103,8 +102,8 @@ func (s *Stripe) CreateSession(ctx context.Context, r SessionRequest) (Session, 
 	}
 	params.AddMetadata("topup_id", r.TopUpID)
 	params.SetIdempotencyKey("topup-" + r.TopUpID)
-	params.Context = ctx
-	cs, err := session.Client{B: s.api(), Key: keys.SecretKey}.New(params)
+	sc := stripe.NewClient(keys.SecretKey, stripe.WithBackends(&stripe.Backends{API: s.api()}))
+	cs, err := sc.V1CheckoutSessions.Create(ctx, params)
 	if err != nil {
 		return Session{}, fmt.Errorf("checkout: create session for top-up %s: %w", r.TopUpID, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"genjobs/internal/billing"
 	"genjobs/internal/checkout"
@@ -88,7 +89,7 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 			c.internalError(w, r, "read billing", derr)
 			return
 		}
-		data.Amount, data.AmountError = raw, err.Error()
+		data.Amount, data.AmountError = raw, sentence(err.Error())
 		v := c.view(req, "billing", "Billing")
 		v.Data = data
 		c.render(w, r, http.StatusBadRequest, "billing", v)
@@ -124,4 +125,12 @@ func checkoutRequest(appURL string, co billing.Checkout) checkout.SessionRequest
 	return checkout.SessionRequest{TopUpID: co.ID, WorkspaceID: co.WorkspaceID, Amount: co.Requested,
 		SuccessURL: appURL + "/settings/billing?checkout={CHECKOUT_SESSION_ID}",
 		CancelURL:  appURL + "/settings/billing"}
+}
+
+// sentence writes an error's text for a page: capitalised, with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
