@@ -26,13 +26,13 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // browser does. Every request goes through the API Gateway stand-in and
 // the Lambda event adapter, as in AWS.
 type browser struct {
-	t      *testing.T
+	t      testing.TB
 	stack  *devstacktest.Stack
 	client *http.Client
 	origin string
 }
 
-func newBrowser(t *testing.T, s *devstacktest.Stack) *browser {
+func newBrowser(t testing.TB, s *devstacktest.Stack) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, stack: s, origin: s.URL, client: &http.Client{Jar: jar, Timeout: 20 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
@@ -106,7 +106,7 @@ const password = "Test-Password-123!"
 
 // person makes a user of the stack's pool with a permanent password and
 // gives them role in ws.
-func person(t *testing.T, s *devstacktest.Stack, email, ws string, role member.Role) string {
+func person(t testing.TB, s *devstacktest.Stack, email, ws string, role member.Role) string {
 	t.Helper()
 	ctx := context.Background()
 	c, err := s.Local.Cognito()
@@ -128,7 +128,7 @@ func person(t *testing.T, s *devstacktest.Stack, email, ws string, role member.R
 
 // signedIn serves a stack and signs a person with role in the demo
 // workspace in.
-func signedIn(t *testing.T, role member.Role) (*devstacktest.Stack, *browser) {
+func signedIn(t testing.TB, role member.Role) (*devstacktest.Stack, *browser) {
 	s := devstacktest.Start(t)
 	person(t, s, string(role)+"@example.com", devstack.DemoWorkspace, role)
 	b := newBrowser(t, s)
