@@ -17,6 +17,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
 	"genjobs/internal/lifecycle"
+	"genjobs/internal/provider/steps"
 	"genjobs/internal/queue"
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/store"
@@ -107,6 +108,26 @@ func (e *env) messages(url string) []string {
 			var msg queue.Message
 			_ = json.Unmarshal([]byte(aws.ToString(m.Body)), &msg)
 			ids = append(ids, msg.JobID)
+			_, _ = e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+// steps takes the provider queue's messages at url.
+func (e *env) steps(url string) []steps.Message {
+	var out []steps.Message
+	for {
+		res, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			return out
+		}
+		for _, m := range res.Messages {
+			var msg steps.Message
+			_ = json.Unmarshal([]byte(aws.ToString(m.Body)), &msg)
+			out = append(out, msg)
 			_, _ = e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
 		}
 	}
@@ -312,7 +333,8 @@ func TestAHandedOverJobIsSentAgainToItsNewLane(t *testing.T) {
 
 // TestRoutedJobKeepsItsRoutesDeadline: a job routed to a model provider is
 // re-sent to the provider queue, not the workers', and times out at its
-// route's deadline, not the default 30 minutes; its end hands the
+// route's deadline, not the default 30 minutes. Its re-send asks for its
+// submission (it is still queued), and its end hands the
 // prediction's cancellation to the provider queue.
 func TestRoutedJobKeepsItsRoutesDeadline(t *testing.T) {
 	e := newEnv(t)
@@ -334,8 +356,8 @@ func TestRoutedJobKeepsItsRoutesDeadline(t *testing.T) {
 	if r.TimedOut != 0 || e.status(j.ID).Status != job.Queued {
 		t.Fatalf("a routed job with a 60-minute deadline timed out at 45 minutes: %+v", r)
 	}
-	if got := e.messages(pq); len(got) != 1 || got[0] != j.ID {
-		t.Fatalf("provider queue held %v; want the job's message", got)
+	if got := e.steps(pq); len(got) != 1 || got[0] != (steps.Message{Kind: steps.Submit, JobID: j.ID}) {
+		t.Fatalf("provider queue held %v; want the job's submission", got)
 	}
 	if got := e.messages(e.url); len(got) != 0 {
 		t.Fatalf("the workers' queue held %v", got)
@@ -348,7 +370,7 @@ func TestRoutedJobKeepsItsRoutesDeadline(t *testing.T) {
 	if got.Status != job.Failed || got.Error.Code != job.CodeTimeout || !strings.Contains(got.Error.Message, "60 minutes") {
 		t.Fatalf("job %s %+v", got.Status, got.Error)
 	}
-	if msgs := e.messages(pq); len(msgs) != 1 {
+	if msgs := e.steps(pq); len(msgs) != 1 || msgs[0] != (steps.Message{Kind: steps.Cancel, JobID: j.ID}) {
 		t.Fatalf("provider queue held %v after the timeout; want the cancellation's step", msgs)
 	}
 }
