@@ -40,6 +40,7 @@ var probes = map[string]probe{
 	"jobs":     {"events/jobs-list.json", http.StatusUnauthorized},
 	"styles":   {"events/styles-list.json", http.StatusUnauthorized},
 	"mcp":      {"events/mcp-tools-list.json", http.StatusUnauthorized},
+	"console":  {"events/console-sign-in.json", http.StatusOK},
 	"openapi":  {"events/openapi.json", http.StatusOK},
 	"notfound": {"events/notfound.json", http.StatusNotFound},
 	bareName:   {"events/notfound.json", http.StatusOK},
