@@ -47,6 +47,8 @@ func (r *report) sizes(ts []target, size map[string]int64) {
 			limit = workerSizeLimit
 		case "deliverer", "provider", "callbacks", "mcp":
 			limit = delivererSizeLimit
+		case "console":
+			limit = consoleSizeLimit
 		}
 		var note string
 		switch {
