@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/member"
 	"genjobs/internal/style"
 )
@@ -183,4 +184,28 @@ func TestPagesCarryAStrictPolicy(t *testing.T) {
 	for _, c := range resp.Cookies() {
 		t.Errorf("a page set cookie %s", c.Name)
 	}
+}
+
+// TestTheDemoOwnerIsOneMemberWhateverTheRuns: make run's pool is new on
+// every run, and so is the demo owner's user id; the workspace keeps one.
+func TestTheDemoOwnerIsOneMemberWhateverTheRuns(t *testing.T) {
+	s := devstacktest.Start(t)
+	ctx := context.Background()
+	stale := member.Membership{WorkspaceID: devstack.DemoWorkspace, UserID: "an-earlier-run", Email: devstack.DemoOwnerEmail,
+		Role: member.Owner, AddedAt: time.Now()}
+	if err := cdb(s).AddMember(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	file := t.TempDir() + "/demo-owner.json"
+	for range 2 {
+		if err := s.Local.SeedDemoOwner(ctx, s.Store, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, _ := cdb(s).Members(ctx, devstack.DemoWorkspace)
+	if len(ms) != 1 || ms[0].UserID == stale.UserID || ms[0].Role != member.Owner {
+		t.Errorf("members after two seeds: %+v; want the one current demo owner", ms)
+	}
+	b := newBrowser(t, s)
+	b.signIn(devstack.DemoOwnerEmail, devstack.DemoOwnerPassword)
 }

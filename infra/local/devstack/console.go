@@ -114,12 +114,24 @@ func (s *Stack) SeedDemoOwner(ctx context.Context, st *store.Store, file string)
 	if err := c.SetPassword(ctx, DemoOwnerEmail, DemoOwnerPassword); err != nil {
 		return err
 	}
-	// The pool is new on every run (moto keeps it in memory) and so is the
-	// user's id: a membership of a previous run's id is left as it is.
-	err = consoledb.New(st).AddMember(ctx, member.Membership{WorkspaceID: DemoWorkspace, UserID: u.UserID, Email: DemoOwnerEmail,
+	db := consoledb.New(st)
+	err = db.AddMember(ctx, member.Membership{WorkspaceID: DemoWorkspace, UserID: u.UserID, Email: DemoOwnerEmail,
 		Role: member.Owner, AddedAt: time.Now()})
 	if err != nil && !errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("make the demo owner an owner of %s: %w", DemoWorkspace, err)
+	}
+	// The pool is new on every run (moto keeps it in memory), and so is the
+	// demo owner's user id: the memberships of earlier runs' ids go.
+	ms, err := db.Members(ctx, DemoWorkspace)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.Email == DemoOwnerEmail && m.UserID != u.UserID {
+			if err := db.RemoveMember(ctx, DemoWorkspace, m.UserID); err != nil {
+				return fmt.Errorf("remove an earlier run's demo owner: %w", err)
+			}
+		}
 	}
 	b, _ := json.MarshalIndent(map[string]string{"email": DemoOwnerEmail, "password": DemoOwnerPassword}, "", "  ")
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
