@@ -227,6 +227,7 @@ var eventStatus = map[string]struct {
 	"usage-invalid-days.json":             {"UsageFunction", 400},
 	"callbacks-unverified.json":           {"CallbacksFunction", 401},
 	"provider-step.json":                  {"ProviderFunction", 0},
+	"console-sign-in.json":                {"ConsoleFunction", 200},
 }
 
 func TestSampleEvents(t *testing.T) {
@@ -281,6 +282,13 @@ func TestSampleEvents(t *testing.T) {
 			resp, err := hs[want.function].HTTP(context.Background(), ev)
 			if err != nil || resp.StatusCode != want.status {
 				t.Errorf("events/%s: %d %s (%v); want %d", name, resp.StatusCode, resp.Body, err, want.status)
+				continue
+			}
+			if strings.HasPrefix(resp.Headers["Content-Type"], "text/html") {
+				// The console answers pages.
+				if !strings.HasPrefix(resp.Body, "<!doctype html>") {
+					t.Errorf("events/%s: an HTML answer that is no page: %.200s", name, resp.Body)
+				}
 				continue
 			}
 			var body map[string]any
