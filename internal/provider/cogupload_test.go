@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -124,4 +125,57 @@ func TestCogUploadStoreRefuses(t *testing.T) {
 	if keys := e.objects("results/" + j.ID + "/"); len(keys) != 1 {
 		t.Fatalf("the job holds %v; want the one upload", keys)
 	}
+}
+
+// TestCogUploadSurvivesRacingCopies: two steps copy one prediction's
+// outputs at once (a completed webhook sent again, or a fast model whose
+// submission answer already says succeeded, as Cog 0.13.6's does); the
+// one that loses the race to end the job must not delete the uploaded file
+// the winner completed the job with.
+func TestCogUploadSurvivesRacingCopies(t *testing.T) {
+	e := newEnv(t, cogRoutes)
+	e.cog.Mode, e.cog.UploadURL = providertest.CogUpload, e.baseURL+"/callbacks/cog/uploads/"
+	j := e.create(imageEndpoint, fox)
+	if got := e.steps(j.ID, 1); got.Status != job.Scheduled {
+		t.Fatalf("job %s; want scheduled\n%s", got.Status, e.logs.String())
+	}
+	id := provider.PredictionID(j.ID, e.sub(j.ID).Key)
+	if code := e.cog.Complete(t, id, false, providertest.CogFile{Name: "out.png", ContentType: "image/png", Data: pngBytes}); code != http.StatusNoContent {
+		t.Fatalf("the completed webhook answered %d", code)
+	}
+	if code := e.cog.Resend(t, id); code != http.StatusNoContent {
+		t.Fatalf("the completed webhook sent again answered %d", code)
+	}
+	// The first copy step ends the job only after the second has run whole.
+	e.runner.Ender = &racingEnder{Ender: e.runner.Ender, first: func() {
+		if !e.stepQuick() {
+			t.Fatal("no second copy step was queued")
+		}
+	}}
+	if !e.stepQuick() {
+		t.Fatal("no copy step was queued")
+	}
+	got := e.job(j.ID)
+	if got.Status != job.Completed {
+		t.Fatalf("job %s %+v; want completed\n%s", got.Status, got.Error, e.logs.String())
+	}
+	if res := e.result(got); len(res) != 1 || !bytes.Equal(res[0], pngBytes) {
+		t.Fatalf("%d results; want the uploaded file, byte for byte", len(res))
+	}
+	e.drain()
+	e.audit()
+}
+
+// racingEnder runs first once, before the first End it is asked for.
+type racingEnder struct {
+	provider.Ender
+	first func()
+}
+
+func (r *racingEnder) End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error) {
+	if f := r.first; f != nil {
+		r.first = nil
+		f()
+	}
+	return r.Ender.End(ctx, j, c)
 }

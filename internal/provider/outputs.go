@@ -37,11 +37,11 @@ func (e *copyError) Unwrap() error { return e.err }
 // copyOutputs streams each output into the results bucket, under keys of
 // this step's own (results/{job}/{step}-{i}.{ext}), so that a step racing
 // it never touches its files; a file of the job's in the upload store is
-// there already and taken as it is. On any failure nothing the step copied
-// remains.
-func (s *step) copyOutputs(ctx context.Context, refs []string) ([]string, error) {
+// there already and taken as it is. copied is the keys this step wrote,
+// the only ones it may delete: a step racing it takes the same uploaded
+// files. On any failure nothing the step copied remains.
+func (s *step) copyOutputs(ctx context.Context, refs []string) (keys, copied []string, err error) {
 	stepID := newID()[:8]
-	var keys, copied []string
 	for i, ref := range refs {
 		if key, ok := storedUpload(s.j, ref); ok {
 			keys = append(keys, key)
@@ -50,11 +50,11 @@ func (s *step) copyOutputs(ctx context.Context, refs []string) ([]string, error)
 		key, err := s.copyOutput(ctx, ref, fmt.Sprintf("results/%s/%s-%d", s.j.ID, stepID, i))
 		if err != nil {
 			s.deleteOutputs(ctx, copied)
-			return nil, err
+			return nil, nil, err
 		}
 		keys, copied = append(keys, key), append(copied, key)
 	}
-	return keys, nil
+	return keys, copied, nil
 }
 
 func (s *step) deleteOutputs(ctx context.Context, keys []string) {

@@ -610,7 +610,7 @@ func (s *step) complete(ctx context.Context, outputs []string) error {
 	if len(outputs) == 0 {
 		return s.fail(ctx, job.CodeProvider, "The provider's prediction succeeded without an output file.")
 	}
-	keys, err := s.copyOutputs(ctx, outputs)
+	keys, copied, err := s.copyOutputs(ctx, outputs)
 	var ce *copyError
 	switch {
 	case errors.As(err, &ce) && ce.permanent:
@@ -626,8 +626,10 @@ func (s *step) complete(ctx context.Context, outputs []string) error {
 	done := 1.0
 	_, err = r.Ender.End(ctx, s.j, job.Change{To: job.Completed, Progress: &done, Outputs: keys, Holder: s.lease})
 	if errors.Is(err, job.ErrConflict) {
-		s.log.Info("the job ended while its outputs were copied; they are deleted")
-		s.deleteOutputs(ctx, keys)
+		// The step that ended it may have completed it with the same
+		// uploaded files: only this step's own copies go.
+		s.log.Info("the job ended while its outputs were copied; this step's copies are deleted")
+		s.deleteOutputs(ctx, copied)
 		return nil
 	}
 	if err != nil {

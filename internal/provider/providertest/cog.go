@@ -44,12 +44,13 @@ type Cog struct {
 	cancels []string
 	faults  []Fault
 	uploads []int
+	sent    map[string]CogPrediction // the last webhook of each prediction
 }
 
 // NewCog starts a fake on 127.0.0.1 serving under prefix (e.g.
 // /image/vendor-b/model-e-4).
 func NewCog(t testing.TB, prefix string) *Cog {
-	c := &Cog{running: map[string]*CogPrediction{}, WebhookToken: "cog-webhook-token"}
+	c := &Cog{running: map[string]*CogPrediction{}, sent: map[string]CogPrediction{}, WebhookToken: "cog-webhook-token"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("PUT "+prefix+"/predictions/{id}", c.put)
 	mux.HandleFunc("POST "+prefix+"/predictions/{id}/cancel", c.cancel)
@@ -183,7 +184,23 @@ func (c *Cog) Finish(t testing.TB, id string, output any, errMsg string, lose bo
 	return c.send(t, out)
 }
 
+// Resend sends the last webhook of prediction id again, as Cog's webhook
+// sender retries a delivery whose answer it did not get.
+func (c *Cog) Resend(t testing.TB, id string) int {
+	t.Helper()
+	c.mu.Lock()
+	p, ok := c.sent[id]
+	c.mu.Unlock()
+	if !ok {
+		t.Fatalf("cog fake: no webhook sent for %s", id)
+	}
+	return c.send(t, p)
+}
+
 func (c *Cog) send(t testing.TB, p CogPrediction) int {
+	c.mu.Lock()
+	c.sent[p.ID] = p
+	c.mu.Unlock()
 	body, _ := json.Marshal(p)
 	h := http.Header{"Content-Type": {"application/json"}}
 	if c.WebhookToken != "" {
