@@ -264,14 +264,19 @@ func (it workspaceItem) balance() billing.Balance {
 	}
 }
 
-func isConditionFailed(err error) bool {
+func isConditionFailed(err error) bool { return ConditionFailed(err) }
+
+func cancelReason(err error, i int) string { return CancelReason(err, i) }
+
+// ConditionFailed tells a write refused by its condition.
+func ConditionFailed(err error) bool {
 	var failed *types.ConditionalCheckFailedException
 	return errors.As(err, &failed)
 }
 
-// cancelReason is the cancellation code of item i of a cancelled
+// CancelReason is the cancellation code of item i of a cancelled
 // transaction, or "" when err is something else.
-func cancelReason(err error, i int) string {
+func CancelReason(err error, i int) string {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) || i >= len(tce.CancellationReasons) {
 		return ""

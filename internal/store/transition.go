@@ -482,6 +482,13 @@ func decodeJob(item map[string]types.AttributeValue) (*job.Job, error) {
 	return it.toJob()
 }
 
+// Transact runs a transaction on the store's table, retrying the conflicts
+// DynamoDB reports when another transaction touched the same items at the
+// same moment. The store's sibling packages (consoledb) write through it.
+func (s *Store) Transact(ctx context.Context, items []types.TransactWriteItem) error {
+	return s.transact(ctx, items)
+}
+
 // transact runs a transaction, retrying the conflicts DynamoDB reports when
 // another transaction touched the same items at the same moment.
 func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) error {

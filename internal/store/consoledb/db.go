@@ -7,7 +7,6 @@ package consoledb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -74,51 +73,15 @@ func (d *DB) putNew(ctx context.Context, item any) error {
 	return err
 }
 
-// transact writes items in one transaction, trying again a few times when
-// another transaction held one of them (TransactionConflict).
+// transact writes items in one transaction through the store (which retries
+// a TransactionConflict).
 func (d *DB) transact(ctx context.Context, items []types.TransactWriteItem) error {
-	var err error
-	for attempt := 0; attempt < 4; attempt++ {
-		_, err = d.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if !conflicted(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
-		}
-	}
-	return err
+	return d.Store.Transact(ctx, items)
 }
 
-func conflicted(err error) bool {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
-		return false
-	}
-	for _, r := range tce.CancellationReasons {
-		if aws.ToString(r.Code) == "TransactionConflict" {
-			return true
-		}
-	}
-	return false
-}
+func isConditionFailed(err error) bool { return store.ConditionFailed(err) }
 
-func isConditionFailed(err error) bool {
-	var failed *types.ConditionalCheckFailedException
-	return errors.As(err, &failed)
-}
-
-// cancelReason is the cancellation code of item i of a cancelled
-// transaction, or "" when err is something else.
-func cancelReason(err error, i int) string {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) || i >= len(tce.CancellationReasons) {
-		return ""
-	}
-	return aws.ToString(tce.CancellationReasons[i].Code)
-}
+func cancelReason(err error, i int) string { return store.CancelReason(err, i) }
 
 // queryPrefix reads, strongly consistently, every item of partition pk
 // whose sort key starts with prefix.
