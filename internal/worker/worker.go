@@ -295,12 +295,25 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func (a *attempt) release(ctx context.Context) bool {
 	now := a.w.Clock.Now()
 	gone := job.Lease{ID: a.lease.ID, Until: now.Add(-time.Millisecond)}
-	_, err := a.w.Store.Transition(ctx, a.j, job.Change{To: a.j.Status, Holder: a.lease.ID, Lease: &gone}, now)
-	if err != nil && !errors.Is(err, job.ErrConflict) {
-		a.log.Warn("could not release the lease; the next attempt waits for it to lapse", "error", err.Error())
-		return false
+	j := a.j
+	for range 3 {
+		cur, err := a.w.Store.Transition(ctx, j, job.Change{To: j.Status, Holder: a.lease.ID, Lease: &gone}, now)
+		switch {
+		case err == nil:
+			return true
+		case !errors.Is(err, job.ErrConflict):
+			a.log.Warn("could not release the lease; the next attempt waits for it to lapse", "error", err.Error())
+			return false
+		case cur == nil || cur.Status.Terminal() || cur.Lease.ID != a.lease.ID:
+			return true // lost to a cancellation or a takeover
+		}
+		// Still our lease, in a later status: a write of ours whose answer
+		// the failure cut off (a heartbeat's sampling) went through. Give
+		// the lease up where the job now is.
+		j = cur
 	}
-	return true
+	a.log.Warn("could not release the lease; the next attempt waits for it to lapse", "status", j.Status)
+	return false
 }
 
 // attempt is one worker's go at one job, from claim to end.

@@ -831,3 +831,52 @@ func TestAFailedAttemptThatKeptItsLeaseIsRetriedWhenTheLeaseLapses(t *testing.T)
 		t.Errorf("waits asked for: %v; want one reaching past the lease's lapse at %s", retry.afters, held.Until.Format(time.RFC3339Nano))
 	}
 }
+
+// lostBeat plays a write of the attempt's that went through while its
+// answer was cut off by the attempt's failure: just before the attempt gives
+// its lease up, the job moves on under that lease, and the attempt's view of
+// the job is left behind.
+type lostBeat struct {
+	worker.Store
+	once sync.Once
+}
+
+func (l *lostBeat) Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error) {
+	if c.Holder != "" && c.Lease != nil && !c.Lease.Until.After(now) && j.Status.CanMoveTo(job.IntermediateComplete) {
+		var err error
+		l.once.Do(func() {
+			kept := job.Lease{ID: c.Holder, Until: now.Add(time.Minute)}
+			_, err = l.Store.Transition(ctx, j, job.Change{To: job.IntermediateComplete, Holder: c.Holder, Lease: &kept}, now)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l.Store.Transition(ctx, j, c, now)
+}
+
+// A failed attempt gives its lease up even when a write of its own whose
+// answer it never read moved the job on: the retry claims the job at once
+// rather than dropping its message as another worker's.
+func TestAFailedAttemptReleasesItsLeaseAfterALostWrite(t *testing.T) {
+	e := newEnv(t)
+	e.w.Store = &lostBeat{Store: e.store}
+	flaky := &flakyBlobs{Blobs: e.blobs}
+	flaky.failures.Store(1)
+	e.w.Blobs = flaky
+	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
+	resp, err := e.w.HandleSQS(e.ctx, sqsEvent(j.ID, "m1"))
+	if err != nil || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("attempt: %+v, %v; want its message reported for retry", resp, err)
+	}
+	if got := e.job(j.ID); got.Status != job.IntermediateComplete || got.Lease.Held(time.Now()) {
+		t.Fatalf("after the failed attempt: %s, lease until %s; want the lease given up", got.Status, got.Lease.Until.Format(time.RFC3339Nano))
+	}
+	resp, err = e.w.HandleSQS(e.ctx, sqsEvent(j.ID, "m1"))
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("retry: %+v, %v", resp, err)
+	}
+	if got := e.job(j.ID); got.Status != job.Completed {
+		t.Fatalf("after the retry: %s; want completed\n%s", got.Status, e.logs)
+	}
+}
