@@ -169,11 +169,12 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	do("API access off", chromedp.Click(css(`#api-toggle`)), chromedp.WaitVisible(css(`.notice`)), shot("06-api-off"))
+	// The page before the click shows a notice too: wait for the new state.
+	do("API access off", chromedp.Click(css(`#api-toggle`)), chromedp.WaitVisible(css(`#api-status.off`)), chromedp.WaitVisible(css(`.notice`)), shot("06-api-off"))
 	if status := text(`#api-status`); status != "Off" || apiEnabled(t, s, devstack.DemoWorkspace) {
 		t.Errorf("after switching off: the page says %q", status)
 	}
-	do("API access on", chromedp.Click(css(`#api-toggle`)), chromedp.WaitVisible(css(`.notice`)))
+	do("API access on", chromedp.Click(css(`#api-toggle`)), chromedp.WaitVisible(css(`#api-status.on`)), chromedp.WaitVisible(css(`.notice`)))
 	if status := text(`#api-status`); status != "On" || !apiEnabled(t, s, devstack.DemoWorkspace) {
 		t.Errorf("after switching on: the page says %q", status)
 	}
