@@ -1,5 +1,5 @@
 // Command admin is the operator CLI, the stand-in for the web application's
-// settings pages (docs/operating.md, "The operator CLI"):
+// settings pages (docs/operations.md, "The operator CLI"):
 //
 //	go run ./infra/admin --help
 //	go run ./infra/admin workspace create --name Acme

@@ -218,11 +218,11 @@ func TestTheChecksTellBuildOutputAndOutsideDocumentsApart(t *testing.T) {
 
 	src := "// Size limits (docs/api.md, \"Assets\").\n" +
 		"// default 16:9 (docs/api.md,\n// \"Choices per model\") when\n" +
-		"      # passed (docs/operating.md,\n      \"Key rotation\"). Empty\n" +
+		"      # passed (docs/operations.md,\n      \"Quotas\"). Empty\n" +
 		"// a receiver works (docs/local-stack.md: private destinations)\n" +
 		"// the ES256 JWT of docs/api.md (\"Webhooks\"), the signers\n"
 	wantPointers := []pointer{{"api.md", "Assets", 1}, {"api.md", "Choices per model", 2},
-		{"operating.md", "Key rotation", 4}, {"local-stack.md", "", 6}, {"api.md", "Webhooks", 7}}
+		{"operations.md", "Quotas", 4}, {"local-stack.md", "", 6}, {"api.md", "Webhooks", 7}}
 	if got := docPointers([]byte(src)); fmt.Sprint(got) != fmt.Sprint(wantPointers) {
 		t.Errorf("docPointers = %v\nwant %v", got, wantPointers)
 	}

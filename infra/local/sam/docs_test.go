@@ -156,28 +156,28 @@ func parameterTable(text string) (map[string]string, error) {
 	return rows, nil
 }
 
-// docs/operating.md's parameter table lists exactly the template's
+// docs/operations.md's parameter table lists exactly the template's
 // parameters, each with the template's default.
 func TestTheParameterTableIsTheTemplates(t *testing.T) {
 	tpl := loadRepoTemplate(t)
-	text := docPages(t)["docs/operating.md"]
+	text := docPages(t)["docs/operations.md"]
 	rows, err := parameterTable(text)
 	if err != nil {
-		t.Fatalf("docs/operating.md: %v", err)
+		t.Fatalf("docs/operations.md: %v", err)
 	}
 	for name, p := range tpl.Parameters {
 		cell, ok := rows[name]
 		if !ok {
-			t.Errorf("docs/operating.md's parameter table lacks %s", name)
+			t.Errorf("docs/operations.md's parameter table lacks %s", name)
 			continue
 		}
 		if want, got := defaultText(p), strings.ReplaceAll(strings.ReplaceAll(cell, "`", ""), ",", ""); !strings.HasPrefix(got, want) {
-			t.Errorf("docs/operating.md gives %s the default %q; template.yaml's is %s", name, cell, want)
+			t.Errorf("docs/operations.md gives %s the default %q; template.yaml's is %s", name, cell, want)
 		}
 	}
 	for name := range rows {
 		if _, ok := tpl.Parameters[name]; !ok {
-			t.Errorf("docs/operating.md's parameter table lists %s, which template.yaml does not have", name)
+			t.Errorf("docs/operations.md's parameter table lists %s, which template.yaml does not have", name)
 		}
 	}
 }
