@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -70,36 +71,25 @@ func (c *cli) workspaceDisableAPI(ctx context.Context, args []string, stdout io.
 }
 
 func (c *cli) setAPI(ctx context.Context, args []string, stdout io.Writer, enabled bool) error {
-	fs := c.flags()
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
-		return err
-	}
-	s, err := c.store(ctx)
+	ws, s, err := c.workspaceStore(ctx, args, stdout)
 	if err != nil {
 		return err
 	}
 	// Setting the current value again succeeds: the switch is idempotent.
-	if err := s.SetAPIEnabled(ctx, *ws, enabled); err != nil {
-		return c.notFound(err, "workspace %s does not exist", *ws)
+	if err := s.SetAPIEnabled(ctx, ws, enabled); err != nil {
+		return c.notFound(err, "workspace %s does not exist", ws)
 	}
 	return writeJSON(stdout, struct {
 		WorkspaceID string `json:"workspace_id"`
 		APIEnabled  bool   `json:"api_enabled"`
-	}{*ws, enabled})
+	}{ws, enabled})
 }
 
 func (c *cli) tokenCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := c.flags()
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	name := fs.String("name", "", "a `name` to recognise the token by (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
 		return err
 	}
 	n, err := c.name("--name", *name)
@@ -128,13 +118,7 @@ func (c *cli) tokenRevoke(ctx context.Context, args []string, stdout io.Writer) 
 	fs := c.flags()
 	ws := fs.String("workspace", "", "the workspace `id` the token belongs to (required)")
 	tokenID := fs.String("token-id", "", "the token's `id`, tok_... (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
-		return err
-	}
-	if err := c.id("--token-id", *tokenID); err != nil {
+	if err := c.parseIDs(fs, args, stdout, "workspace", "token-id"); err != nil {
 		return err
 	}
 	s, err := c.store(ctx)
@@ -156,10 +140,7 @@ func (c *cli) balanceTopUp(ctx context.Context, args []string, stdout io.Writer)
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	usd := fs.String("usd", "", "the `amount` in USD, 5 to 10000, at most six decimals; the application offers 10, 25, 50 and 100 (required)")
 	paymentID := fs.String("payment-id", "", "the payment's `id`; the same id credits once (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
 		return err
 	}
 	if *usd == "" {
@@ -194,21 +175,13 @@ func (c *cli) balanceTopUp(ctx context.Context, args []string, stdout io.Writer)
 }
 
 func (c *cli) balanceShow(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := c.flags()
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
-		return err
-	}
-	s, err := c.store(ctx)
+	ws, s, err := c.workspaceStore(ctx, args, stdout)
 	if err != nil {
 		return err
 	}
-	b, err := s.Balance(ctx, *ws)
+	b, err := s.Balance(ctx, ws)
 	if err != nil {
-		return c.notFound(err, "workspace %s does not exist", *ws)
+		return c.notFound(err, "workspace %s does not exist", ws)
 	}
 	return writeBalance(stdout, b)
 }
@@ -238,10 +211,7 @@ func (c *cli) workspaceInvoice(ctx context.Context, args []string, stdout io.Wri
 	fs := c.flags()
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	limit := fs.String("credit-limit-usd", "", "the most the workspace may owe, in `USD` (0 back to prepaid; at most 1000000) (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
 		return err
 	}
 	if *limit == "" {
@@ -352,6 +322,32 @@ func (c *cli) id(flagName, v string) error {
 	return nil
 }
 
+// parseIDs parses a command's flags and checks the identifier flags it
+// requires, in the order given (flag names without their dashes).
+func (c *cli) parseIDs(fs *flag.FlagSet, args []string, stdout io.Writer, required ...string) error {
+	if err := c.parse(fs, args, stdout); err != nil {
+		return err
+	}
+	for _, name := range required {
+		if err := c.id("--"+name, fs.Lookup(name).Value.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// workspaceStore parses a command whose one flag is --workspace and opens
+// the store.
+func (c *cli) workspaceStore(ctx context.Context, args []string, stdout io.Writer) (string, *store.Store, error) {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
+		return "", nil, err
+	}
+	s, err := c.store(ctx)
+	return *ws, s, err
+}
+
 // name checks a required display name and returns it trimmed.
 func (c *cli) name(flagName, v string) (string, error) {
 	v = strings.TrimSpace(v)
@@ -367,23 +363,15 @@ func (c *cli) name(flagName, v string) (string, error) {
 }
 
 func (c *cli) workspaceVerify(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := c.flags()
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
-		return err
-	}
-	s, err := c.store(ctx)
+	ws, s, err := c.workspaceStore(ctx, args, stdout)
 	if err != nil {
 		return err
 	}
-	stored, err := s.StoredSlots(ctx, *ws)
+	stored, err := s.StoredSlots(ctx, ws)
 	if err != nil {
-		return c.notFound(err, "workspace %s does not exist", *ws)
+		return c.notFound(err, "workspace %s does not exist", ws)
 	}
-	counted, err := s.CountSlots(ctx, *ws)
+	counted, err := s.CountSlots(ctx, ws)
 	if err != nil {
 		return c.target.explain(err)
 	}
@@ -399,11 +387,11 @@ func (c *cli) workspaceVerify(ctx context.Context, args []string, stdout io.Writ
 		Stored      store.Slots `json:"stored"`
 		Counted     store.Slots `json:"counted"`
 		Differences []string    `json:"differences"`
-	}{*ws, stored, counted, differences}); err != nil {
+	}{ws, stored, counted, differences}); err != nil {
 		return err
 	}
 	if len(differences) > 0 {
-		return fmt.Errorf("workspace %s: slot counters disagree with its jobs (%s)", *ws, strings.Join(differences, "; "))
+		return fmt.Errorf("workspace %s: slot counters disagree with its jobs (%s)", ws, strings.Join(differences, "; "))
 	}
 	return nil
 }

@@ -6,10 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
 )
@@ -52,17 +48,7 @@ func TestInvoiceAndLedgerVerify(t *testing.T) {
 	}
 
 	// A balance changed behind the ledger's back is caught, by both forms.
-	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(e.table),
-		Key: map[string]types.AttributeValue{
-			"PK": &types.AttributeValueMemberS{Value: "WS#" + other}, "SK": &types.AttributeValueMemberS{Value: "WS"},
-		},
-		UpdateExpression:          aws.String("ADD available_micros :x"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":x": &types.AttributeValueMemberN{Value: "1"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.addToWorkspace(t, other, "available_micros", 1)
 	want := "available: stored " + (10*billing.USD + 1).String() + ", ledger " + (10 * billing.USD).String()
 	for _, args := range [][]string{{"ledger", "verify", "--workspace", other}, {"ledger", "verify", "--all"}} {
 		r := e.run(args...)

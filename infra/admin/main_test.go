@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/endpoints"
@@ -45,6 +46,24 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) store() *store.Store { return store.New(e.db, e.table) }
+
+// addToWorkspace changes a number on the workspace's item behind the
+// store's back, as a bug or a hand edit would.
+func (e *env) addToWorkspace(t *testing.T, ws, attribute string, n int) {
+	t.Helper()
+	_, err := e.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.table),
+		Key: map[string]types.AttributeValue{
+			"PK": &types.AttributeValueMemberS{Value: "WS#" + ws}, "SK": &types.AttributeValueMemberS{Value: "WS"},
+		},
+		UpdateExpression:          aws.String("ADD #a :n"),
+		ExpressionAttributeNames:  map[string]string{"#a": attribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: strconv.Itoa(n)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 // result is one invocation's outcome.
 type result struct {

@@ -74,10 +74,7 @@ func (c *cli) memberAdd(ctx context.Context, args []string, stdout io.Writer) er
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	email := fs.String("email", "", "the person's `email`, their user name (required)")
 	role := fs.String("role", "", "owner, admin or member (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
 		return err
 	}
 	e := member.NormalizeEmail(*email)
@@ -136,10 +133,7 @@ func (c *cli) memberRemove(ctx context.Context, args []string, stdout io.Writer)
 	fs := c.flags()
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	email := fs.String("email", "", "the member's `email` (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
 		return err
 	}
 	e := member.NormalizeEmail(*email)
@@ -169,22 +163,14 @@ func (c *cli) memberRemove(ctx context.Context, args []string, stdout io.Writer)
 }
 
 func (c *cli) memberList(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := c.flags()
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
-		return err
-	}
-	s, err := c.store(ctx)
+	ws, s, err := c.workspaceStore(ctx, args, stdout)
 	if err != nil {
 		return err
 	}
-	if _, err := s.Workspace(ctx, *ws); err != nil {
-		return c.notFound(err, "workspace %s does not exist", *ws)
+	if _, err := s.Workspace(ctx, ws); err != nil {
+		return c.notFound(err, "workspace %s does not exist", ws)
 	}
-	ms, err := consoledb.New(s).Members(ctx, *ws)
+	ms, err := consoledb.New(s).Members(ctx, ws)
 	if err != nil {
 		return c.target.explain(err)
 	}
@@ -197,7 +183,7 @@ func (c *cli) memberList(ctx context.Context, args []string, stdout io.Writer) e
 	out := struct {
 		WorkspaceID string `json:"workspace_id"`
 		Members     []row  `json:"members"`
-	}{*ws, []row{}}
+	}{ws, []row{}}
 	for _, m := range ms {
 		out.Members = append(out.Members, row{m.UserID, m.Email, string(m.Role), m.AddedAt.UTC().Format("2006-01-02T15:04:05Z")})
 	}

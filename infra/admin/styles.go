@@ -26,7 +26,7 @@ const (
 // own: a file of their own keeps the table's other entries apart.
 func init() { commands = append(commands, styleCommands...) }
 
-// styleCommands are the style commands (docs/operating.md, "The operator CLI").
+// styleCommands are the style commands (docs/operations.md, "The operator CLI").
 var styleCommands = []command{
 	{"style create", "(--workspace W [--app-user U] | --service) --title T --prompt P --models m1,m2 [--public] [--urls u1,u2]",
 		"create a style of the workspace's API user, of an application user of the workspace, or of the service; prints {style_id}", (*cli).styleCreate},
@@ -64,6 +64,14 @@ func (c *cli) styleID(v string) error {
 		return usagef("%s: --style %q is not a style id (letters, digits, _ and -, at most %d)", c.cmd.name, v, style.MaxIDLength)
 	}
 	return nil
+}
+
+// styleNotFound words a missing style, and explains the rest.
+func (c *cli) styleNotFound(err error, format string, a ...any) error {
+	if errors.Is(err, style.ErrNotFound) {
+		return fmt.Errorf(format, a...)
+	}
+	return c.target.explain(err)
 }
 
 // list splits a comma-separated flag value; empty entries are an error.
@@ -208,11 +216,8 @@ func (c *cli) styleLike(ctx context.Context, args []string, stdout io.Writer) er
 	}
 	// Liking again is not an error: the like stands, counted once.
 	st, isNew, err := s.LikeStyle(ctx, caller, *id, c.clock.Now())
-	if errors.Is(err, style.ErrNotFound) {
-		return fmt.Errorf("style %s does not exist, or the user may not see it", *id)
-	}
 	if err != nil {
-		return c.target.explain(err)
+		return c.styleNotFound(err, "style %s does not exist, or the user may not see it", *id)
 	}
 	return writeJSON(stdout, struct {
 		StyleID   string `json:"style_id"`
@@ -225,10 +230,7 @@ func (c *cli) styleShare(ctx context.Context, args []string, stdout io.Writer) e
 	fs := c.flags()
 	ws := fs.String("workspace", "", "the workspace `id` to share it with (required)")
 	id := fs.String("style", "", "the style's `id` (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--workspace", *ws); err != nil {
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
 		return err
 	}
 	if err := c.styleID(*id); err != nil {
@@ -267,11 +269,8 @@ func (c *cli) styleApprove(ctx context.Context, args []string, stdout io.Writer)
 		return err
 	}
 	st, err := s.ApproveStyle(ctx, *id)
-	if errors.Is(err, style.ErrNotFound) {
-		return fmt.Errorf("style %s does not exist", *id)
-	}
 	if err != nil {
-		return c.target.explain(err)
+		return c.styleNotFound(err, "style %s does not exist", *id)
 	}
 	return writeJSON(stdout, struct {
 		StyleID  string `json:"style_id"`
@@ -301,11 +300,8 @@ func (c *cli) styleFeature(ctx context.Context, args []string, stdout io.Writer)
 		return err
 	}
 	st, err := s.FeatureStyle(ctx, *id, *editor, *gallery)
-	if errors.Is(err, style.ErrNotFound) {
-		return fmt.Errorf("style %s does not exist", *id)
-	}
 	if err != nil {
-		return c.target.explain(err)
+		return c.styleNotFound(err, "style %s does not exist", *id)
 	}
 	return writeJSON(stdout, struct {
 		StyleID     string `json:"style_id"`

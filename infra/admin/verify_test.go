@@ -6,10 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"genjobs/internal/job"
 )
 
@@ -39,17 +35,7 @@ func TestWorkspaceVerify(t *testing.T) {
 	}
 
 	// A counter knocked off by hand is reported, and the exit status says so.
-	_, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(e.table),
-		Key: map[string]types.AttributeValue{
-			"PK": &types.AttributeValueMemberS{Value: "WS#" + ws}, "SK": &types.AttributeValueMemberS{Value: "WS"},
-		},
-		UpdateExpression:          aws.String("ADD jobs_running :one"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.addToWorkspace(t, ws, "jobs_running", 1)
 	r := e.run("workspace", "verify", "--workspace", ws)
 	if r.code != 1 || !strings.Contains(r.stderr, "running: counter 2, jobs 1") || !strings.Contains(r.stdout, `"running: counter 2, jobs 1"`) {
 		t.Errorf("verify of a wrong counter: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)

@@ -34,10 +34,7 @@ import (
 func (c *cli) webhookRedeliver(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := c.flags()
 	jobID := fs.String("job", "", "the job's `id`, as POST /generate answered it (required)")
-	if err := c.parse(fs, args, stdout); err != nil {
-		return err
-	}
-	if err := c.id("--job", *jobID); err != nil {
+	if err := c.parseIDs(fs, args, stdout, "job"); err != nil {
 		return err
 	}
 	if !job.ValidID(*jobID) {
