@@ -61,20 +61,36 @@ type Store struct {
 	prefix string
 
 	mu    sync.Mutex
-	cache map[string]*entry
+	cache map[string]*cached[Secret]
 }
 
-// entry is one name's value; its mutex makes concurrent first readers of a
-// name share one request.
-type entry struct {
+// cached is one secret's value, read at first use and kept; a failed read
+// is tried again at the next use. Its mutex makes concurrent first readers
+// share one request.
+type cached[T any] struct {
 	mu     sync.Mutex
 	loaded bool
-	secret Secret
+	value  T
+}
+
+func (c *cached[T]) get(read func() (T, error)) (T, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loaded {
+		return c.value, nil
+	}
+	v, err := read()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	c.value, c.loaded = v, true
+	return v, nil
 }
 
 // New returns the store of the secrets named prefix+name. It does no I/O.
 func New(client *secretsmanager.Client, prefix string) *Store {
-	return &Store{client: client, prefix: prefix, cache: map[string]*entry{}}
+	return &Store{client: client, prefix: prefix, cache: map[string]*cached[Secret]{}}
 }
 
 // NewClient builds a Secrets Manager client from cfg that retries, times out
@@ -115,38 +131,35 @@ func (s *Store) Get(ctx context.Context, name string) (Secret, error) {
 	s.mu.Lock()
 	e := s.cache[name]
 	if e == nil {
-		e = &entry{}
+		e = &cached[Secret]{}
 		s.cache[name] = e
 	}
 	s.mu.Unlock()
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.loaded {
-		return e.secret, nil
-	}
-	sec, err := s.read(ctx, name)
-	if err != nil {
-		return Secret{}, err
-	}
-	e.secret, e.loaded = sec, true
-	return sec, nil
+	return e.get(func() (Secret, error) {
+		id := s.prefix + name
+		value, err := readString(ctx, s.client, id)
+		if err != nil {
+			return Secret{}, err
+		}
+		if value == nil {
+			return Secret{}, fmt.Errorf("secrets: %s holds binary data, not a JSON object of strings", id)
+		}
+		return Parse(id, []byte(*value))
+	})
 }
 
-func (s *Store) read(ctx context.Context, name string) (Secret, error) {
-	id := s.prefix + name
-	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+// readString reads the secret id's string value: nil when it holds binary
+// data. Errors name the secret, never a value.
+func readString(ctx context.Context, client *secretsmanager.Client, id string) (*string, error) {
+	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
 	var nf *types.ResourceNotFoundException
 	if errors.As(err, &nf) {
-		return Secret{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if err != nil {
-		return Secret{}, fmt.Errorf("secrets: read %s: %w", id, err)
+		return nil, fmt.Errorf("secrets: read %s: %w", id, err)
 	}
-	if out.SecretString == nil {
-		return Secret{}, fmt.Errorf("secrets: %s holds binary data, not a JSON object of strings", id)
-	}
-	return Parse(id, []byte(*out.SecretString))
+	return out.SecretString, nil
 }
 
 // Parse reads a secret's JSON value. Errors name the secret and the member

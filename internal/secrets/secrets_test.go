@@ -210,3 +210,36 @@ func TestAnUnreachableSecretsManagerIsAnOutage(t *testing.T) {
 		t.Fatalf("Get with Secrets Manager down = %v; want an outage (fault.Unavailable)", err)
 	}
 }
+
+// The console's Stripe keys are read like a provider's secret: once, kept,
+// looked for again while missing, and never printed.
+func TestStripeKeysAreReadOnceAndNeverPrinted(t *testing.T) {
+	_, raw, prefix, _ := newStore(t)
+	ctx := context.Background()
+	counter := &countingClient{next: &http.Client{}}
+	client := secrets.Client(testenv.SecretsManager(t), awsclient.Requests.SecretsManager)
+	client = secretsmanager.New(client.Options(), func(o *secretsmanager.Options) { o.HTTPClient = counter })
+	id := strings.TrimSuffix(prefix, "providers/") + "stripe"
+	stripe := secrets.NewStripe(client, id)
+
+	if _, err := stripe.Keys(ctx); !errors.Is(err, secrets.ErrNotFound) || !strings.Contains(err.Error(), id) {
+		t.Fatalf("Keys of a missing secret: %v; want ErrNotFound naming %s", err, id)
+	}
+	put(t, raw, id, `{"secret_key":"sk_test_abc","webhook_secret":"whsec_def"}`)
+	want := secrets.StripeKeys{SecretKey: "sk_test_abc", WebhookSecret: "whsec_def"}
+	for range 3 {
+		if got, err := stripe.Keys(ctx); err != nil || got != want {
+			t.Fatalf("Keys = %v, %v; want the stored keys", got == want, err)
+		}
+	}
+	if n := counter.n.Load(); n != 2 {
+		t.Fatalf("a missing read and 3 Keys sent %d requests; want 2", n)
+	}
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("keys", "keys", want)
+	for _, printed := range []string{fmt.Sprint(want), fmt.Sprintf("%+v %#v", want, want), logged.String()} {
+		if strings.Contains(printed, "sk_test_abc") || strings.Contains(printed, "whsec_def") {
+			t.Errorf("the keys printed their values: %s", printed)
+		}
+	}
+}

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 )
 
 // StripeKeys are the console's Stripe credentials: the secret `{stack
@@ -32,8 +29,7 @@ func (StripeKeys) LogValue() slog.Value { return slog.StringValue(redactedStripe
 type Stripe struct {
 	client *secretsmanager.Client
 	id     string
-	mu     sync.Mutex
-	keys   *StripeKeys
+	keys   cached[StripeKeys]
 }
 
 // NewStripe reads the secret named id. It does no I/O.
@@ -43,25 +39,13 @@ func NewStripe(client *secretsmanager.Client, id string) *Stripe {
 
 // Keys returns the keys. Errors name the secret, never a value.
 func (s *Stripe) Keys(ctx context.Context) (StripeKeys, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.keys != nil {
-		return *s.keys, nil
-	}
-	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.id)})
-	var nf *types.ResourceNotFoundException
-	if errors.As(err, &nf) {
-		return StripeKeys{}, fmt.Errorf("%w: %s", ErrNotFound, s.id)
-	}
-	if err != nil {
-		return StripeKeys{}, fmt.Errorf("secrets: read %s: %w", s.id, err)
-	}
-	k, err := ParseStripe(s.id, []byte(aws.ToString(out.SecretString)))
-	if err != nil {
-		return StripeKeys{}, err
-	}
-	s.keys = &k
-	return k, nil
+	return s.keys.get(func() (StripeKeys, error) {
+		value, err := readString(ctx, s.client, s.id)
+		if err != nil {
+			return StripeKeys{}, err
+		}
+		return ParseStripe(s.id, []byte(aws.ToString(value)))
+	})
 }
 
 // ParseStripe reads the secret's JSON value; both members are required.
