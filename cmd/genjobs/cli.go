@@ -384,6 +384,15 @@ func (c *cli) clientFor(args []string, what string) (string, *client.Client, err
 	return arg, cl, err
 }
 
+// clientWithoutArgs refuses positional arguments (the command takes flags
+// only) and returns the API client.
+func (c *cli) clientWithoutArgs(args []string) (*client.Client, error) {
+	if len(args) != 0 {
+		return nil, usagef("unexpected arguments %s", strings.Join(args, " "))
+	}
+	return c.client()
+}
+
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 func jsonObject(k, v string) ([]byte, error) { return json.Marshal(map[string]string{k: v}) }

@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
+	"iter"
 
 	"genjobs/client"
 )
@@ -16,11 +16,17 @@ func outFlag(fs *flag.FlagSet) {
 }
 
 func (c *cli) jobsGet(ctx context.Context, _ *flag.FlagSet, args []string) error {
+	return c.printJobAfter(ctx, args, (*client.JobsService).Get)
+}
+
+// printJobAfter prints the job the argument names as do (a read or a
+// cancellation) answers it.
+func (c *cli) printJobAfter(ctx context.Context, args []string, do func(*client.JobsService, context.Context, string) (*client.Job, error)) error {
 	id, cl, err := c.clientFor(args, "job id")
 	if err != nil {
 		return err
 	}
-	j, err := cl.Jobs.Get(ctx, id)
+	j, err := do(cl.Jobs, ctx, id)
 	if err != nil {
 		return err
 	}
@@ -37,16 +43,7 @@ func (c *cli) jobsWait(ctx context.Context, fs *flag.FlagSet, args []string) err
 }
 
 func (c *cli) jobsCancel(ctx context.Context, _ *flag.FlagSet, args []string) error {
-	id, cl, err := c.clientFor(args, "job id")
-	if err != nil {
-		return err
-	}
-	j, err := cl.Jobs.Cancel(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.print(j.RawJSON(), humanJob(j))
-	return nil
+	return c.printJobAfter(ctx, args, (*client.JobsService).Cancel)
 }
 
 func (c *cli) jobsDownload(ctx context.Context, fs *flag.FlagSet, args []string) error {
@@ -117,10 +114,7 @@ func jobsListCommand() *command {
 			fs.BoolVar(&f.all, "all", false, "walk every page")
 		},
 		run: func(c *cli, ctx context.Context, _ *flag.FlagSet, args []string) error {
-			if len(args) != 0 {
-				return usagef("unexpected arguments %s", strings.Join(args, " "))
-			}
-			cl, err := c.client()
+			cl, err := c.clientWithoutArgs(args)
 			if err != nil {
 				return err
 			}
@@ -130,24 +124,35 @@ func jobsListCommand() *command {
 				if err != nil {
 					return err
 				}
-				c.print(page.RawJSON(), func(w io.Writer) {
-					for _, j := range page.Items {
-						humanJob(j)(w)
-					}
-					if page.NextCursor != nil {
-						fmt.Fprintln(w, "(more: --all lists every page)")
-					}
-				})
+				printPage(c, page.RawJSON(), page.Items, page.NextCursor, humanJob)
 				return nil
 			}
-			// Every page: one job record a line (JSON Lines) off a terminal.
-			for j, err := range cl.Jobs.List(ctx, p) {
-				if err != nil {
-					return err
-				}
-				c.print(j.RawJSON(), humanJob(j))
-			}
-			return nil
+			return printEvery(c, cl.Jobs.List(ctx, p), (*client.Job).RawJSON, humanJob)
 		},
 	}
+}
+
+// printPage prints one page of a listing, and on a terminal says when more
+// pages follow.
+func printPage[T any](c *cli, raw json.RawMessage, items []T, next *string, human func(T) func(io.Writer)) {
+	c.print(raw, func(w io.Writer) {
+		for _, item := range items {
+			human(item)(w)
+		}
+		if next != nil {
+			fmt.Fprintln(w, "(more: --all lists every page)")
+		}
+	})
+}
+
+// printEvery prints every item of every page: one record a line (JSON
+// Lines) off a terminal. It stops at the first error.
+func printEvery[T any](c *cli, items iter.Seq2[T, error], raw func(T) json.RawMessage, human func(T) func(io.Writer)) error {
+	for item, err := range items {
+		if err != nil {
+			return err
+		}
+		c.print(raw(item), human(item))
+	}
+	return nil
 }

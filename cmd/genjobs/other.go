@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -35,10 +36,7 @@ func usageCommand() *command {
 		example: "genjobs usage --days 30",
 		flags:   func(fs *flag.FlagSet) { fs.IntVar(&days, "days", 7, "the last `N` days, 1..90") },
 		run: func(c *cli, ctx context.Context, _ *flag.FlagSet, args []string) error {
-			if len(args) != 0 {
-				return usagef("unexpected arguments %s", strings.Join(args, " "))
-			}
-			cl, err := c.client()
+			cl, err := c.clientWithoutArgs(args)
 			if err != nil {
 				return err
 			}
@@ -75,15 +73,12 @@ func stylesListCommand() *command {
 			fs.BoolVar(&all, "all", false, "walk every page")
 		},
 		run: func(c *cli, ctx context.Context, _ *flag.FlagSet, args []string) error {
-			if len(args) != 0 {
-				return usagef("unexpected arguments %s", strings.Join(args, " "))
+			cl, err := c.clientWithoutArgs(args)
+			if err != nil {
+				return err
 			}
 			if ids != "" {
 				p.IDs = strings.Split(ids, ",")
-			}
-			cl, err := c.client()
-			if err != nil {
-				return err
 			}
 			human := func(s *client.Style) func(io.Writer) {
 				return func(w io.Writer) { fmt.Fprintf(w, "%-28s %s  (%s)\n", s.ID, s.Title, strings.Join(s.Models, ", ")) }
@@ -93,24 +88,11 @@ func stylesListCommand() *command {
 				if err != nil {
 					return err
 				}
-				c.print(page.RawJSON(), func(w io.Writer) {
-					for _, s := range page.Items {
-						human(s)(w)
-					}
-					if page.NextCursor != nil {
-						fmt.Fprintln(w, "(more: --all lists every page)")
-					}
-				})
+				printPage(c, page.RawJSON(), page.Items, page.NextCursor, human)
 				return nil
 			}
-			for s, err := range cl.Styles.List(ctx, p) {
-				if err != nil {
-					return err
-				}
-				raw, _ := jsonMarshal(s)
-				c.print(raw, human(s))
-			}
-			return nil
+			raw := func(s *client.Style) json.RawMessage { b, _ := jsonMarshal(s); return b }
+			return printEvery(c, cl.Styles.List(ctx, p), raw, human)
 		},
 	}
 }
@@ -141,10 +123,7 @@ func webhookListenCommand() *command {
 			fs.StringVar(&self, "url", "", "the webhook `URL` the jobs were given, byte for byte (default http://127.0.0.1:PORT/hooks)")
 		},
 		run: func(c *cli, ctx context.Context, _ *flag.FlagSet, args []string) error {
-			if len(args) != 0 {
-				return usagef("unexpected arguments %s", strings.Join(args, " "))
-			}
-			cl, err := c.client()
+			cl, err := c.clientWithoutArgs(args)
 			if err != nil {
 				return err
 			}
