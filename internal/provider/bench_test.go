@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"genjobs/internal/app/workerfn"
 	"genjobs/internal/catalog"
 	"genjobs/internal/cogserver"
 	"genjobs/internal/engine/reference"
@@ -142,7 +143,7 @@ func BenchmarkCogServerVsEngine(b *testing.B) {
 	e.runner.Timings.MaxPoll = provider.DefaultTimings.MaxPoll
 	w := &worker.Worker{
 		Store: e.store, Ender: e.life, Catalog: e.cat, Engines: reference.Engines(),
-		Inputs: fetch.New(guard), Blobs: e.blobs, Assets: e.store, Clock: e.clock,
+		Inputs: fetch.New(guard), Blobs: workerfn.Blobs{Store: e.blobs}, Assets: e.store, Clock: e.clock,
 		Log: slog.New(slog.NewJSONHandler(e.logs, nil)), LeaseFor: worker.DefaultLeaseFor, Heartbeat: worker.DefaultHeartbeat,
 	}
 	// runLocal takes the job's message from the jobs queue and runs it, as

@@ -24,7 +24,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"genjobs/internal/asset"
-	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/engine"
@@ -33,7 +32,6 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/metrics"
-	"genjobs/internal/queue"
 )
 
 // Store reads and moves jobs (store.Store).
@@ -54,14 +52,33 @@ type Inputs interface {
 	Fetch(ctx context.Context, field, ref string) (fetch.Image, error)
 }
 
-// Blobs stores output files and reads uploaded assets (blob.Store).
+// Blobs stores output files and reads uploaded assets (blob.Store, through
+// the wiring's shim: workerfn.Blobs).
 type Blobs interface {
 	PutResult(ctx context.Context, key, contentType string, data []byte) error
 	// CreateResult starts the upload of an output the engine streams.
-	CreateResult(ctx context.Context, key, contentType string) *blob.Upload
+	CreateResult(ctx context.Context, key, contentType string) Upload
 	DeleteResult(ctx context.Context, key string) error
+	// ReadAsset reads an uploaded asset's file: ErrNotUploaded when the
+	// bucket has none, ErrTooLarge when it holds more than max bytes.
 	ReadAsset(ctx context.Context, key string, max int64) ([]byte, string, error)
 }
+
+// Upload is one output streamed to the results bucket as the engine writes
+// it (blob.Upload). Close completes it; Abort gives it up, from any
+// goroutine, leaving nothing behind. Its requests run on the context
+// CreateResult was given.
+type Upload interface {
+	io.Writer
+	Close() error
+	Abort(ctx context.Context) error
+}
+
+// Errors of Blobs.ReadAsset.
+var (
+	ErrNotUploaded = errors.New("worker: the asset's file is not in the bucket")
+	ErrTooLarge    = errors.New("worker: the asset's file is larger than allowed")
+)
 
 // Enqueuer sends a job to the queue of its lane (queue.JobSender).
 type Enqueuer interface {
@@ -77,6 +94,13 @@ type Redeliverer interface {
 // AssetRecords finds uploaded assets (store.Store).
 type AssetRecords interface {
 	Asset(ctx context.Context, id string) (asset.Asset, error)
+}
+
+// Message is the body of a jobs-queue message as the worker reads it
+// (queue.JobSender writes it): only the job's id, so the worker always
+// reads the job's current state from the table.
+type Message struct {
+	JobID string `json:"job_id"`
 }
 
 // Worker runs jobs. Build it once per function instance.
@@ -128,7 +152,7 @@ const (
 func (w *Worker) HandleSQS(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
 	for _, m := range e.Records {
-		var msg queue.Message
+		var msg Message
 		if err := json.Unmarshal([]byte(m.Body), &msg); err != nil || !job.ValidID(msg.JobID) {
 			// Retrying cannot make it readable: drop it.
 			w.Log.Error("dropping an unreadable message", "message_id", m.MessageId)
@@ -501,7 +525,7 @@ type outputs struct {
 
 type output struct {
 	key      string
-	up       *blob.Upload
+	up       Upload
 	complete bool  // Close returned nil
 	err      error // the upload's first failure
 }
@@ -607,9 +631,9 @@ func (a *attempt) input(ctx context.Context, ref catalog.ImageRef) (fetch.Image,
 	}
 	data, _, err := a.w.Blobs.ReadAsset(ctx, rec.Key, asset.MaxUploadBytes)
 	switch {
-	case errors.Is(err, blob.ErrNotFound):
+	case errors.Is(err, ErrNotUploaded):
 		return fetch.Image{}, fetch.Invalid("%s: the asset's file has not been uploaded", ref.Name())
-	case errors.Is(err, blob.ErrTooLarge):
+	case errors.Is(err, ErrTooLarge):
 		return fetch.Image{}, fetch.Invalid("%s: the asset is larger than 50 MiB", ref.Name())
 	case err != nil:
 		return fetch.Image{}, err

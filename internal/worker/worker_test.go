@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"genjobs/internal/app/workerfn"
 	"genjobs/internal/asset"
 	"genjobs/internal/auth"
 	"genjobs/internal/blob"
@@ -142,7 +143,7 @@ func newEnv(t *testing.T) *env {
 		Store: s, Ender: e.life, Catalog: cat,
 		Engines:  engine.Registry{"model-g-3.1-rapid": e.eng, "model-e-4": e.eng},
 		Inputs:   fetch.New(e.guard),
-		Blobs:    e.blobs,
+		Blobs:    workerfn.Blobs{Store: e.blobs},
 		Assets:   s,
 		Clock:    clock.System{},
 		Log:      log,
@@ -310,7 +311,7 @@ func (f *flakyBlobs) PutResult(ctx context.Context, key, contentType string, dat
 
 func TestAFailedAttemptIsRetriedAndCompletesOnce(t *testing.T) {
 	e := newEnv(t)
-	flaky := &flakyBlobs{Blobs: e.blobs}
+	flaky := &flakyBlobs{Blobs: e.w.Blobs}
 	flaky.failures.Store(1)
 	e.w.Blobs = flaky
 	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
@@ -524,6 +525,32 @@ func TestAssetInputsAreReadFromTheJobsOwnWorkspace(t *testing.T) {
 	}
 }
 
+// An asset whose presigned upload never came has a record and no file: its
+// job fails with invalid_input, as the client's mistake it is, rather than
+// being retried.
+func TestAnAssetWhoseFileNeverCameFailsTheJob(t *testing.T) {
+	e := newEnv(t)
+	const base = "https://api.example.com"
+	a := asset.Asset{ID: asset.NewID(), WorkspaceID: "ws_a", ContentType: asset.PNG, Size: 100, CreatedAt: time.Now()}
+	a.Key = asset.Key("ws_a", a.ID)
+	if err := e.store.CreateAsset(e.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	j := &job.Job{ID: job.NewID(now), WorkspaceID: "ws_a", CreatedAt: now, BaseURL: base,
+		Endpoint: "/generate/image/vendor-b/model-e-4", Request: []byte(`{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["` + asset.URL(base, a.ID) + `"]}`)}
+	if err := e.store.CreateJob(e.ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.Run(e.ctx, j.ID); err != nil {
+		t.Fatalf("the attempt asked for a retry: %v", err)
+	}
+	if got := e.job(j.ID); got.Status != job.Failed || got.Error == nil || got.Error.Code != "invalid_input" ||
+		got.Error.Message != "style_images[0]: the asset's file has not been uploaded" {
+		t.Errorf("job with an asset never uploaded: %s %+v; want failed with invalid_input", got.Status, got.Error)
+	}
+}
+
 func TestACorruptImageFailsTheJobWithInvalidInput(t *testing.T) {
 	e := newEnv(t)
 	e.w.Engines["standard-enhance"] = enhance.Engine{}
@@ -730,12 +757,13 @@ func (r *recordedRetry) Redeliver(ctx context.Context, arn, receipt string, afte
 }
 
 // receiveOne sends the job's message to a fresh jobs queue (visibility
-// timeout 720 s, as deployed) and receives it as Lambda's poller would.
+// timeout 720 s, as deployed) as the service sends it (queue.JobSender, so
+// that the worker reads what the adapter writes) and receives it as
+// Lambda's poller would.
 func receiveOne(t *testing.T, sq *sqs.Client, url, jobID string) events.SQSEvent {
 	t.Helper()
 	ctx := context.Background()
-	body, _ := json.Marshal(queue.Message{JobID: jobID})
-	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body))}); err != nil {
+	if err := queue.NewJobSender(sq, url).Enqueue(ctx, &job.Job{ID: jobID}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), WaitTimeSeconds: 5,
@@ -765,7 +793,7 @@ func TestAFailedAttemptsMessageComesBackSoon(t *testing.T) {
 	}
 	retry := &recordedRetry{Redeliverer: queue.NewRedeliverer(sq, url)}
 	e.w.Retry = retry
-	flaky := &flakyBlobs{Blobs: e.blobs}
+	flaky := &flakyBlobs{Blobs: e.w.Blobs}
 	flaky.failures.Store(1)
 	e.w.Blobs = flaky
 	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
@@ -815,7 +843,7 @@ func TestAFailedAttemptThatKeptItsLeaseIsRetriedWhenTheLeaseLapses(t *testing.T)
 	retry := &recordedRetry{Redeliverer: queue.NewRedeliverer(sq, url)}
 	e.w.Retry, e.w.LeaseFor = retry, 30*time.Second
 	e.w.Store = noRelease{Store: e.store}
-	flaky := &flakyBlobs{Blobs: e.blobs}
+	flaky := &flakyBlobs{Blobs: e.w.Blobs}
 	flaky.failures.Store(1)
 	e.w.Blobs = flaky
 	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)
@@ -861,7 +889,7 @@ func (l *lostBeat) Transition(ctx context.Context, j *job.Job, c job.Change, now
 func TestAFailedAttemptReleasesItsLeaseAfterALostWrite(t *testing.T) {
 	e := newEnv(t)
 	e.w.Store = &lostBeat{Store: e.store}
-	flaky := &flakyBlobs{Blobs: e.blobs}
+	flaky := &flakyBlobs{Blobs: e.w.Blobs}
 	flaky.failures.Store(1)
 	e.w.Blobs = flaky
 	j := e.create(mesh, `{"mode":"text","prompt":"","image_urls":[]}`)

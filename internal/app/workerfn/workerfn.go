@@ -4,11 +4,16 @@
 package workerfn
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"genjobs/internal/app"
 	"genjobs/internal/app/blobs"
 	"genjobs/internal/app/queues"
 	"genjobs/internal/app/tables"
 	"genjobs/internal/awsclient"
+	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
 	"genjobs/internal/engine/reference"
 	"genjobs/internal/fetch"
@@ -37,7 +42,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Catalog:   cat,
 		Engines:   reference.Engines(),
 		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}),
-		Blobs:     blobs.Store(d),
+		Blobs:     Blobs{blobs.Store(d)},
 		Assets:    st,
 		Clock:     d.Clock,
 		Log:       d.Log,
@@ -54,4 +59,25 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		w.MaxSourcePixels, w.Handover = d.MaxSourcePixels, jobs
 	}
 	return app.WithMargin(w.HandleSQS), nil
+}
+
+// Blobs is the S3 adapter as the worker uses it: its uploads as
+// worker.Upload, its errors as the worker's.
+type Blobs struct{ *blob.Store }
+
+// CreateResult starts a streamed upload of an output.
+func (b Blobs) CreateResult(ctx context.Context, key, contentType string) worker.Upload {
+	return b.Store.CreateResult(ctx, key, contentType)
+}
+
+// ReadAsset reads an uploaded asset's file, at most max bytes.
+func (b Blobs) ReadAsset(ctx context.Context, key string, max int64) ([]byte, string, error) {
+	data, contentType, err := b.Store.ReadAsset(ctx, key, max)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return nil, "", fmt.Errorf("%w: %w", worker.ErrNotUploaded, err)
+	case errors.Is(err, blob.ErrTooLarge):
+		return nil, "", fmt.Errorf("%w: %w", worker.ErrTooLarge, err)
+	}
+	return data, contentType, err
 }
