@@ -22,39 +22,66 @@ import (
 // final. Each constant says who moves a job into it and out of it; every
 // writer goes through one conditional transition (store.Transition), which
 // checks CanMoveTo on the stored status, so no writer can break these rules.
+//
+// The writers: creation (the generate handler); the lifecycle's Ender, which
+// every end goes through and which promotes the backlog after it; the
+// client's cancellation (DELETE /jobs/{id}, also the MCP cancel_job tool); a
+// worker, while it holds the job's lease; the provider runner, a routed job's
+// chain of steps, while it holds the job's lease (its hold), except that it
+// fails a job whose endpoint is no longer routed without one; the provider
+// callbacks, which move a routed job on as its provider reports it, without a
+// lease; and the sweeper. A light worker's hand-over to the heavy lane changes
+// no status: it gives up its lease, and the heavy worker's claim resumes the
+// job where it stands.
 type Status string
 
 const (
 	// Backlogged: created while every running slot of the workspace was taken.
 	// In: creation. Out: to Queued by promotion, oldest first, when a job of
-	// the workspace ends (the ending writer promotes; the sweeper promotes any
-	// job a promotion missed); to Cancelled by the client. Never run.
+	// the workspace ends (the Ender promotes after every end; the sweeper
+	// promotes any job a promotion missed); to Cancelled by the client. Never
+	// run, so never failed: the sweeper's deadline starts at Queued.
 	Backlogged Status = "backlogged"
-	// Queued: holds a running slot and is (or is about to be) on the jobs
-	// queue. In: creation, promotion. Out: to Scheduled by the worker that
-	// claims it; to Failed by the sweeper (timeout); to Cancelled by the client.
+	// Queued: holds a running slot and is (or is about to be) on the jobs or
+	// provider queue. In: creation, promotion. Out: to Scheduled by the
+	// worker's claim, or for a routed job by the provider runner when the
+	// provider accepts it (or by a callback reporting it started); straight
+	// to Completed or Failed by the provider runner when the provider's first
+	// answer is the end; to Failed by the sweeper (deadline, or a message the
+	// DLQ took); to Cancelled by the client.
 	Queued Status = "queued"
-	// Scheduled: a worker holds the job's lease. In: the worker's claim.
-	// Out: onward by that worker; Failed by the sweeper; Cancelled by the client.
+	// Scheduled: a worker holds the job's lease, or a routed job's prediction
+	// is accepted and waits to start. In: the worker's claim; the provider
+	// runner or a callback. Out: onward by the lease holder (worker or
+	// provider runner) or a callback; Failed by the lease holder or the
+	// sweeper; Cancelled by the client.
 	Scheduled Status = "scheduled"
-	// Processing: the worker fetches inputs and starts the engine. In and out:
-	// the lease holder; Failed by the sweeper; Cancelled by the client.
+	// Processing: the worker fetches inputs and starts the engine, or the
+	// provider reports the prediction running. In and out: the lease holder
+	// (worker or provider runner), or a callback (in, and on to Sampling);
+	// Failed by the sweeper; Cancelled by the client.
 	Processing Status = "processing"
-	// Sampling: the engine is producing output; progress rises. In and out:
-	// the lease holder; Failed by the sweeper; Cancelled by the client.
+	// Sampling: output is being produced; progress rises. In and out: the
+	// lease holder (worker or provider runner), or a callback (in, and its
+	// progress raised); Failed by the sweeper; Cancelled by the client.
 	Sampling Status = "sampling"
 	// IntermediateComplete: previews may be in the result; the final output is
-	// not. In and out: the lease holder; Failed by the sweeper; Cancelled by
-	// the client.
+	// not. In and out: the worker that holds the lease (routed jobs never
+	// reach it); Failed by the sweeper; Cancelled by the client.
 	IntermediateComplete Status = "intermediate-complete"
 	// Completed: terminal; the result holds the output and the job is billed.
-	// In: the lease holder, from Queued or later (never from Backlogged).
+	// In: the lease holder (the worker; for a routed job the provider runner,
+	// once it copied the outputs), through the Ender, from Queued or later
+	// (never from Backlogged).
 	Completed Status = "completed"
-	// Failed: terminal; error says why. Not billed. In: the lease holder (the
-	// engine or an input failed), the sweeper (timeout, or a message the DLQ
-	// took).
+	// Failed: terminal; error says why. Not billed. In, through the Ender: the
+	// worker (the engine or an input failed), the provider runner (the
+	// provider refused or failed the prediction, the route's deadline passed,
+	// or the endpoint is no longer routed), the sweeper (the deadline passed,
+	// or a message the DLQ took).
 	Failed Status = "failed"
-	// Cancelled: terminal; cancelled by the client (DELETE /jobs/{id}). Not billed.
+	// Cancelled: terminal; cancelled by the client (DELETE /jobs/{id}), from
+	// any status before the end, through the Ender. Not billed.
 	Cancelled Status = "cancelled"
 )
 
