@@ -1,9 +1,10 @@
-// Command assets is the Assets Lambda function; internal/app/blobs wires it.
+// Command assets is the Assets Lambda function: POST /assets and a
+// workspace's uploaded inputs; internal/app/assetsfn wires it.
 package main
 
 import (
 	"genjobs/internal/app"
-	"genjobs/internal/app/blobs"
+	"genjobs/internal/app/assetsfn"
 )
 
-func main() { app.Start("assets", app.Function{HTTP: blobs.Assets}) }
+func main() { app.Start("assets", app.Function{HTTP: assetsfn.Build}) }

@@ -1,10 +1,10 @@
 // Command callbacks is the Callbacks Lambda function: the model providers'
-// webhooks about routed jobs' predictions; internal/app/providerfn wires it.
+// webhooks about routed jobs' predictions; internal/app/callbacksfn wires it.
 package main
 
 import (
 	"genjobs/internal/app"
-	"genjobs/internal/app/providerfn"
+	"genjobs/internal/app/callbacksfn"
 )
 
-func main() { app.Start("callbacks", app.Function{HTTP: providerfn.Callbacks}) }
+func main() { app.Start("callbacks", app.Function{HTTP: callbacksfn.Build}) }

@@ -1,10 +1,10 @@
 // Command jwks is the JWKS Lambda function (GET /.well-known/jwks.json);
-// internal/app/signers wires it.
+// internal/app/jwksfn wires it.
 package main
 
 import (
 	"genjobs/internal/app"
-	"genjobs/internal/app/signers"
+	"genjobs/internal/app/jwksfn"
 )
 
-func main() { app.Start("jwks", app.Function{HTTP: signers.JWKS}) }
+func main() { app.Start("jwks", app.Function{HTTP: jwksfn.Build}) }

@@ -1,5 +1,6 @@
-// Command lightworker is the LightWorkerFunction: the worker's code, deployed
-// with less memory for light jobs (template.yaml); internal/app wires it.
+// Command lightworker is the LightWorkerFunction: the worker's code on the
+// light jobs' queue, deployed with less memory (template.yaml);
+// internal/app/workerfn wires it, as it wires functions/worker.
 package main
 
 import (

@@ -1,6 +1,10 @@
-// Command openapi is the OpenAPI Lambda function; internal/app wires it.
+// Command openapi is the OpenAPI Lambda function; internal/app/openapifn
+// wires it.
 package main
 
-import "genjobs/internal/app"
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/app/openapifn"
+)
 
-func main() { app.Start("openapi", app.Function{HTTP: app.OpenAPI}) }
+func main() { app.Start("openapi", app.Function{HTTP: openapifn.Build}) }

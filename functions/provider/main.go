@@ -8,4 +8,4 @@ import (
 	"genjobs/internal/app/providerfn"
 )
 
-func main() { app.Start("provider", app.Function{SQS: providerfn.Provider}) }
+func main() { app.Start("provider", app.Function{SQS: providerfn.Build}) }

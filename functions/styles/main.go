@@ -1,9 +1,10 @@
-// Command styles is the Styles Lambda function; internal/app/tables wires it.
+// Command styles is the Styles Lambda function; internal/app/stylesfn wires
+// it.
 package main
 
 import (
 	"genjobs/internal/app"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/stylesfn"
 )
 
-func main() { app.Start("styles", app.Function{HTTP: tables.Styles}) }
+func main() { app.Start("styles", app.Function{HTTP: stylesfn.Build}) }

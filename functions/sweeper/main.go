@@ -1,9 +1,10 @@
-// Command sweeper is the Sweeper Lambda function; internal/app/queues wires it.
+// Command sweeper is the Sweeper Lambda function; internal/app/sweeperfn
+// wires it.
 package main
 
 import (
 	"genjobs/internal/app"
-	"genjobs/internal/app/queues"
+	"genjobs/internal/app/sweeperfn"
 )
 
-func main() { app.Start("sweeper", app.Function{Schedule: queues.Sweeper}) }
+func main() { app.Start("sweeper", app.Function{Schedule: sweeperfn.Build}) }

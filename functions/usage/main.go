@@ -1,9 +1,9 @@
-// Command usage is the Usage Lambda function; internal/app/tables wires it.
+// Command usage is the Usage Lambda function; internal/app/usagefn wires it.
 package main
 
 import (
 	"genjobs/internal/app"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/usagefn"
 )
 
-func main() { app.Start("usage", app.Function{HTTP: tables.Usage}) }
+func main() { app.Start("usage", app.Function{HTTP: usagefn.Build}) }

@@ -1,4 +1,6 @@
-// Command worker is the Worker Lambda function; internal/app wires it.
+// Command worker is the Worker Lambda function: the jobs queue's worker;
+// internal/app/workerfn wires it, as it wires functions/lightworker (the
+// same code on the light jobs' queue).
 package main
 
 import (

@@ -3,13 +3,14 @@
 // runner both build their handlers here, so that what runs locally is what
 // runs in Lambda.
 //
-// This package holds what every function shares (Deps, Start) and the
-// functions that use no AWS service (notfound, openapi). The builders of the
-// others live in sub-packages grouped by the AWS clients they use (tables,
-// blobs, queues, signers, jobsfn, generatefn, workerfn, webhookfn,
-// providerfn): a binary links every package its builder imports and runs
-// their init, so a function that never sends to SQS must not import the
-// package that does.
+// This package holds what every function shares (Deps, Function, Start).
+// Each function's builder, Build, is in a package of its own named after its
+// functions/ directory (internal/app/<name>fn); the adapters several
+// builders share are made by packages of constructors, one per AWS client
+// (dynamodbwire, sqswire, s3wire, kmswire) and one for the model providers
+// (providerwire). A binary links every package its builder imports and runs
+// their init, so a function that never sends to SQS imports no package that
+// does. docs/architecture.md, "Wiring", follows a job through them.
 package app
 
 import (
@@ -30,9 +31,7 @@ import (
 	"genjobs/internal/blob/s3url"
 	"genjobs/internal/clock"
 	"genjobs/internal/fault"
-	"genjobs/internal/httpapi"
 	"genjobs/internal/metrics"
-	"genjobs/internal/openapi/published"
 	"genjobs/internal/webhook"
 )
 
@@ -60,8 +59,8 @@ func FunctionName(logicalID string) string {
 }
 
 // Deps is what every function is built from: its settings, and the AWS
-// configuration its builder makes its own clients from (tables.Store,
-// queues.Client, blobs.Store, ...), so that each binary links only the
+// configuration its builder makes its own clients from (dynamodbwire.Store,
+// sqswire.Client, s3wire.Store, ...), so that each binary links only the
 // clients it uses.
 type Deps struct {
 	// AWS is the configuration of every AWS client: in Lambda, read from
@@ -257,22 +256,6 @@ func Require(settings map[string]string) error {
 		return fmt.Errorf("%s is not set", missing[0])
 	}
 	return fmt.Errorf("%s are not set", strings.Join(missing, ", "))
-}
-
-// OpenAPI builds the handler of the public OpenAPI document, built before
-// deploy (package published).
-func OpenAPI(d Deps) (http.Handler, error) {
-	build := func(baseURL string) ([]byte, error) { return published.Document(baseURL), nil }
-	h, err := httpapi.OpenAPI(build, d.BaseURL)
-	if err != nil {
-		return nil, err
-	}
-	return httpapi.Middleware(d.Log, h), nil
-}
-
-// NotFound builds the $default route's handler.
-func NotFound(d Deps) (http.Handler, error) {
-	return httpapi.Middleware(d.Log, httpapi.NotFound()), nil
 }
 
 // EventMargin is what an event handler keeps of its time, before the

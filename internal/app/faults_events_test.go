@@ -20,9 +20,10 @@ import (
 
 	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
-	"genjobs/internal/app/queues"
-	"genjobs/internal/app/signers"
-	"genjobs/internal/app/webhookfn"
+	"genjobs/internal/app/delivererfn"
+	"genjobs/internal/app/jwksfn"
+	"genjobs/internal/app/notifierfn"
+	"genjobs/internal/app/sweeperfn"
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/billing"
 	"genjobs/internal/clock"
@@ -94,7 +95,7 @@ func TestAWorkerThatCannotEndItsJobReportsTheMessage(t *testing.T) {
 // sequence number, and leaves the records after it to the stream's retry.
 func TestTheNotifierReportsTheRecordItCouldNotStart(t *testing.T) {
 	s := newStack(t)
-	h, err := queues.Notifier(s.d)
+	h, err := notifierfn.Build(s.d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestTheDelivererReportsTheAttemptsItCouldNotRecord(t *testing.T) {
 		posts.Add(1)
 	}))
 	t.Cleanup(receiver.Close)
-	h, err := webhookfn.Deliverer(s.d)
+	h, err := delivererfn.Build(s.d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestASweepGoesOnPastWhatFailsAndReportsIt(t *testing.T) {
 	s := newStack(t)
 	j := s.queuedJob("")
 	s.d.Clock = &clock.Fixed{T: j.CreatedAt.Add(3 * time.Minute)} // no worker took it for 2 minutes
-	h, err := queues.Sweeper(s.d)
+	h, err := sweeperfn.Build(s.d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestTheJWKSAnswers503WhileKMSIsDown(t *testing.T) {
 	}
 	d.AWS = emulator.MotoConfig(kms.URL)
 	d.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h, err := signers.JWKS(d)
+	h, err := jwksfn.Build(d)
 	if err != nil {
 		t.Fatal(err)
 	}

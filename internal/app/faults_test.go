@@ -20,10 +20,11 @@ import (
 
 	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
-	"genjobs/internal/app/blobs"
+	"genjobs/internal/app/assetsfn"
 	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/jobsfn"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/stylesfn"
+	"genjobs/internal/app/usagefn"
 	"genjobs/internal/asset"
 	"genjobs/internal/auth"
 	"genjobs/internal/awsclient"
@@ -245,7 +246,7 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 	}{
 		{"token lookup", jobsfn.Build, func(*stack) call { return call{"GET", "/jobs", "", ""} },
 			false, "GetItem", "TOKEN#", testenv.Unavailable, 200},
-		{"workspace lookup", tables.Usage, func(*stack) call { return call{"GET", "/usage", "", ""} },
+		{"workspace lookup", usagefn.Build, func(*stack) call { return call{"GET", "/usage", "", ""} },
 			false, "GetItem", `{"S":"WS"}`, testenv.Drop, 200},
 		{"creation and its billing transaction", generatefn.Build, func(*stack) call {
 			return call{"POST", "/generate/image/vendor-b/model-e-4", "application/json", `{"prompt":"a cat","width":64,"height":64}`}
@@ -262,11 +263,11 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 			false, "TransactWriteItems", "", testenv.Unavailable, 200},
 		{"deliveries", jobsfn.Build, func(s *stack) call { return call{"GET", "/jobs/" + s.queuedJob("").ID + "/deliveries", "", ""} },
 			false, "GetItem", "WEBHOOK", testenv.Unavailable, 200},
-		{"usage", tables.Usage, func(*stack) call { return call{"GET", "/usage?days=3", "", ""} },
+		{"usage", usagefn.Build, func(*stack) call { return call{"GET", "/usage?days=3", "", ""} },
 			false, "Query", "", testenv.Unavailable, 200},
-		{"styles", tables.Styles, func(*stack) call { return call{"GET", "/styles?filter=all", "", ""} },
+		{"styles", stylesfn.Build, func(*stack) call { return call{"GET", "/styles?filter=all", "", ""} },
 			false, "Query", "", testenv.Unavailable, 200},
-		{"share link", tables.Styles, func(s *stack) call {
+		{"share link", stylesfn.Build, func(s *stack) call {
 			st := style.Style{ID: "sty_a", Title: "A", Prompt: "p", Models: []string{"model-e-4"}, CreatedAt: time.Now(),
 				WorkspaceID: "ws_a", Owner: style.APIOwner("ws_a")}
 			if err := s.store.CreateStyle(context.Background(), st); err != nil {
@@ -274,12 +275,12 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 			}
 			return call{"GET", "/styles/sty_a/share/link", "", ""}
 		}, false, "TransactWriteItems", "", testenv.Unavailable, 201},
-		{"asset upload to S3", blobs.Assets, func(s *stack) call { return call{"POST", "/assets", "image/png", pngBytes(s.t)} },
+		{"asset upload to S3", assetsfn.Build, func(s *stack) call { return call{"POST", "/assets", "image/png", pngBytes(s.t)} },
 			true, "PutObject", "", testenv.Throttle, 201},
-		{"presigned upload's record", blobs.Assets, func(*stack) call {
+		{"presigned upload's record", assetsfn.Build, func(*stack) call {
 			return call{"POST", "/assets/uploads", "application/json", `{"content_type":"image/png","size":1000}`}
 		}, false, "PutItem", "ASSET#", testenv.Unavailable, 201},
-		{"asset download", blobs.Assets, func(s *stack) call { return call{"GET", "/assets/" + s.asset(), "", ""} },
+		{"asset download", assetsfn.Build, func(s *stack) call { return call{"GET", "/assets/" + s.asset(), "", ""} },
 			false, "GetItem", "ASSET#", testenv.Unavailable, 302},
 	}
 	for _, c := range cases {
@@ -397,7 +398,7 @@ func TestClientMistakesKeepTheir4xxDuringAnOutage(t *testing.T) {
 func TestABugIsStillA500(t *testing.T) {
 	s := newStack(t)
 	s.d.Table = "no-such-table"
-	out := s.call(s.build(tables.Usage), lambdaTimeout, "GET", "/usage", "", "")
+	out := s.call(s.build(usagefn.Build), lambdaTimeout, "GET", "/usage", "", "")
 	if out.StatusCode != 500 || out.Body != `{"error":"Internal server error."}` || out.Headers.Get("Retry-After") != "" {
 		t.Errorf("%d %s, Retry-After %q; want 500 and no Retry-After", out.StatusCode, out.Body, out.Headers.Get("Retry-After"))
 	}

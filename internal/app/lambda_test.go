@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"genjobs/internal/app"
+	"genjobs/internal/app/notfoundfn"
 	"genjobs/internal/httpapi/lambdatest"
 )
 
@@ -50,7 +51,7 @@ func notFound(t *testing.T, env map[string]string) (apiHandler, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	h, err := app.Lambda("notfound", app.Function{HTTP: app.NotFound}, d, &out, getenv)
+	h, err := app.Lambda("notfound", app.Function{HTTP: notfoundfn.Build}, d, &out, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"genjobs/internal/app/providerfn"
+	"genjobs/internal/app/providerwire"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/blob"
@@ -147,7 +147,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 			t.Fatal(err)
 		}
 	}
-	sec := providerfn.SecretStore{S: secrets.New(sm, prefix)}
+	sec := providerwire.SecretStore{S: secrets.New(sm, prefix)}
 	hc := &http.Client{Timeout: 5 * time.Second}
 	clients := map[string]provider.Client{provider.Replicate: replicate.New(hc), provider.Cog: cog.New(hc), provider.Fal: fal.New(hc)}
 	timings := provider.DefaultTimings
@@ -156,12 +156,12 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	timings.MaxOutputBytes = 1 << 20
 	guard := &netguard.Guard{AllowPrivate: true}
 	e.runner = &provider.Runner{
-		Store: st, Ender: e.life, Queue: providerqueue.New(sq, pq), Blobs: providerfn.Blobs{Store: e.blobs}, Assets: st,
+		Store: st, Ender: e.life, Queue: providerqueue.New(sq, pq), Blobs: providerwire.Blobs{Store: e.blobs}, Assets: st,
 		Secrets: sec, Clients: clients, Routes: rs, Catalog: e.cat,
 		Fetch: guard.Transport(), Trusted: http.DefaultTransport,
 		Clock: e.clock, Log: log, Timings: timings,
 	}
-	e.cb = &provider.Callbacks{Store: st, Blobs: providerfn.Blobs{Store: e.blobs}, Queue: providerqueue.New(sq, pq),
+	e.cb = &provider.Callbacks{Store: st, Blobs: providerwire.Blobs{Store: e.blobs}, Queue: providerqueue.New(sq, pq),
 		Secrets: sec, Clients: clients, Routes: rs, Clock: e.clock, Log: log}
 	h := &callbacks.Handler{Receiver: e.cb}
 	// Served as the callbacks function is in AWS: through API Gateway's

@@ -34,16 +34,21 @@ import (
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
-	"genjobs/internal/app/blobs"
+	"genjobs/internal/app/assetsfn"
+	"genjobs/internal/app/callbacksfn"
 	"genjobs/internal/app/consolefn"
+	"genjobs/internal/app/delivererfn"
 	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/jobsfn"
+	"genjobs/internal/app/jwksfn"
 	"genjobs/internal/app/mcpfn"
+	"genjobs/internal/app/notfoundfn"
+	"genjobs/internal/app/notifierfn"
+	"genjobs/internal/app/openapifn"
 	"genjobs/internal/app/providerfn"
-	"genjobs/internal/app/queues"
-	"genjobs/internal/app/signers"
-	"genjobs/internal/app/tables"
-	"genjobs/internal/app/webhookfn"
+	"genjobs/internal/app/stylesfn"
+	"genjobs/internal/app/sweeperfn"
+	"genjobs/internal/app/usagefn"
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/auth"
 	"genjobs/internal/awsclient"
@@ -78,18 +83,18 @@ const (
 var Functions = map[string]app.Function{
 	"generate":    {HTTP: generatefn.Build},
 	"jobs":        {HTTP: jobsfn.Build},
-	"usage":       {HTTP: tables.Usage},
-	"styles":      {HTTP: tables.Styles},
-	"jwks":        {HTTP: signers.JWKS},
-	"deliverer":   {SQS: webhookfn.Deliverer},
-	"notifier":    {Stream: queues.Notifier},
-	"assets":      {HTTP: blobs.Assets},
-	"openapi":     {HTTP: app.OpenAPI},
-	"notfound":    {HTTP: app.NotFound},
+	"usage":       {HTTP: usagefn.Build},
+	"styles":      {HTTP: stylesfn.Build},
+	"jwks":        {HTTP: jwksfn.Build},
+	"deliverer":   {SQS: delivererfn.Build},
+	"notifier":    {Stream: notifierfn.Build},
+	"assets":      {HTTP: assetsfn.Build},
+	"openapi":     {HTTP: openapifn.Build},
+	"notfound":    {HTTP: notfoundfn.Build},
 	"worker":      {SQS: workerfn.Build},
-	"sweeper":     {Schedule: queues.Sweeper},
-	"provider":    {SQS: providerfn.Provider},
-	"callbacks":   {HTTP: providerfn.Callbacks},
+	"sweeper":     {Schedule: sweeperfn.Build},
+	"provider":    {SQS: providerfn.Build},
+	"callbacks":   {HTTP: callbacksfn.Build},
 	"mcp":         {HTTP: mcpfn.Build},
 	"lightworker": {SQS: workerfn.Build},
 	"console":     {HTTP: consolefn.Build},

@@ -8,7 +8,7 @@ import (
 	"net/http"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/checkout"
 	"genjobs/internal/cognito"
@@ -37,7 +37,7 @@ func Build(d app.Deps) (http.Handler, error) {
 	}
 	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.StripeSecretID)
 	c, err := console.New(console.Config{
-		Store: consoledb.New(tables.Store(d)), Identity: id, Payments: checkout.New(keys, d.StripeAPIBase),
+		Store: consoledb.New(dynamodbwire.Store(d)), Identity: id, Payments: checkout.New(keys, d.StripeAPIBase),
 		Clock: d.Clock, Log: d.Log, AppURL: d.AppURL,
 	})
 	if err != nil {

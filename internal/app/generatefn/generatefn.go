@@ -1,6 +1,6 @@
-// Package generatefn wires the generate function. It stands apart from
-// package app so that only its binary links the catalog, the price list and
-// the schema validator.
+// Package generatefn wires the generate function: POST /generate/... Only
+// its binary and the MCP function's link the catalog, the price list and the
+// schema validator.
 package generatefn
 
 import (
@@ -8,8 +8,8 @@ import (
 	"net/http"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/queues"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/dynamodbwire"
+	"genjobs/internal/app/sqswire"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/billing/prices"
 	"genjobs/internal/catalog"
@@ -26,8 +26,8 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	d = d.WithRetries(awsclient.Requests)
-	st := tables.Store(d)
-	g, err := Handler(d, st, tables.Authenticator(d, st))
+	st := dynamodbwire.Store(d)
+	g, err := Handler(d, st, dynamodbwire.Authenticator(d, st))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*generate.Ha
 		Jobs:              st,
 		Prices:            list,
 		Results:           d.ResultLinks(),
-		Queue:             queues.JobQueue(d, queues.Client(d)),
+		Queue:             sqswire.JobQueue(d, sqswire.Client(d)),
 		Assets:            st,
 		Clock:             d.Clock,
 		BaseURL:           d.BaseURL,

@@ -6,8 +6,8 @@ import (
 	"net/http"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/queues"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/dynamodbwire"
+	"genjobs/internal/app/sqswire"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
@@ -20,13 +20,13 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	d = d.WithRetries(awsclient.Requests)
-	st := tables.Store(d)
-	return httpapi.Middleware(d.Log, Handler(d, st, tables.Authenticator(d, st)).Routes()), nil
+	st := dynamodbwire.Store(d)
+	return httpapi.Middleware(d.Log, Handler(d, st, dynamodbwire.Authenticator(d, st)).Routes()), nil
 }
 
 // Handler is the jobs routes' handler on st and a, for the jobs function
 // and for the MCP function, whose job tools call it.
 func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) *httpapi.Jobs {
-	cancel := queues.Lifecycle(d, st, queues.JobQueue(d, queues.Client(d)))
+	cancel := sqswire.Lifecycle(d, st, sqswire.JobQueue(d, sqswire.Client(d)))
 	return &httpapi.Jobs{Auth: a, Jobs: st, Results: d.ResultLinks(), Cancel: cancel, Deliveries: st}
 }

@@ -9,9 +9,11 @@ import (
 	"net/http"
 
 	"genjobs/internal/app"
+	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/jobsfn"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/stylesfn"
+	"genjobs/internal/app/usagefn"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/mcpserver"
@@ -24,13 +26,13 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	d = d.WithRetries(awsclient.Requests)
-	st := tables.Store(d)
-	auth := tables.Authenticator(d, st)
+	st := dynamodbwire.Store(d)
+	auth := dynamodbwire.Authenticator(d, st)
 	gen, err := generatefn.Handler(d, st, auth)
 	if err != nil {
 		return nil, err
 	}
-	styles, err := tables.StylesHandler(d, st, auth)
+	styles, err := stylesfn.Handler(d, st, auth)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +41,7 @@ func Build(d app.Deps) (http.Handler, error) {
 	jobs := jobsfn.Handler(d, st, auth).Routes()
 	api.Handle("/jobs", jobs)
 	api.Handle("/jobs/", jobs)
-	api.Handle("/usage", tables.UsageHandler(d, st, auth).Routes())
+	api.Handle("/usage", usagefn.Handler(d, st, auth).Routes())
 	api.Handle("/styles", styles.Routes())
 	api.Handle("/", httpapi.NotFound())
 	rules, ok := gen.Prices.(mcpserver.PriceRules)

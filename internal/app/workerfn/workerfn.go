@@ -1,6 +1,8 @@
-// Package workerfn wires the worker function. It stands apart from package
-// app so that only the worker's binary links the engines and their image
-// codecs (their packages register decoders at init).
+// Package workerfn wires the worker functions: the worker, on the jobs
+// queue, and the light worker, the same code on the light jobs' queue
+// (WORKER_QUEUE_URL and MAX_SOURCE_PIXELS tell them apart). Only their
+// binaries link the engines and their image codecs (their packages register
+// decoders at init).
 package workerfn
 
 import (
@@ -9,9 +11,9 @@ import (
 	"fmt"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/blobs"
-	"genjobs/internal/app/queues"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/dynamodbwire"
+	"genjobs/internal/app/s3wire"
+	"genjobs/internal/app/sqswire"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
@@ -22,7 +24,8 @@ import (
 	"genjobs/internal/worker"
 )
 
-// Build builds the worker function's handler of the jobs queue.
+// Build builds the handler of a worker's queue: functions/worker and
+// functions/lightworker both start it.
 func Build(d app.Deps) (app.SQSHandler, error) {
 	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket, "ASSETS_BUCKET": d.AssetsBucket})
 	if err != nil {
@@ -33,16 +36,16 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	sq := queues.Client(d)
-	st, jobs := tables.Store(d), queues.JobQueue(d, sq)
+	sq := sqswire.Client(d)
+	st, jobs := dynamodbwire.Store(d), sqswire.JobQueue(d, sq)
 	w := &worker.Worker{
 		Metrics:   d.Metrics,
 		Store:     st,
-		Ender:     queues.Lifecycle(d, st, jobs),
+		Ender:     sqswire.Lifecycle(d, st, jobs),
 		Catalog:   cat,
 		Engines:   reference.Engines(),
 		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}),
-		Blobs:     Blobs{blobs.Store(d)},
+		Blobs:     Blobs{s3wire.Store(d)},
 		Assets:    st,
 		Clock:     d.Clock,
 		Log:       d.Log,

@@ -1,4 +1,6 @@
-package tables
+// Package stylesfn wires the styles function: GET /styles and
+// GET /styles/{id}/share/link.
+package stylesfn
 
 import (
 	"fmt"
@@ -6,30 +8,30 @@ import (
 	"net/url"
 
 	"genjobs/internal/app"
+	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
 )
 
-// Styles builds the styles function's handler: GET /styles and
-// GET /styles/{id}/share/link. APP_URL, the web application's address,
-// prefixes share links and avatars.
-func Styles(d app.Deps) (http.Handler, error) {
+// Build builds the styles function's handler. APP_URL, the web
+// application's address, prefixes share links and avatars.
+func Build(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
 		return nil, err
 	}
 	d = d.WithRetries(awsclient.Requests)
-	st := Store(d)
-	h, err := StylesHandler(d, st, Authenticator(d, st))
+	st := dynamodbwire.Store(d)
+	h, err := Handler(d, st, dynamodbwire.Authenticator(d, st))
 	if err != nil {
 		return nil, err
 	}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
 
-// StylesHandler is the styles routes' handler on st and a (the styles
+// Handler is the styles routes' handler on st and a (the styles
 // function's, and the MCP function's list_styles tool's); it checks APP_URL.
-func StylesHandler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*httpapi.Styles, error) {
+func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*httpapi.Styles, error) {
 	if err := app.Require(map[string]string{"APP_URL": d.AppURL}); err != nil {
 		return nil, err
 	}

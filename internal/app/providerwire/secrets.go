@@ -1,4 +1,4 @@
-package providerfn
+package providerwire
 
 import (
 	"context"

@@ -1,11 +1,11 @@
-package tables_test
+package stylesfn_test
 
 import (
 	"strings"
 	"testing"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/stylesfn"
 )
 
 func TestStylesNeedsAnAppURL(t *testing.T) {
@@ -25,7 +25,7 @@ func TestStylesNeedsAnAppURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = tables.Styles(d)
+		_, err = stylesfn.Build(d)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("APP_URL %q: %v; want %q", appURL, err, want)
 		}

@@ -1,14 +1,14 @@
-// Package webhookfn wires the deliverer function: it signs webhooks
-// (package signers) and POSTs them from the deliveries queue.
-package webhookfn
+// Package delivererfn wires the deliverer function: it signs webhooks
+// (package kmswire) and POSTs them from the deliveries queue.
+package delivererfn
 
 import (
 	"context"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/queues"
-	"genjobs/internal/app/signers"
-	"genjobs/internal/app/tables"
+	"genjobs/internal/app/dynamodbwire"
+	"genjobs/internal/app/kmswire"
+	"genjobs/internal/app/sqswire"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
@@ -19,20 +19,20 @@ import (
 	"genjobs/internal/xray"
 )
 
-// Deliverer builds the handler of the deliveries queue.
-func Deliverer(d app.Deps) (app.SQSHandler, error) {
+// Build builds the handler of the deliveries queue.
+func Build(d app.Deps) (app.SQSHandler, error) {
 	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "DELIVERIES_QUEUE_URL": d.DeliveriesQueueURL, "DELIVERIES_DLQ_URL": d.DeliveriesDLQURL, "RESULTS_BUCKET": d.ResultsBucket, "SIGNING_KEY_ID": d.SigningKeyID})
 	if err != nil {
 		return nil, err
 	}
 	d = d.WithRetries(awsclient.Events)
-	s := signers.Signer(d, d.SigningKeyID)
+	s := kmswire.Signer(d, d.SigningKeyID)
 	links := d.ResultLinks()
 	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 	del := &webhook.Deliverer{
 		Metrics: d.Metrics,
-		Store:   tables.Store(d),
-		Queue:   queue.NewDeliveries(queues.Client(d), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Store:   dynamodbwire.Store(d),
+		Queue:   queue.NewDeliveries(sqswire.Client(d), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
 		// The POSTs are in the invocation's X-Ray trace, by host only:
 		// a receiver's path may hold its token.
 		Sender: &webhook.Sender{Client: webhook.NewClient(xray.Lambda.HostTransport(guard.Transport())), Signer: tokens{s}},

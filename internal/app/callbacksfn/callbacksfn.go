@@ -1,0 +1,43 @@
+// Package callbacksfn wires the callbacks function: the model providers'
+// webhooks about routed jobs' predictions.
+package callbacksfn
+
+import (
+	"net/http"
+
+	"genjobs/internal/app"
+	"genjobs/internal/app/dynamodbwire"
+	"genjobs/internal/app/providerwire"
+	"genjobs/internal/app/s3wire"
+	"genjobs/internal/app/sqswire"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/httpapi"
+	"genjobs/internal/httpapi/callbacks"
+	"genjobs/internal/provider"
+	"genjobs/internal/queue/providerqueue"
+)
+
+// Build builds the handler of POST /callbacks/{provider}/{job_id}/{token}.
+func Build(d app.Deps) (http.Handler, error) {
+	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "PROVIDER_QUEUE_URL": d.ProviderQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
+	if err != nil {
+		return nil, err
+	}
+	d = d.WithRetries(awsclient.Requests)
+	_, routes, secrets, err := providerwire.Routing(d)
+	if err != nil {
+		return nil, err
+	}
+	c := &provider.Callbacks{
+		Store:   dynamodbwire.Store(d),
+		Blobs:   providerwire.Blobs{Store: s3wire.Store(d)},
+		Queue:   providerqueue.New(sqswire.Client(d), d.ProviderQueueURL),
+		Secrets: secrets,
+		Clients: providerwire.Clients(d, routes),
+		Routes:  routes,
+		Clock:   d.Clock,
+		Log:     d.Log,
+	}
+	h := &callbacks.Handler{Receiver: c}
+	return httpapi.Middleware(d.Log, h.Routes()), nil
+}

@@ -1,0 +1,24 @@
+// Package dynamodbwire builds the adapters on a DynamoDB client that the
+// function builders share: constructors only. It links the DynamoDB client
+// and no other AWS client.
+package dynamodbwire
+
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/auth"
+	"genjobs/internal/store"
+)
+
+// Store is the table adapter, on a DynamoDB client of its own that follows
+// d's profile: build it once per function and share it.
+func Store(d app.Deps) *store.Store {
+	return store.New(store.NewClient(d.AWS, d.Retries.DynamoDB), d.Table)
+}
+
+// Authenticator resolves API tokens from st. It remembers each token and
+// workspace it reads for up to auth.MaxCacheAge, for the life of the
+// function instance: most requests then read neither. It records each
+// token's last use at most once an hour (auth.Uses).
+func Authenticator(d app.Deps, st *store.Store) auth.Authenticator {
+	return auth.Authenticator{Dir: auth.NewCache(st, d.Clock), Uses: auth.NewUses(st, d.Clock)}
+}

@@ -1,0 +1,30 @@
+// Package kmswire builds the webhook signing keys on a KMS client, for the
+// jwks and deliverer functions: constructors only. It links the KMS client
+// and no other AWS client.
+package kmswire
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"genjobs/internal/app"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/signing"
+)
+
+// Signer is the KMS key id (SIGNING_KEY_ID or SIGNING_PREVIOUS_KEY_ID)
+// names, with a client built from d.AWS (locally, moto's KMS). It does no
+// I/O: the key's public half is fetched on first use.
+func Signer(d app.Deps, id string) *signing.KMS {
+	p := d.Retries.KMS
+	client := kms.NewFromConfig(d.AWS, func(o *kms.Options) {
+		if u := awsclient.Endpoint(d.AWS, kms.ServiceID); u != "" {
+			o.BaseEndpoint = &u
+		}
+		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
+		o.HTTPClient = p.HTTPClient(o.HTTPClient)
+		o.APIOptions = p.APIOptions(o.APIOptions)
+	})
+	k := signing.NewKMS(client, id)
+	k.Clock = d.Clock
+	return k
+}

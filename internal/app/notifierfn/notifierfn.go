@@ -1,0 +1,26 @@
+// Package notifierfn wires the notifier function: on the table's stream, it
+// starts the webhook delivery of each job that ended with one.
+package notifierfn
+
+import (
+	"genjobs/internal/app"
+	"genjobs/internal/app/dynamodbwire"
+	"genjobs/internal/app/sqswire"
+	"genjobs/internal/awsclient"
+	"genjobs/internal/queue"
+	"genjobs/internal/webhook"
+)
+
+// Build builds the handler of the table's stream.
+func Build(d app.Deps) (app.StreamHandler, error) {
+	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "DELIVERIES_QUEUE_URL": d.DeliveriesQueueURL, "DELIVERIES_DLQ_URL": d.DeliveriesDLQURL})
+	if err != nil {
+		return nil, err
+	}
+	d = d.WithRetries(awsclient.Events)
+	n := &webhook.Notifier{
+		Store: dynamodbwire.Store(d), Queue: queue.NewDeliveries(sqswire.Client(d), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Clock: d.Clock, Log: d.Log,
+	}
+	return app.WithMargin(n.HandleStream), nil
+}
