@@ -351,7 +351,13 @@ func backoff(attempt int) time.Duration {
 	return d - time.Duration(rand.Int64N(int64(d)/4+1))
 }
 
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
+// retryAfter reads a Retry-After header: seconds or an HTTP date. The
+// service reads the header with internal/retryafter; this package keeps its
+// own reader because it is a module of its own (genjobs/client) that users
+// import, built on the standard library alone: sharing the service's
+// reader would make every user's build require the service's module. It
+// also answers differently: whether the header was there at all (ok), and
+// a date that has passed as "retry now".
 func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false

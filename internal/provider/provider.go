@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"genjobs/internal/retryafter"
 )
 
 // Status is a prediction's status, in Replicate's and Cog's words.
@@ -115,10 +117,10 @@ var (
 
 // Error is a provider's answer other than success.
 type Error struct {
-	StatusCode int           // 0 for a connection error
-	Message    string        // the provider's own words, trimmed
-	RetryAfter time.Duration // from Retry-After, when given
-	Err        error         // the connection error, if any
+	StatusCode int    // 0 for a connection error
+	Message    string // the provider's own words, trimmed
+	RetryAfter string // the Retry-After header, as the provider sent it
+	Err        error  // the connection error, if any
 }
 
 func (e *Error) Error() string {
@@ -145,11 +147,12 @@ func Refused(err error) bool {
 	return errors.As(err, &pe) && pe.Refused()
 }
 
-// RetryAfter is the wait a provider asked for with err, or 0.
-func RetryAfter(err error) time.Duration {
+// RetryAfter is the wait a provider asked for with err at now, at most
+// MaxRetryAfter, or 0.
+func RetryAfter(err error, now time.Time) time.Duration {
 	var pe *Error
 	if errors.As(err, &pe) {
-		return pe.RetryAfter
+		return retryafter.Parse(pe.RetryAfter, now, MaxRetryAfter)
 	}
 	return 0
 }
@@ -187,7 +190,7 @@ func Do(client *http.Client, req *http.Request) ([]byte, error) {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return body, nil
 	}
-	return nil, &Error{StatusCode: resp.StatusCode, Message: Trim(message(body)), RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	return nil, &Error{StatusCode: resp.StatusCode, Message: Trim(message(body)), RetryAfter: resp.Header.Get("Retry-After")}
 }
 
 // NewRequest builds a JSON request; body nil sends none.
@@ -235,20 +238,6 @@ func message(body []byte) string {
 		}
 	}
 	return string(body)
-}
-
-// retryAfter reads Retry-After: seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // Outputs lists the URLs and data: URIs in a prediction's output, whatever

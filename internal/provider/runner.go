@@ -23,6 +23,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
 	"genjobs/internal/provider/steps"
+	"genjobs/internal/sqsbatch"
 )
 
 // Message is the body of a provider-queue message: one step of one job,
@@ -143,29 +144,14 @@ const MaxCallbackBytes = 6 << 20
 // HandleSQS runs each message's step; a step that could not run (a store
 // or queue failure) is reported for SQS to deliver again.
 func (r *Runner) HandleSQS(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	for _, m := range e.Records {
-		var msg Message
-		if err := json.Unmarshal([]byte(m.Body), &msg); err != nil || !msg.Valid() {
-			r.Log.Error("dropping an unreadable message", "message_id", m.MessageId)
-			continue
-		}
-		if err := r.stepSafely(ctx, msg); err != nil {
+	return sqsbatch.Batch[Message]{
+		Handle: func(ctx context.Context, _ events.SQSMessage, m Message) error { return r.Step(ctx, m) },
+		Failed: func(_ context.Context, m events.SQSMessage, msg Message, err error) {
 			r.Log.Error("provider step failed; the message will be retried",
 				"job_id", msg.JobID, "message_id", m.MessageId, "error", err.Error())
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
-		}
-	}
-	return resp, nil
-}
-
-func (r *Runner) stepSafely(ctx context.Context, m Message) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return r.Step(ctx, m)
+		},
+		Log: r.Log,
+	}.Run(ctx, e)
 }
 
 // step is one step's view of its job.
@@ -521,7 +507,7 @@ const MaxRetryAfter = 15 * time.Minute
 // failures in a row, up to MaxPoll.
 func (s *step) retry(ctx context.Context, what string, err error) error {
 	r := s.r
-	delay := min(RetryAfter(err), MaxRetryAfter)
+	delay := RetryAfter(err, r.Clock.Now())
 	if delay == 0 {
 		delay = min(r.RetryBase<<min(s.failures, 10), r.MaxPoll)
 	}

@@ -2,11 +2,8 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -14,6 +11,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
 	"genjobs/internal/metrics"
+	"genjobs/internal/sqsbatch"
 )
 
 // Store keeps deliveries and reads jobs (store.Store).
@@ -56,6 +54,9 @@ type Message struct {
 	JobID   string `json:"job_id"`
 	Attempt int    `json:"attempt"`
 }
+
+// Valid reports whether m names a job and an attempt.
+func (m Message) Valid() bool { return job.ValidID(m.JobID) && m.Attempt >= 1 }
 
 // Notifier starts a delivery when a job with a webhook ends: the handler of
 // the table's stream, filtered by the template to such changes.
@@ -139,37 +140,16 @@ const DefaultClaimFor = 45 * time.Second
 // HandleSQS handles the batch's messages in parallel, reporting those whose
 // work was not recorded.
 func (d *Deliverer) HandleSQS(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
-	var (
-		mu   sync.Mutex
-		resp events.SQSEventResponse
-		wg   sync.WaitGroup
-	)
-	for _, m := range e.Records {
-		wg.Go(func() {
-			if err := d.handle(ctx, m); err != nil {
-				d.Log.Error("webhook attempt not recorded; the message will be retried", "message_id", m.MessageId, "error", err.Error())
-				mu.Lock()
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return resp, nil
-}
-
-func (d *Deliverer) handle(ctx context.Context, m events.SQSMessage) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	var msg Message
-	if err := json.Unmarshal([]byte(m.Body), &msg); err != nil || !job.ValidID(msg.JobID) || msg.Attempt < 1 {
-		d.Log.Error("dropping an unreadable deliveries message", "message_id", m.MessageId)
-		return nil
-	}
-	return d.Attempt(ctx, msg, m.MessageId)
+	return sqsbatch.Batch[Message]{
+		Handle: func(ctx context.Context, m events.SQSMessage, msg Message) error {
+			return d.Attempt(ctx, msg, m.MessageId)
+		},
+		Failed: func(_ context.Context, m events.SQSMessage, _ Message, err error) {
+			d.Log.Error("webhook attempt not recorded; the message will be retried", "message_id", m.MessageId, "error", err.Error())
+		},
+		Parallel: true,
+		Log:      d.Log,
+	}.Run(ctx, e)
 }
 
 // outcome names an attempt's result for the metrics: delivered, gone (410:

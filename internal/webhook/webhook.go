@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"genjobs/internal/netguard"
+	"genjobs/internal/retryafter"
 )
 
 // Schedule is the wait before each retry, Standard Webhooks' schedule: the
@@ -184,7 +185,7 @@ func (s *Sender) Send(ctx context.Context, d *Delivery, issuer string, body []by
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	r := Result{StatusCode: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now)}
+	r := Result{StatusCode: resp.StatusCode, RetryAfter: retryafter.Parse(resp.Header.Get("Retry-After"), now, longest(Schedule))}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		r.Err = fmt.Sprintf("the receiver answered %d", resp.StatusCode)
 	}
@@ -207,18 +208,4 @@ func describe(err error) string {
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
-}
-
-// retryAfter reads Retry-After: seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(v); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

@@ -32,6 +32,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/metrics"
+	"genjobs/internal/sqsbatch"
 )
 
 // Store reads and moves jobs (store.Store).
@@ -103,6 +104,9 @@ type Message struct {
 	JobID string `json:"job_id"`
 }
 
+// Valid reports whether m names a job.
+func (m Message) Valid() bool { return job.ValidID(m.JobID) }
+
 // Worker runs jobs. Build it once per function instance.
 type Worker struct {
 	Store   Store
@@ -150,23 +154,20 @@ const (
 // HandleSQS runs each message's job and reports the messages to retry; the
 // rest are deleted by the event source mapping.
 func (w *Worker) HandleSQS(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	for _, m := range e.Records {
-		var msg Message
-		if err := json.Unmarshal([]byte(m.Body), &msg); err != nil || !job.ValidID(msg.JobID) {
-			// Retrying cannot make it readable: drop it.
-			w.Log.Error("dropping an unreadable message", "message_id", m.MessageId)
-			continue
-		}
-		if err := w.runSafely(ctx, msg.JobID); err != nil {
-			after := w.retryAfter(m, err)
-			w.Log.Error("job attempt failed; the message will be retried",
-				"job_id", msg.JobID, "message_id", m.MessageId, "error", err.Error(), "retry_in", after.String())
-			w.redeliver(ctx, m, after)
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
-		}
-	}
-	return resp, nil
+	return sqsbatch.Batch[Message]{
+		Handle: func(ctx context.Context, _ events.SQSMessage, m Message) error { return w.Run(ctx, m.JobID) },
+		Failed: w.failed,
+		Log:    w.Log,
+	}.Run(ctx, e)
+}
+
+// failed logs a failed attempt and asks for its message back after
+// retryAfter.
+func (w *Worker) failed(ctx context.Context, m events.SQSMessage, msg Message, err error) {
+	after := w.retryAfter(m, err)
+	w.Log.Error("job attempt failed; the message will be retried",
+		"job_id", msg.JobID, "message_id", m.MessageId, "error", err.Error(), "retry_in", after.String())
+	w.redeliver(ctx, m, after)
 }
 
 // RetryDelay is the wait before the next delivery of a message whose
@@ -224,17 +225,6 @@ type leaseKept struct {
 
 func (e *leaseKept) Error() string { return e.err.Error() }
 func (e *leaseKept) Unwrap() error { return e.err }
-
-// runSafely runs a job and turns a panic (a bug of ours, never the
-// client's) into an error, so that one message does not fail its batch.
-func (w *Worker) runSafely(ctx context.Context, id string) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return w.Run(ctx, id)
-}
 
 // Run works on one job. It returns nil when the message is done with (the
 // job ended, or needs nothing from this message) and an error when the
