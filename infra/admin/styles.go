@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"genjobs/internal/store"
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
 
@@ -25,6 +26,15 @@ const (
 // The style commands join the command table of main.go here, after its
 // own: a file of their own keeps the table's other entries apart.
 func init() { commands = append(commands, styleCommands...) }
+
+// styles is the store with the styles (package stylesdb).
+func (c *cli) styles(ctx context.Context) (*stylesdb.DB, error) {
+	s, err := c.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return stylesdb.New(s), nil
+}
 
 // styleCommands are the style commands (docs/operations.md, "The operator CLI").
 var styleCommands = []command{
@@ -165,7 +175,7 @@ func (c *cli) styleCreate(ctx context.Context, args []string, stdout io.Writer) 
 			}
 		}
 	}
-	s, err := c.store(ctx)
+	s, err := c.styles(ctx)
 	if err != nil {
 		return err
 	}
@@ -207,7 +217,7 @@ func (c *cli) styleLike(ctx context.Context, args []string, stdout io.Writer) er
 	if err := c.styleID(*id); err != nil {
 		return err
 	}
-	s, err := c.store(ctx)
+	s, err := c.styles(ctx)
 	if err != nil {
 		return err
 	}
@@ -236,7 +246,7 @@ func (c *cli) styleShare(ctx context.Context, args []string, stdout io.Writer) e
 	if err := c.styleID(*id); err != nil {
 		return err
 	}
-	s, err := c.store(ctx)
+	s, err := c.styles(ctx)
 	if err != nil {
 		return err
 	}
@@ -264,7 +274,7 @@ func (c *cli) styleApprove(ctx context.Context, args []string, stdout io.Writer)
 	if err := c.styleID(*id); err != nil {
 		return err
 	}
-	s, err := c.store(ctx)
+	s, err := c.styles(ctx)
 	if err != nil {
 		return err
 	}
@@ -295,7 +305,7 @@ func (c *cli) styleFeature(ctx context.Context, args []string, stdout io.Writer)
 	case !*editor && !*gallery:
 		return usagef("%s: give --editor or --gallery", c.cmd.name)
 	}
-	s, err := c.store(ctx)
+	s, err := c.styles(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
 
@@ -14,7 +15,7 @@ const annID = "7a0c9e3b-2f4d-4e6a-8b1c-0d2e3f4a5b6c"
 
 func (e *env) listStyles(t *testing.T, c style.Caller, f style.Filter) []string {
 	t.Helper()
-	p, err := e.store().ListStyles(context.Background(), c, style.Query{Filter: f, Limit: 100})
+	p, err := stylesdb.New(e.store()).ListStyles(context.Background(), c, style.Query{Filter: f, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestStyleCommands(t *testing.T) {
 	pub := create("--workspace", wsB, "--title", "Neon", "--prompt", "neon", "--models", "model-b-fast", "--public")
 	svc := create("--service", "--title", "Watercolor", "--prompt", "washes", "--models", "model-e-4", "--public")
 
-	st, err := e.store().Style(context.Background(), own)
+	st, err := stylesdb.New(e.store()).Style(context.Background(), own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestStyleCommands(t *testing.T) {
 		!slices.Equal(st.Models, []string{"model-e-4", "model-c"}) || !slices.Equal(st.URLs, []string{"https://img.test/1.png", "https://img.test/2.png"}) {
 		t.Errorf("stored %+v", st)
 	}
-	if st, _ := e.store().Style(context.Background(), app); st.Owner != (style.Owner{Kind: style.OwnerApp, ID: annID, Name: "Ann"}) || st.Prompt != "grain\nwarm" {
+	if st, _ := stylesdb.New(e.store()).Style(context.Background(), app); st.Owner != (style.Owner{Kind: style.OwnerApp, ID: annID, Name: "Ann"}) || st.Prompt != "grain\nwarm" {
 		t.Errorf("the application user's style: %+v", st)
 	}
 
@@ -106,7 +107,7 @@ func TestStyleCommands(t *testing.T) {
 	if out["like_count"] != 2.0 {
 		t.Errorf("the application user's like: %v", out)
 	}
-	p, err := e.store().ListStyles(context.Background(), apiA, style.Query{Filter: style.All, Liked: true, Limit: 10})
+	p, err := stylesdb.New(e.store()).ListStyles(context.Background(), apiA, style.Query{Filter: style.All, Liked: true, Limit: 10})
 	if err != nil || len(p.Styles) != 1 || p.Styles[0].ID != svc {
 		t.Errorf("A's liked styles: %+v, %v", p.Styles, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"genjobs/infra/local/sam"
 	"genjobs/internal/auth"
 	"genjobs/internal/store"
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
 
@@ -151,6 +152,7 @@ func measureStylesStack(ctx context.Context, root string, tpl *sam.Template) (*s
 // would, and returns how many the bench workspace sees.
 func populateStyles(ctx context.Context, st *store.Store) (int, error) {
 	base := time.Now().Add(-time.Hour)
+	styles := stylesdb.New(st)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, stylesWriters)
@@ -162,7 +164,7 @@ func populateStyles(ctx context.Context, st *store.Store) (int, error) {
 					return
 				}
 				s, _ := benchStyle(i, base)
-				if err := st.CreateStyle(ctx, s); err != nil {
+				if err := styles.CreateStyle(ctx, s); err != nil {
 					errs[w] = err
 					return
 				}

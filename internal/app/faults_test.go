@@ -33,6 +33,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
@@ -270,7 +271,7 @@ func TestEveryPathAnswers503WhenItsDependencyFails(t *testing.T) {
 		{"share link", stylesfn.Build, func(s *stack) call {
 			st := style.Style{ID: "sty_a", Title: "A", Prompt: "p", Models: []string{"model-e-4"}, CreatedAt: time.Now(),
 				WorkspaceID: "ws_a", Owner: style.APIOwner("ws_a")}
-			if err := s.store.CreateStyle(context.Background(), st); err != nil {
+			if err := stylesdb.New(s.store).CreateStyle(context.Background(), st); err != nil {
 				s.t.Fatal(err)
 			}
 			return call{"GET", "/styles/sty_a/share/link", "", ""}

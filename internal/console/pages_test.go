@@ -14,6 +14,7 @@ import (
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/member"
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
 
@@ -148,10 +149,11 @@ func TestTheSharedStylePageShowsItsStyleAsText(t *testing.T) {
 	st := style.Style{ID: style.NewID(), WorkspaceID: devstack.DemoWorkspace, Owner: style.APIOwner(devstack.DemoWorkspace),
 		Title: `"><img src=x onerror=alert(1)><script>alert(2)</script>`, Prompt: "ink <b>lines</b>",
 		Models: []string{"model-e-4"}, URLs: []string{"https://images.example.com/cover.jpg"}, CreatedAt: time.Now()}
-	if err := s.Store.CreateStyle(ctx, st); err != nil {
+	styles := stylesdb.New(s.Store)
+	if err := styles.CreateStyle(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := s.Store.ShareLink(ctx, st.ID, style.APIUserID(devstack.DemoWorkspace), style.NewShareToken(), time.Now())
+	token, _, err := styles.ShareLink(ctx, st.ID, style.APIUserID(devstack.DemoWorkspace), style.NewShareToken(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/store"
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
@@ -29,13 +30,13 @@ const testAppURL = "https://app.genjobs.test"
 
 // countingStyles counts the share-link reads the handler asks for.
 type countingStyles struct {
-	*store.Store
+	*stylesdb.DB
 	shareReads atomic.Int64
 }
 
 func (c *countingStyles) ShareLink(ctx context.Context, id, owner, token string, at time.Time) (string, bool, error) {
 	c.shareReads.Add(1)
-	return c.Store.ShareLink(ctx, id, owner, token, at)
+	return c.DB.ShareLink(ctx, id, owner, token, at)
 }
 
 // styleEnv is the styles function on its own table, with workspaces ws_a
@@ -58,7 +59,7 @@ func newStyleEnv(t *testing.T) *styleEnv {
 		t.Fatal(err)
 	}
 	e := &styleEnv{t: t, store: store.New(db, table), at: now}
-	e.styles = &countingStyles{Store: e.store}
+	e.styles = &countingStyles{DB: stylesdb.New(e.store)}
 	for _, ws := range []string{"ws_a", "ws_b"} {
 		if err := e.store.CreateWorkspace(ctx, auth.Workspace{ID: ws, Name: ws, APIEnabled: true, CreatedAt: now}); err != nil {
 			t.Fatal(err)
@@ -94,7 +95,7 @@ func (e *styleEnv) add(id string, owner *style.Caller, change func(*style.Style)
 	if change != nil {
 		change(&st)
 	}
-	if err := e.store.CreateStyle(context.Background(), st); err != nil {
+	if err := e.styles.CreateStyle(context.Background(), st); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -151,7 +152,7 @@ func TestStyleListRecordsAndVisibility(t *testing.T) {
 	e.add("app_shared", &appUser, func(s *style.Style) { s.Share("ws_a") })
 	e.add("b_own", &callerB, nil)
 	e.add("svc", nil, func(s *style.Style) { s.Public = true; s.URLs = nil })
-	if _, _, err := e.store.LikeStyle(context.Background(), callerA, "svc", now); err != nil {
+	if _, _, err := e.styles.LikeStyle(context.Background(), callerA, "svc", now); err != nil {
 		t.Fatal(err)
 	}
 
@@ -357,7 +358,7 @@ func TestShareLink(t *testing.T) {
 	if n := e.styles.shareReads.Load() - reads; n != 0 {
 		t.Errorf("malformed ids made %d reads; want none", n)
 	}
-	st, err := e.store.SharedStyle(context.Background(), link[strings.LastIndex(link, "/")+1:])
+	st, err := e.styles.SharedStyle(context.Background(), link[strings.LastIndex(link, "/")+1:])
 	if err != nil || st.ID != "mine" {
 		t.Errorf("the link's token resolves to %q, %v; want mine", st.ID, err)
 	}

@@ -47,9 +47,8 @@ type tokenItem struct {
 	LastUsedAt  string `dynamodbav:"last_used_at,omitempty"`
 }
 
-func workspacePK(ws string) string { return "WS#" + ws }
-func tokenPK(hash string) string   { return "TOKEN#" + hash }
-func stamp(t time.Time) string     { return job.TimeOf(t).String() }
+func tokenPK(hash string) string { return "TOKEN#" + hash }
+func stamp(t time.Time) string   { return job.TimeOf(t).String() }
 
 // CreateWorkspace stores a new workspace with an empty balance and no jobs.
 // Zero limits take the defaults (docs/api.md, "Limits").
@@ -60,8 +59,8 @@ func (s *Store) CreateWorkspace(ctx context.Context, w auth.Workspace) error {
 	if w.MaxRunning == 0 {
 		w.MaxRunning = auth.DefaultMaxRunning
 	}
-	err := s.putNew(ctx, workspaceItem{
-		PK: workspacePK(w.ID), SK: "WS", WorkspaceID: w.ID, Name: w.Name,
+	err := s.PutNew(ctx, workspaceItem{
+		PK: WorkspacePK(w.ID), SK: "WS", WorkspaceID: w.ID, Name: w.Name,
 		APIEnabled: w.APIEnabled, MaxConcurrent: w.MaxConcurrent, MaxRunning: w.MaxRunning,
 		CreatedAt: stamp(w.CreatedAt),
 	})
@@ -75,7 +74,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, w auth.Workspace) error {
 // Store is an auth.Directory.
 func (s *Store) Workspace(ctx context.Context, id string) (auth.Workspace, error) {
 	var it workspaceItem
-	if err := s.get(ctx, workspacePK(id), "WS", &it); err != nil {
+	if err := s.Get(ctx, WorkspacePK(id), "WS", &it); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return auth.Workspace{}, auth.ErrNotFound
 		}
@@ -92,7 +91,7 @@ func (s *Store) Workspace(ctx context.Context, id string) (auth.Workspace, error
 func (s *Store) SetAPIEnabled(ctx context.Context, id string, enabled bool) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(workspacePK(id), "WS"),
+		Key:                       Key(WorkspacePK(id), "WS"),
 		UpdateExpression:          aws.String("SET api_enabled = :on"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":on": &types.AttributeValueMemberBOOL{Value: enabled}},
@@ -111,7 +110,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	byHash := tokenItem{PK: tokenPK(t.Hash), SK: "TOKEN", TokenID: t.ID, WorkspaceID: t.WorkspaceID,
 		Name: t.Name, Hash: t.Hash, Prefix: t.Prefix, CreatedAt: stamp(t.CreatedAt), CreatedBy: t.CreatedBy}
 	byID := byHash
-	byID.PK, byID.SK = workspacePK(t.WorkspaceID), "TOKEN#"+t.ID
+	byID.PK, byID.SK = WorkspacePK(t.WorkspaceID), "TOKEN#"+t.ID
 	a, err := attributevalue.MarshalMap(byHash)
 	if err != nil {
 		return err
@@ -121,7 +120,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 		return err
 	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.table), Key: key(workspacePK(t.WorkspaceID), "WS"),
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.table), Key: Key(WorkspacePK(t.WorkspaceID), "WS"),
 			ConditionExpression: aws.String("attribute_exists(PK)")}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: a, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		{Put: &types.Put{TableName: aws.String(s.table), Item: b, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
@@ -138,7 +137,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 // TokenByHash reads the token with this hash; a missing one is auth.ErrNotFound.
 func (s *Store) TokenByHash(ctx context.Context, hash string) (auth.Token, error) {
 	var it tokenItem
-	if err := s.get(ctx, tokenPK(hash), "TOKEN", &it); err != nil {
+	if err := s.Get(ctx, tokenPK(hash), "TOKEN", &it); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return auth.Token{}, auth.ErrNotFound
 		}
@@ -165,7 +164,7 @@ func (it tokenItem) token() auth.Token {
 // revoked token keeps the first revocation time.
 func (s *Store) RevokeToken(ctx context.Context, ws, tokenID string, at time.Time) error {
 	var it tokenItem
-	if err := s.get(ctx, workspacePK(ws), "TOKEN#"+tokenID, &it); err != nil {
+	if err := s.Get(ctx, WorkspacePK(ws), "TOKEN#"+tokenID, &it); err != nil {
 		return fmt.Errorf("revoke token %s: %w", tokenID, err)
 	}
 	if it.RevokedAt != "" {
@@ -173,14 +172,14 @@ func (s *Store) RevokeToken(ctx context.Context, ws, tokenID string, at time.Tim
 	}
 	update := func(pk, sk string) types.TransactWriteItem {
 		return types.TransactWriteItem{Update: &types.Update{
-			TableName: aws.String(s.table), Key: key(pk, sk),
+			TableName: aws.String(s.table), Key: Key(pk, sk),
 			UpdateExpression:          aws.String("SET revoked_at = if_not_exists(revoked_at, :at)"),
 			ConditionExpression:       aws.String("attribute_exists(PK)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(stamp(at))},
 		}}
 	}
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		update(tokenPK(it.Hash), "TOKEN"), update(workspacePK(ws), "TOKEN#"+tokenID),
+		update(tokenPK(it.Hash), "TOKEN"), update(WorkspacePK(ws), "TOKEN#"+tokenID),
 	}})
 	if err != nil {
 		return fmt.Errorf("revoke token %s: %w", tokenID, err)
@@ -208,7 +207,7 @@ func (s *Store) TopUp(ctx context.Context, ws, paymentID string, amount billing.
 // either. Item 3 of a cancelled transaction is extra's first.
 func (s *Store) TopUpWith(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time, extra ...types.TransactWriteItem) (credited bool, err error) {
 	payment, err := attributevalue.MarshalMap(map[string]any{
-		"PK": workspacePK(ws), "SK": "PAYMENT#" + paymentID,
+		"PK": WorkspacePK(ws), "SK": "PAYMENT#" + paymentID,
 		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": stamp(at),
 	})
 	if err != nil {
@@ -220,7 +219,7 @@ func (s *Store) TopUpWith(ctx context.Context, ws, paymentID string, amount bill
 	}
 	err = s.transact(ctx, append([]types.TransactWriteItem{
 		{Update: &types.Update{
-			TableName: aws.String(s.table), Key: key(workspacePK(ws), "WS"),
+			TableName: aws.String(s.table), Key: Key(WorkspacePK(ws), "WS"),
 			UpdateExpression:          aws.String("ADD available_micros :amount"),
 			ConditionExpression:       aws.String("attribute_exists(PK)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":amount": num64i(int64(amount))},
@@ -235,7 +234,7 @@ func (s *Store) TopUpWith(ctx context.Context, ws, paymentID string, amount bill
 		var prior struct {
 			Amount int64 `dynamodbav:"amount_micros"`
 		}
-		if err := s.get(ctx, workspacePK(ws), "PAYMENT#"+paymentID, &prior); err != nil {
+		if err := s.Get(ctx, WorkspacePK(ws), "PAYMENT#"+paymentID, &prior); err != nil {
 			return false, err
 		}
 		if billing.Micros(prior.Amount) != amount {
@@ -251,7 +250,7 @@ func (s *Store) TopUpWith(ctx context.Context, ws, paymentID string, amount bill
 // Balance reads a workspace's balance.
 func (s *Store) Balance(ctx context.Context, ws string) (billing.Balance, error) {
 	var it workspaceItem
-	if err := s.get(ctx, workspacePK(ws), "WS", &it); err != nil {
+	if err := s.Get(ctx, WorkspacePK(ws), "WS", &it); err != nil {
 		return billing.Balance{}, err
 	}
 	return it.balance(), nil

@@ -24,7 +24,7 @@ func assetPK(id string) string { return "ASSET#" + id }
 
 // CreateAsset stores a new asset's record. Its id must be new.
 func (s *Store) CreateAsset(ctx context.Context, a asset.Asset) error {
-	err := s.putNew(ctx, assetItem{
+	err := s.PutNew(ctx, assetItem{
 		PK: assetPK(a.ID), SK: "ASSET", AssetID: a.ID, WorkspaceID: a.WorkspaceID,
 		Key: a.Key, ContentType: a.ContentType, Size: a.Size, CreatedAt: stamp(a.CreatedAt),
 	})
@@ -38,7 +38,7 @@ func (s *Store) CreateAsset(ctx context.Context, a asset.Asset) error {
 // checks ownership. A missing one is asset.ErrNotFound.
 func (s *Store) Asset(ctx context.Context, id string) (asset.Asset, error) {
 	var it assetItem
-	if err := s.get(ctx, assetPK(id), "ASSET", &it); errors.Is(err, ErrNotFound) {
+	if err := s.Get(ctx, assetPK(id), "ASSET", &it); errors.Is(err, ErrNotFound) {
 		return asset.Asset{}, asset.ErrNotFound
 	} else if err != nil {
 		return asset.Asset{}, err

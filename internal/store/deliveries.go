@@ -38,7 +38,7 @@ type deliveryItem struct {
 
 // duePK spreads pending deliveries over the shards of deliveries-due by
 // workspace, as jobs-by-status does; duesK orders a shard by due time.
-func duePK(ws string) string { return fmt.Sprintf("DUE#%02d", shardOf(ws)) }
+func duePK(ws string) string { return fmt.Sprintf("DUE#%02d", Shard(ws)) }
 
 func dueSK(at time.Time, jobID string) string { return stamp(at) + "#" + jobID }
 
@@ -101,7 +101,7 @@ func (it *deliveryItem) delivery() *webhook.Delivery {
 // included.
 func (s *Store) CreateDelivery(ctx context.Context, d *webhook.Delivery) (*webhook.Delivery, error) {
 	item, err := attributevalue.MarshalMap(deliveryItem{
-		PK: jobPK(d.JobID), SK: deliverySK, WebhookID: d.ID, JobID: d.JobID, WorkspaceID: d.WorkspaceID,
+		PK: JobPK(d.JobID), SK: deliverySK, WebhookID: d.ID, JobID: d.JobID, WorkspaceID: d.WorkspaceID,
 		URL: d.URL, State: string(d.State), Attempts: []attemptItem{}, NextAt: stamp(d.NextAt), CreatedAt: stamp(d.CreatedAt),
 		GSI4PK: duePK(d.WorkspaceID), GSI4SK: dueSK(d.NextAt, d.JobID),
 	})
@@ -121,7 +121,7 @@ func (s *Store) CreateDelivery(ctx context.Context, d *webhook.Delivery) (*webho
 // Delivery reads a job's delivery; webhook.ErrNotFound when it has none.
 func (s *Store) Delivery(ctx context.Context, jobID string) (*webhook.Delivery, error) {
 	var it deliveryItem
-	if err := s.get(ctx, jobPK(jobID), deliverySK, &it); errors.Is(err, ErrNotFound) {
+	if err := s.Get(ctx, JobPK(jobID), deliverySK, &it); errors.Is(err, ErrNotFound) {
 		return nil, webhook.ErrNotFound
 	} else if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (s *Store) Delivery(ctx context.Context, jobID string) (*webhook.Delivery, 
 func (s *Store) ClaimAttempt(ctx context.Context, jobID string, n int, claim string, until, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
-		Key:              key(jobPK(jobID), deliverySK),
+		Key:              Key(JobPK(jobID), deliverySK),
 		UpdateExpression: aws.String("SET claim_until = :until, claim_id = :claim"),
 		ConditionExpression: aws.String("#state = :pending AND size(attempts) = :done AND " +
 			"(attribute_not_exists(claim_until) OR claim_until < :now)"),
@@ -185,7 +185,7 @@ func (s *Store) RecordAttempt(ctx context.Context, jobID string, claim string, a
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
-		Key:                                 key(jobPK(jobID), deliverySK),
+		Key:                                 Key(JobPK(jobID), deliverySK),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String("#state = :pending AND size(attempts) = :done"),
 		ExpressionAttributeNames:            map[string]string{"#state": "state"},
@@ -218,7 +218,7 @@ func (s *Store) RecordAttempt(ctx context.Context, jobID string, claim string, a
 func (s *Store) Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
-		Key:              key(jobPK(d.JobID), deliverySK),
+		Key:              Key(JobPK(d.JobID), deliverySK),
 		UpdateExpression: aws.String("SET #state = :pending, next_attempt_at = :now, GSI4PK = :pk, GSI4SK = :due, redelivery_id = :token"),
 		ConditionExpression: aws.String("attribute_exists(PK) AND #state <> :succeeded AND size(attempts) = :done AND " +
 			"(attribute_not_exists(claim_until) OR claim_until < :now)"),
@@ -253,7 +253,7 @@ func (s *Store) Redeliver(ctx context.Context, d *webhook.Delivery, token string
 // shard, no Scan). The index lags the table: read the delivery before
 // acting on it.
 func (s *Store) EachOverdueDelivery(ctx context.Context, before time.Time, fn func(jobID string) error) error {
-	for shard := 0; shard < statusShards; shard++ {
+	for shard := 0; shard < Shards; shard++ {
 		in := &dynamodb.QueryInput{
 			TableName:              aws.String(s.table),
 			IndexName:              aws.String(IndexDeliveriesDue),

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
@@ -70,20 +69,7 @@ type requestItem struct {
 
 const requestSK = "REQUEST"
 
-func jobPK(id string) string           { return "JOB#" + id }
 func workspaceJobsPK(ws string) string { return "WSJOBS#" + ws }
-
-// statusShards spreads jobs-by-status over partitions: a status's jobs are
-// split by a hash of their workspace, so no one partition takes every
-// workspace's writes, while one workspace's jobs of a status (at most
-// max_concurrent) stay in one shard, where its backlog is one Query.
-const statusShards = 16
-
-func shardOf(ws string) int {
-	h := fnv.New32a()
-	h.Write([]byte(ws))
-	return int(h.Sum32() % statusShards)
-}
 
 func statusPK(st job.Status, shard int) string {
 	return fmt.Sprintf("STATUS#%s#%02d", st, shard)
@@ -101,7 +87,7 @@ func toJobItem(j *job.Job) jobItem {
 		updated = j.CreatedAt
 	}
 	it := jobItem{
-		PK: jobPK(j.ID), SK: "JOB",
+		PK: JobPK(j.ID), SK: "JOB",
 		GSI1PK: workspaceJobsPK(j.WorkspaceID), GSI1SK: created + "#" + j.ID,
 		JobID: j.ID, WorkspaceID: j.WorkspaceID, Status: string(j.Status),
 		CreatedAt: created, UpdatedAt: job.TimeOf(updated).String(),
@@ -114,7 +100,7 @@ func toJobItem(j *job.Job) jobItem {
 		it.Result = string(b)
 	}
 	if !j.Status.Terminal() {
-		it.GSI2PK = statusPK(j.Status, shardOf(j.WorkspaceID))
+		it.GSI2PK = statusPK(j.Status, Shard(j.WorkspaceID))
 		it.GSI2SK = statusSK(j.WorkspaceID, j.CreatedAt, j.ID)
 	}
 	if j.QueuedAt != nil {
@@ -183,7 +169,7 @@ func (it *jobItem) toJob() (*job.Job, error) {
 // per attempt, strongly consistently.
 func (s *Store) JobRequest(ctx context.Context, id string) (json.RawMessage, error) {
 	var it requestItem
-	err := s.get(ctx, jobPK(id), requestSK, &it)
+	err := s.Get(ctx, JobPK(id), requestSK, &it)
 	if errors.Is(err, ErrNotFound) { // a job stored before requests had their own item
 		j, err := s.Job(ctx, id)
 		if err != nil {
@@ -201,7 +187,7 @@ func (s *Store) JobRequest(ctx context.Context, id string) (json.RawMessage, err
 // caller checks ownership. Its Request is not read (JobRequest reads it).
 func (s *Store) Job(ctx context.Context, id string) (*job.Job, error) {
 	var it jobItem
-	if err := s.get(ctx, jobPK(id), "JOB", &it); errors.Is(err, ErrNotFound) {
+	if err := s.Get(ctx, JobPK(id), "JOB", &it); errors.Is(err, ErrNotFound) {
 		return nil, job.ErrNotFound
 	} else if err != nil {
 		return nil, err

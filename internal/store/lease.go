@@ -19,7 +19,7 @@ import (
 // any. The item expires (TTL) a day after its lease.
 
 func leaseKey(name string) map[string]types.AttributeValue {
-	return key("LEASE#"+name, "LEASE")
+	return Key("LEASE#"+name, "LEASE")
 }
 
 // TakeLease gives the lease name to holder until until, unless another

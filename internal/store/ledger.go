@@ -40,7 +40,7 @@ func ledgerPut(table, ws string, e billing.Entry) (*types.Put, error) {
 		ref = e.PaymentID
 	}
 	item, err := attributevalue.MarshalMap(ledgerItem{
-		PK: workspacePK(ws), SK: ledgerSK(e.Kind, e.At, ref),
+		PK: WorkspacePK(ws), SK: ledgerSK(e.Kind, e.At, ref),
 		Kind: string(e.Kind), Amount: int64(e.Amount), JobID: e.JobID, Endpoint: e.Endpoint,
 		PaymentID: e.PaymentID, CreatedAt: stamp(e.At),
 	})
@@ -84,7 +84,7 @@ func (s *Store) ledger(ctx context.Context, ws, lo, hi string) ([]billing.Entry,
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(workspacePK(ws)), ":lo": str(lo), ":hi": str(hi),
+			":pk": str(WorkspacePK(ws)), ":lo": str(lo), ":hi": str(hi),
 		},
 		ConsistentRead: aws.Bool(true),
 	}
@@ -166,7 +166,7 @@ func (s *Store) Workspaces(ctx context.Context) ([]string, error) {
 func (s *Store) SetCreditLimit(ctx context.Context, ws string, limit billing.Micros) (billing.Balance, error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(workspacePK(ws), "WS"),
+		Key:                       Key(WorkspacePK(ws), "WS"),
 		UpdateExpression:          aws.String("SET credit_limit_micros = :limit"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":limit": num64i(int64(limit))},

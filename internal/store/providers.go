@@ -32,7 +32,7 @@ type submissionItem struct {
 // consistent read.
 func (s *Store) ProviderJob(ctx context.Context, id string) (*job.Job, job.Submission, error) {
 	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table), Key: key(jobPK(id), "JOB"), ConsistentRead: aws.Bool(true),
+		TableName: aws.String(s.table), Key: Key(JobPK(id), "JOB"), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return nil, job.Submission{}, fmt.Errorf("get job %s: %w", id, err)
@@ -96,7 +96,7 @@ func (s *Store) MarkSubmission(ctx context.Context, jobID, previous, marker, tok
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(jobPK(jobID), "JOB"),
+		Key:                       Key(JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_marker = :marker, pred_marked_at = :at, pred_key = if_not_exists(pred_key, :key) ADD pred_tries :one, pred_tokens :token"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
@@ -110,7 +110,7 @@ func (s *Store) MarkSubmission(ctx context.Context, jobID, previous, marker, tok
 func (s *Store) AddCallbackToken(ctx context.Context, jobID, tokenHash string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(jobPK(jobID), "JOB"),
+		Key:                       Key(JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("ADD pred_tokens :token, pred_tries :one"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":token": &types.AttributeValueMemberSS{Value: []string{tokenHash}}, ":one": num(1)},
@@ -125,7 +125,7 @@ func (s *Store) AddCallbackToken(ctx context.Context, jobID, tokenHash string) e
 func (s *Store) RecordPrediction(ctx context.Context, jobID, marker, predictionID string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(jobPK(jobID), "JOB"),
+		Key:                       Key(JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_id = :id"),
 		ConditionExpression:       aws.String("pred_marker = :marker AND (attribute_not_exists(pred_id) OR pred_id = :id)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(predictionID), ":marker": str(marker)},
@@ -139,7 +139,7 @@ func (s *Store) RecordPrediction(ctx context.Context, jobID, marker, predictionI
 func (s *Store) StashCallback(ctx context.Context, jobID, blobKey string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(jobPK(jobID), "JOB"),
+		Key:                       Key(JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_callback = :key"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND " + notEnded),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
@@ -154,7 +154,7 @@ func (s *Store) StashCallback(ctx context.Context, jobID, blobKey string) error 
 func (s *Store) DropCallback(ctx context.Context, jobID, blobKey string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(jobPK(jobID), "JOB"),
+		Key:                       Key(JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("REMOVE pred_callback"),
 		ConditionExpression:       aws.String("pred_callback = :key"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":key": str(blobKey)},
@@ -171,7 +171,7 @@ func (s *Store) DropCallback(ctx context.Context, jobID, blobKey string) error {
 func (s *Store) MarkProviderCancelled(ctx context.Context, jobID string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(jobPK(jobID), "JOB"),
+		Key:                       Key(JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_cancelled = :yes"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":yes": &types.AttributeValueMemberBOOL{Value: true}},

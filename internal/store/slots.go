@@ -24,7 +24,7 @@ func (s *Store) Backlog(ctx context.Context, ws string, limit int) ([]*job.Job, 
 		IndexName:              aws.String(IndexJobsByStatus),
 		KeyConditionExpression: aws.String("GSI2PK = :pk AND begins_with(GSI2SK, :ws)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(statusPK(job.Backlogged, shardOf(ws))), ":ws": str(ws + "#"),
+			":pk": str(statusPK(job.Backlogged, Shard(ws))), ":ws": str(ws + "#"),
 		},
 		ScanIndexForward: aws.Bool(true),
 		Limit:            aws.Int32(int32(limit)),
@@ -39,7 +39,7 @@ func (s *Store) Backlog(ctx context.Context, ws string, limit int) ([]*job.Job, 
 // workspaces, from the status index: id, workspace, status, creation and
 // last update only (read the job for the rest). The sweeper walks it.
 func (s *Store) EachUnfinished(ctx context.Context, st job.Status, fn func(*job.Job) error) error {
-	for shard := 0; shard < statusShards; shard++ {
+	for shard := 0; shard < Shards; shard++ {
 		in := &dynamodb.QueryInput{
 			TableName:                 aws.String(s.table),
 			IndexName:                 aws.String(IndexJobsByStatus),
@@ -100,7 +100,7 @@ func decodeRefs(items []map[string]types.AttributeValue) ([]*job.Job, error) {
 func (s *Store) MarkEnqueued(ctx context.Context, j *job.Job, at time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(jobPK(j.ID), "JOB"),
+		Key:                       Key(JobPK(j.ID), "JOB"),
 		UpdateExpression:          aws.String("SET enqueued_at = :at"),
 		ConditionExpression:       aws.String("#status = :status"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
@@ -122,7 +122,7 @@ type Slots struct {
 // StoredSlots reads the counters on the workspace item.
 func (s *Store) StoredSlots(ctx context.Context, ws string) (Slots, error) {
 	var it workspaceItem
-	if err := s.get(ctx, workspacePK(ws), "WS", &it); err != nil {
+	if err := s.Get(ctx, WorkspacePK(ws), "WS", &it); err != nil {
 		return Slots{}, fmt.Errorf("workspace %s: %w", ws, err)
 	}
 	return Slots{Active: it.Active, Running: it.Running}, nil

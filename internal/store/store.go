@@ -36,25 +36,26 @@ func New(db *dynamodb.Client, table string) *Store {
 	return &Store{db: db, table: table}
 }
 
-// Client is the DynamoDB client s works with (package consoledb shares it).
+// Client is the DynamoDB client s works with (the aggregate packages share it).
 func (s *Store) Client() *dynamodb.Client { return s.db }
 
 // Table is the name of the table s works on.
 func (s *Store) Table() string { return s.table }
 
-// key builds a primary key.
-func key(pk, sk string) map[string]types.AttributeValue {
+// Key builds a primary key.
+func Key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"PK": &types.AttributeValueMemberS{Value: pk},
 		"SK": &types.AttributeValueMemberS{Value: sk},
 	}
 }
 
-// get reads one item strongly consistently into out.
-func (s *Store) get(ctx context.Context, pk, sk string, out any) error {
+// Get reads one item strongly consistently into out: ErrNotFound when
+// there is none.
+func (s *Store) Get(ctx context.Context, pk, sk string, out any) error {
 	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
-		Key:            key(pk, sk),
+		Key:            Key(pk, sk),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -69,8 +70,8 @@ func (s *Store) get(ctx context.Context, pk, sk string, out any) error {
 	return nil
 }
 
-// putNew writes an item that must not exist yet.
-func (s *Store) putNew(ctx context.Context, item any) error {
+// PutNew writes an item that must not exist yet: ErrExists when it does.
+func (s *Store) PutNew(ctx context.Context, item any) error {
 	av, err := attributevalue.MarshalMap(item)
 	if err != nil {
 		return fmt.Errorf("encode item: %w", err)

@@ -19,7 +19,7 @@ func (s *Store) RecordTokenUse(ctx context.Context, ws, tokenID string, at time.
 	hour := stamp(at.UTC().Truncate(time.Hour))
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(workspacePK(ws), "TOKEN#"+tokenID),
+		Key:                       Key(WorkspacePK(ws), "TOKEN#"+tokenID),
 		UpdateExpression:          aws.String("SET last_used_at = :hour"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(last_used_at) OR last_used_at < :hour)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":hour": str(hour)},

@@ -142,7 +142,7 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 	items := []types.TransactWriteItem{
 		createJobItem: {Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		createWorkspaceItem: {Update: &types.Update{
-			TableName: aws.String(s.table), Key: key(workspacePK(j.WorkspaceID), "WS"),
+			TableName: aws.String(s.table), Key: Key(WorkspacePK(j.WorkspaceID), "WS"),
 			UpdateExpression: aws.String("ADD jobs_active :one, jobs_running :running, " +
 				"available_micros :unavailable, reserved_micros :price"),
 			ConditionExpression: aws.String("attribute_exists(PK) AND " + cond + " AND " + condFunds(limit)),
@@ -172,7 +172,7 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 		}})
 	}
 	// Last, after the items whose cancellation reasons are read by index.
-	req, err := attributevalue.MarshalMap(requestItem{PK: jobPK(j.ID), SK: requestSK, Request: string(j.Request)})
+	req, err := attributevalue.MarshalMap(requestItem{PK: JobPK(j.ID), SK: requestSK, Request: string(j.Request)})
 	if err != nil {
 		return nil, fmt.Errorf("encode job %s's request: %w", j.ID, err)
 	}
@@ -311,7 +311,7 @@ func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now t
 	items := []types.TransactWriteItem{
 		{Update: u.build(s.table)},
 		{Update: &types.Update{
-			TableName: aws.String(s.table), Key: key(workspacePK(cur.WorkspaceID), "WS"),
+			TableName: aws.String(s.table), Key: Key(WorkspacePK(cur.WorkspaceID), "WS"),
 			UpdateExpression:          aws.String(wsUpdate),
 			ConditionExpression:       aws.String(wsCond),
 			ExpressionAttributeValues: wsValues,
@@ -400,7 +400,7 @@ type jobUpdate struct {
 
 func newJobUpdate(j *job.Job, c job.Change, now time.Time) *jobUpdate {
 	u := &jobUpdate{
-		key:    key(jobPK(j.ID), "JOB"),
+		key:    Key(JobPK(j.ID), "JOB"),
 		names:  map[string]string{"#status": "status"},
 		values: map[string]types.AttributeValue{},
 	}
@@ -411,7 +411,7 @@ func newJobUpdate(j *job.Job, c job.Change, now time.Time) *jobUpdate {
 		u.set("completed_at", str(stamp(now)))
 		u.remove = append(u.remove, "GSI2PK", "GSI2SK", "lease_id", "lease_until")
 	} else {
-		u.set("GSI2PK", str(statusPK(c.To, shardOf(j.WorkspaceID))))
+		u.set("GSI2PK", str(statusPK(c.To, Shard(j.WorkspaceID))))
 		u.set("GSI2SK", str(statusSK(j.WorkspaceID, j.CreatedAt, j.ID)))
 	}
 	if c.Progress != nil {

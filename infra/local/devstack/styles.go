@@ -8,6 +8,7 @@ import (
 
 	"genjobs/internal/auth"
 	"genjobs/internal/store"
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
 
@@ -84,27 +85,28 @@ func seedStyles(ctx context.Context, s *store.Store, now time.Time) error {
 	if err != nil && !errors.Is(err, store.ErrExists) {
 		return err
 	}
+	styles := stylesdb.New(s)
 	for _, d := range demoStyles() {
-		if err := s.CreateStyle(ctx, d.Style); err != nil && !errors.Is(err, store.ErrExists) {
+		if err := styles.CreateStyle(ctx, d.Style); err != nil && !errors.Is(err, store.ErrExists) {
 			return fmt.Errorf("seed style %s: %w", d.ID, err)
 		}
 		if d.approve {
-			if _, err := s.ApproveStyle(ctx, d.ID); err != nil {
+			if _, err := styles.ApproveStyle(ctx, d.ID); err != nil {
 				return fmt.Errorf("seed style %s: %w", d.ID, err)
 			}
 		}
 		if d.editor || d.gallery {
-			if _, err := s.FeatureStyle(ctx, d.ID, d.editor, d.gallery); err != nil {
+			if _, err := styles.FeatureStyle(ctx, d.ID, d.editor, d.gallery); err != nil {
 				return fmt.Errorf("seed style %s: %w", d.ID, err)
 			}
 		}
 		if d.shareWith != "" {
-			if _, err := s.ShareStyle(ctx, d.ID, d.shareWith); err != nil {
+			if _, err := styles.ShareStyle(ctx, d.ID, d.shareWith); err != nil {
 				return fmt.Errorf("seed style %s: %w", d.ID, err)
 			}
 		}
 		for _, c := range d.likedBy {
-			if _, _, err := s.LikeStyle(ctx, c, d.ID, d.CreatedAt); err != nil {
+			if _, _, err := styles.LikeStyle(ctx, c, d.ID, d.CreatedAt); err != nil {
 				return fmt.Errorf("seed style %s: %w", d.ID, err)
 			}
 		}

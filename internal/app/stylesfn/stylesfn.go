@@ -12,6 +12,7 @@ import (
 	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
+	"genjobs/internal/store/stylesdb"
 )
 
 // Build builds the styles function's handler. APP_URL, the web
@@ -39,5 +40,5 @@ func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*httpapi.Sty
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("APP_URL must be an absolute http(s) URL without query or fragment, not %q", d.AppURL)
 	}
-	return &httpapi.Styles{Auth: a, Styles: st, Clock: d.Clock, AppURL: d.AppURL}, nil
+	return &httpapi.Styles{Auth: a, Styles: stylesdb.New(st), Clock: d.Clock, AppURL: d.AppURL}, nil
 }

@@ -18,18 +18,27 @@ import (
 
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/stylesdb"
+	"genjobs/internal/style"
 )
 
 // DB is the store with the console's records.
 type DB struct {
 	*store.Store
-	db    *dynamodb.Client
-	table string
+	db     *dynamodb.Client
+	table  string
+	styles *stylesdb.DB
 }
 
 // New returns the console's records on st's table. It does no I/O.
 func New(st *store.Store) *DB {
-	return &DB{Store: st, db: st.Client(), table: st.Table()}
+	return &DB{Store: st, db: st.Client(), table: st.Table(), styles: stylesdb.New(st)}
+}
+
+// SharedStyle resolves a share link's token to its style, for the
+// console's page of the link (stylesdb.DB.SharedStyle).
+func (d *DB) SharedStyle(ctx context.Context, token string) (style.Style, error) {
+	return d.styles.SharedStyle(ctx, token)
 }
 
 func key(pk, sk string) map[string]types.AttributeValue {

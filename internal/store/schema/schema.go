@@ -19,7 +19,7 @@ import (
 
 // styleSetAttributes are projected into styles-by-set: the immutable
 // fields a query's user, model and ids parameters are checked on before
-// the style is read (store.Store.ListStyles).
+// the style is read (stylesdb.DB.ListStyles).
 var styleSetAttributes = []string{"style_id", "owner_id", "models"}
 
 // jobListAttributes are projected into jobs-by-workspace: what a job list

@@ -1,6 +1,5 @@
-package store
-
-// Styles in the table:
+// Package stylesdb keeps the styles in the service's table. It writes these
+// items and no other:
 //
 //	entity      PK               SK                 GSI3 (styles-by-set)
 //	style       STYLE#<id>       STYLE              -
@@ -18,7 +17,9 @@ package store
 // Listing is style.List over styleSets: it merges the Queries of a query's
 // sets by position, reads the styles by key (BatchGetItem, strongly
 // consistent) and keeps those the caller's query matches: the style item,
-// not the index, has the last word.
+// not the index, has the last word. A user's style is created on the
+// condition that its workspace's item (store.WorkspacePK) exists.
+package stylesdb
 
 import (
 	"context"
@@ -36,8 +37,29 @@ import (
 
 	"genjobs/internal/fault"
 	"genjobs/internal/job"
+	"genjobs/internal/store"
 	"genjobs/internal/style"
 )
+
+// DB is the store with the styles besides.
+type DB struct {
+	*store.Store
+	db    *dynamodb.Client
+	table string
+	// pageSize caps the items of one Query call (zero: DynamoDB's 1 MB
+	// pages), listScan the rejects of one listing (zero: style.MaxRejects);
+	// tests lower them.
+	pageSize int32
+	listScan int
+}
+
+// New returns the styles on st's table. It does no I/O.
+func New(st *store.Store) *DB {
+	return &DB{Store: st, db: st.Client(), table: st.Table()}
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func stamp(t time.Time) string          { return job.TimeOf(t).String() }
 
 // styleItem is a style as stored.
 type styleItem struct {
@@ -117,7 +139,7 @@ func toSetItem(s *style.Style, set string) setItem {
 	}
 }
 
-func (s *Store) putItem(v any, condition string) (types.TransactWriteItem, error) {
+func (s *DB) putItem(v any, condition string) (types.TransactWriteItem, error) {
 	av, err := attributevalue.MarshalMap(v)
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("encode item: %w", err)
@@ -130,16 +152,16 @@ func (s *Store) putItem(v any, condition string) (types.TransactWriteItem, error
 }
 
 // CreateStyle stores a new style with its set entries, in one transaction.
-// A user's style needs its workspace to exist (ErrNotFound); its id must be
-// new (ErrExists).
-func (s *Store) CreateStyle(ctx context.Context, st style.Style) error {
+// A user's style needs its workspace to exist (store.ErrNotFound); its id must be
+// new (store.ErrExists).
+func (s *DB) CreateStyle(ctx context.Context, st style.Style) error {
 	if err := st.Validate(); err != nil {
 		return fmt.Errorf("create style: %w", err)
 	}
 	var items []types.TransactWriteItem
 	if st.WorkspaceID != "" {
 		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-			TableName: aws.String(s.table), Key: key(workspacePK(st.WorkspaceID), "WS"),
+			TableName: aws.String(s.table), Key: store.Key(store.WorkspacePK(st.WorkspaceID), "WS"),
 			ConditionExpression: aws.String("attribute_exists(PK)"),
 		}})
 	}
@@ -158,13 +180,13 @@ func (s *Store) CreateStyle(ctx context.Context, st style.Style) error {
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	i := 0
 	if st.WorkspaceID != "" {
-		if cancelReason(err, 0) == "ConditionalCheckFailed" {
-			return fmt.Errorf("create style: workspace %s: %w", st.WorkspaceID, ErrNotFound)
+		if store.CancelReason(err, 0) == "ConditionalCheckFailed" {
+			return fmt.Errorf("create style: workspace %s: %w", st.WorkspaceID, store.ErrNotFound)
 		}
 		i = 1
 	}
-	if cancelReason(err, i) == "ConditionalCheckFailed" {
-		return fmt.Errorf("create style %s: %w", st.ID, ErrExists)
+	if store.CancelReason(err, i) == "ConditionalCheckFailed" {
+		return fmt.Errorf("create style %s: %w", st.ID, store.ErrExists)
 	}
 	if err != nil {
 		return fmt.Errorf("create style %s: %w", st.ID, err)
@@ -174,9 +196,9 @@ func (s *Store) CreateStyle(ctx context.Context, st style.Style) error {
 
 // readStyle reads a style item strongly consistently; a missing one is
 // style.ErrNotFound.
-func (s *Store) readStyle(ctx context.Context, id string) (styleItem, error) {
+func (s *DB) readStyle(ctx context.Context, id string) (styleItem, error) {
 	var it styleItem
-	if err := s.get(ctx, stylePK(id), styleSK, &it); errors.Is(err, ErrNotFound) {
+	if err := s.Get(ctx, stylePK(id), styleSK, &it); errors.Is(err, store.ErrNotFound) {
 		return it, style.ErrNotFound
 	} else if err != nil {
 		return it, err
@@ -186,7 +208,7 @@ func (s *Store) readStyle(ctx context.Context, id string) (styleItem, error) {
 
 // Style reads a style by id, whatever its owner: the caller checks who may
 // see it. A missing one is style.ErrNotFound.
-func (s *Store) Style(ctx context.Context, id string) (style.Style, error) {
+func (s *DB) Style(ctx context.Context, id string) (style.Style, error) {
 	it, err := s.readStyle(ctx, id)
 	if err != nil {
 		return style.Style{}, err
@@ -201,7 +223,7 @@ const maxStyleRetries = 8
 // changeStyle applies change to a style's flags and rewrites the sets that
 // differ, in one transaction conditioned on the version it read: two
 // changes at once both land, one after the other.
-func (s *Store) changeStyle(ctx context.Context, id string, change func(*style.Style)) (style.Style, error) {
+func (s *DB) changeStyle(ctx context.Context, id string, change func(*style.Style)) (style.Style, error) {
 	for range maxStyleRetries {
 		it, err := s.readStyle(ctx, id)
 		if err != nil {
@@ -227,7 +249,7 @@ func (s *Store) changeStyle(ctx context.Context, id string, change func(*style.S
 			shared = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 		}
 		items := []types.TransactWriteItem{{Update: &types.Update{
-			TableName: aws.String(s.table), Key: key(stylePK(id), styleSK),
+			TableName: aws.String(s.table), Key: store.Key(stylePK(id), styleSK),
 			UpdateExpression:    aws.String("SET approved = :a, editors_pick = :e, gallery = :g, shared_with = :sw, version = :next"),
 			ConditionExpression: aws.String("version = :v"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -248,12 +270,12 @@ func (s *Store) changeStyle(ctx context.Context, id string, change func(*style.S
 		for _, set := range before {
 			if !slices.Contains(after, set) {
 				items = append(items, types.TransactWriteItem{Delete: &types.Delete{
-					TableName: aws.String(s.table), Key: key(stylePK(id), "SET#"+set),
+					TableName: aws.String(s.table), Key: store.Key(stylePK(id), "SET#"+set),
 				}})
 			}
 		}
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if cancelReason(err, 0) == "ConditionalCheckFailed" {
+		if store.CancelReason(err, 0) == "ConditionalCheckFailed" {
 			continue // another change came first: apply ours to its result
 		}
 		if err != nil {
@@ -268,13 +290,13 @@ func styleNum(n int) types.AttributeValue { return &types.AttributeValueMemberN{
 
 // ApproveStyle approves a style for the public listing (a public one then
 // shows to everyone).
-func (s *Store) ApproveStyle(ctx context.Context, id string) (style.Style, error) {
+func (s *DB) ApproveStyle(ctx context.Context, id string) (style.Style, error) {
 	return s.changeStyle(ctx, id, func(st *style.Style) { st.Approved = true })
 }
 
 // FeatureStyle makes a style an editor's pick, or puts it in the gallery,
 // or both.
-func (s *Store) FeatureStyle(ctx context.Context, id string, editor, gallery bool) (style.Style, error) {
+func (s *DB) FeatureStyle(ctx context.Context, id string, editor, gallery bool) (style.Style, error) {
 	return s.changeStyle(ctx, id, func(st *style.Style) {
 		st.EditorsPick = st.EditorsPick || editor
 		st.Gallery = st.Gallery || gallery
@@ -282,10 +304,11 @@ func (s *Store) FeatureStyle(ctx context.Context, id string, editor, gallery boo
 }
 
 // ShareStyle shares a style with workspace ws, which must exist
-// (ErrNotFound).
-func (s *Store) ShareStyle(ctx context.Context, id, ws string) (style.Style, error) {
-	if _, err := s.Workspace(ctx, ws); err != nil {
-		return style.Style{}, fmt.Errorf("share style: workspace %s: %w", ws, ErrNotFound)
+// (store.ErrNotFound).
+func (s *DB) ShareStyle(ctx context.Context, id, ws string) (style.Style, error) {
+	var w struct{ PK string }
+	if err := s.Get(ctx, store.WorkspacePK(ws), "WS", &w); err != nil {
+		return style.Style{}, fmt.Errorf("share style: workspace %s: %w", ws, store.ErrNotFound)
 	}
 	return s.changeStyle(ctx, id, func(st *style.Style) { st.Share(ws) })
 }
@@ -293,7 +316,7 @@ func (s *Store) ShareStyle(ctx context.Context, id, ws string) (style.Style, err
 // LikeStyle records that c's user likes a style c may see, once: a second
 // like changes nothing (liked false). A style c may not see is
 // style.ErrNotFound.
-func (s *Store) LikeStyle(ctx context.Context, c style.Caller, id string, at time.Time) (st style.Style, liked bool, err error) {
+func (s *DB) LikeStyle(ctx context.Context, c style.Caller, id string, at time.Time) (st style.Style, liked bool, err error) {
 	it, err := s.readStyle(ctx, id)
 	if err != nil {
 		return style.Style{}, false, err
@@ -312,7 +335,7 @@ func (s *Store) LikeStyle(ctx context.Context, c style.Caller, id string, at tim
 	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
-			TableName: aws.String(s.table), Key: key(stylePK(id), styleSK),
+			TableName: aws.String(s.table), Key: store.Key(stylePK(id), styleSK),
 			UpdateExpression:          aws.String("ADD like_count :one"),
 			ConditionExpression:       aws.String("attribute_exists(PK)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": styleNum(1)},
@@ -320,9 +343,9 @@ func (s *Store) LikeStyle(ctx context.Context, c style.Caller, id string, at tim
 		put,
 	}})
 	switch {
-	case cancelReason(err, 0) == "ConditionalCheckFailed":
+	case store.CancelReason(err, 0) == "ConditionalCheckFailed":
 		return style.Style{}, false, style.ErrNotFound
-	case cancelReason(err, 1) == "ConditionalCheckFailed":
+	case store.CancelReason(err, 1) == "ConditionalCheckFailed":
 		liked = false
 	case err != nil:
 		return style.Style{}, false, fmt.Errorf("like style %s: %w", id, err)
@@ -337,7 +360,7 @@ func (s *Store) LikeStyle(ctx context.Context, c style.Caller, id string, at tim
 // one (isNew false), or else token, stored now (isNew true). Of two first
 // requests at once, one stores its token and the other answers it. A
 // missing style, or one of another owner, is style.ErrNotFound.
-func (s *Store) ShareLink(ctx context.Context, id, owner, token string, at time.Time) (string, bool, error) {
+func (s *DB) ShareLink(ctx context.Context, id, owner, token string, at time.Time) (string, bool, error) {
 	for range 2 {
 		it, err := s.readStyle(ctx, id)
 		if err != nil {
@@ -355,7 +378,7 @@ func (s *Store) ShareLink(ctx context.Context, id, owner, token string, at time.
 		}
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Update: &types.Update{
-				TableName: aws.String(s.table), Key: key(stylePK(id), styleSK),
+				TableName: aws.String(s.table), Key: store.Key(stylePK(id), styleSK),
 				UpdateExpression:    aws.String("SET share_token = :t, share_created_at = :at"),
 				ConditionExpression: aws.String("attribute_exists(PK) AND owner_id = :owner AND attribute_not_exists(share_token)"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -364,7 +387,7 @@ func (s *Store) ShareLink(ctx context.Context, id, owner, token string, at time.
 			}},
 			link,
 		}})
-		if cancelReason(err, 0) == "ConditionalCheckFailed" {
+		if store.CancelReason(err, 0) == "ConditionalCheckFailed" {
 			continue // another request stored its token first: answer that one
 		}
 		if err != nil {
@@ -378,9 +401,9 @@ func (s *Store) ShareLink(ctx context.Context, id, owner, token string, at time.
 // SharedStyle resolves a share link's token to its style: what the
 // application's page of the link reads. An unknown token is
 // style.ErrNotFound.
-func (s *Store) SharedStyle(ctx context.Context, token string) (style.Style, error) {
+func (s *DB) SharedStyle(ctx context.Context, token string) (style.Style, error) {
 	var it linkItem
-	if err := s.get(ctx, styleLinkPK(token), "LINK", &it); errors.Is(err, ErrNotFound) {
+	if err := s.Get(ctx, styleLinkPK(token), "LINK", &it); errors.Is(err, store.ErrNotFound) {
 		return style.Style{}, style.ErrNotFound
 	} else if err != nil {
 		return style.Style{}, err
@@ -388,7 +411,7 @@ func (s *Store) SharedStyle(ctx context.Context, token string) (style.Style, err
 	return s.Style(ctx, it.StyleID)
 }
 
-func (s *Store) maxStyleRejects() int {
+func (s *DB) maxStyleRejects() int {
 	if s.listScan > 0 {
 		return s.listScan
 	}
@@ -397,7 +420,7 @@ func (s *Store) maxStyleRejects() int {
 
 // ListStyles returns a page of the styles c's query q shows (style.List),
 // newest first.
-func (s *Store) ListStyles(ctx context.Context, c style.Caller, q style.Query) (style.Page, error) {
+func (s *DB) ListStyles(ctx context.Context, c style.Caller, q style.Query) (style.Page, error) {
 	if q.IDs != nil {
 		if err := q.CheckLimit(); err != nil {
 			return style.Page{}, err
@@ -409,12 +432,12 @@ func (s *Store) ListStyles(ctx context.Context, c style.Caller, q style.Query) (
 
 // listStylesByID answers a query with ids: the styles are read by key, and
 // the caller's likes with them when q.Liked.
-func (s *Store) listStylesByID(ctx context.Context, c style.Caller, q style.Query) (style.Page, error) {
+func (s *DB) listStylesByID(ctx context.Context, c style.Caller, q style.Query) (style.Page, error) {
 	keys := make([]map[string]types.AttributeValue, 0, 2*len(q.IDs))
 	for _, id := range q.IDs {
-		keys = append(keys, key(stylePK(id), styleSK))
+		keys = append(keys, store.Key(stylePK(id), styleSK))
 		if q.Liked {
-			keys = append(keys, key(stylePK(id), "SET#"+style.LikedSet(c.UserID)))
+			keys = append(keys, store.Key(stylePK(id), "SET#"+style.LikedSet(c.UserID)))
 		}
 	}
 	items, err := s.batchGet(ctx, keys)
@@ -460,13 +483,13 @@ func (s *Store) listStylesByID(ctx context.Context, c style.Caller, q style.Quer
 }
 
 // styleSets is the store as style.List reads it.
-type styleSets struct{ s *Store }
+type styleSets struct{ s *DB }
 
 // StylesByID reads styles by key.
 func (ss styleSets) StylesByID(ctx context.Context, ids []string) (map[string]style.Style, error) {
 	keys := make([]map[string]types.AttributeValue, len(ids))
 	for i, id := range ids {
-		keys[i] = key(stylePK(id), styleSK)
+		keys[i] = store.Key(stylePK(id), styleSK)
 	}
 	items, err := ss.s.batchGet(ctx, keys)
 	if err != nil {
@@ -492,7 +515,7 @@ const batchGetKeys = 100
 
 // batchGet reads items by key, strongly consistently, in BatchGetItem calls
 // of at most 100 keys made in parallel.
-func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+func (s *DB) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
 	var (
 		mu   sync.Mutex
 		out  = make([]map[string]types.AttributeValue, 0, len(keys))
@@ -517,7 +540,7 @@ func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeV
 
 // batchGetChunk is one BatchGetItem and the retries of its UnprocessedKeys,
 // with the short backoff DynamoDB asks for.
-func (s *Store) batchGetChunk(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+func (s *DB) batchGetChunk(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
 	var out []map[string]types.AttributeValue
 	req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
 	for attempt := 0; len(req[s.table].Keys) > 0; attempt++ {
@@ -549,7 +572,7 @@ func (ss styleSets) SetEntries(ctx context.Context, set, after string, want int,
 	s := ss.s
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(IndexStylesBySet),
+		IndexName:                 aws.String(store.IndexStylesBySet),
 		KeyConditionExpression:    aws.String("GSI3PK = :set"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":set": str(styleSetPK(set))},
 		ScanIndexForward:          aws.Bool(false),

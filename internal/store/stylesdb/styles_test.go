@@ -1,4 +1,4 @@
-package store_test
+package stylesdb_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 
 	"genjobs/internal/fault"
 	"genjobs/internal/store"
+	"genjobs/internal/store/storetest"
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
 )
@@ -49,15 +51,15 @@ type styleSpec struct {
 // their ids by name.
 type fixture struct {
 	t   *testing.T
-	s   *store.Store
+	s   *stylesdb.DB
 	at  time.Time
 	ids map[string]string
 }
 
 func newStyleFixture(t *testing.T) *fixture {
-	s := newStore(t)
-	addWorkspace(t, s, "ws_a", 20, 5)
-	addWorkspace(t, s, "ws_b", 20, 5)
+	s := stylesdb.New(storetest.New(t))
+	addWorkspace(t, s.Store, "ws_a")
+	addWorkspace(t, s.Store, "ws_b")
 	return &fixture{t: t, s: s, at: t0, ids: map[string]string{}}
 }
 
@@ -173,7 +175,7 @@ func newestFirst(names ...string) []string {
 
 func TestStyleFilterMembership(t *testing.T) {
 	f := membershipFixture(t)
-	store.SetPageSize(f.s, 2) // several Query pages per source
+	stylesdb.SetPageSize(f.s, 2) // several Query pages per source
 	for _, tc := range []struct {
 		who  string
 		c    style.Caller
@@ -270,7 +272,7 @@ func TestStyleCursorWalks(t *testing.T) {
 		for _, fl := range []style.Filter{style.All, style.User} {
 			t.Run(fmt.Sprintf("%d styles, filter %s", n, fl), func(t *testing.T) {
 				f := newStyleFixture(t)
-				store.SetPageSize(f.s, 3)
+				stylesdb.SetPageSize(f.s, 3)
 				// Spread over the sets filter=all merges: own, shared, service, listed.
 				kinds := []styleSpec{
 					{owner: ptr(apiA)},
@@ -340,7 +342,7 @@ func TestStyleCursorWalks(t *testing.T) {
 // still reach every style.
 func TestStyleRejectBudget(t *testing.T) {
 	f := newStyleFixture(t)
-	store.SetListScan(f.s, 3)
+	stylesdb.SetListScan(f.s, 3)
 	f.add(styleSpec{name: "visible_old", owner: ptr(apiB), public: true, approved: true, editor: true})
 	for i := range 7 {
 		f.add(styleSpec{name: fmt.Sprintf("hidden%d", i), owner: ptr(bob), editor: true})
@@ -526,7 +528,7 @@ func TestStylesKeptUnprocessedAreAnOutage(t *testing.T) {
 	f.add(styleSpec{name: "mine", owner: ptr(apiA)})
 	db := testenv.DynamoDB(t)
 	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { o.HTTPClient = unprocessed{next: o.HTTPClient} })
-	_, err := store.New(db, f.s.Table()).ListStyles(context.Background(), apiA, style.Query{Filter: style.All, Limit: 10})
+	_, err := stylesdb.New(store.New(db, f.s.Table())).ListStyles(context.Background(), apiA, style.Query{Filter: style.All, Limit: 10})
 	if !errors.Is(err, fault.ErrUnavailable) || fault.Code(err) != "UnprocessedKeys" {
 		t.Errorf("%v; want an outage with code UnprocessedKeys", err)
 	}
