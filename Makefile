@@ -101,7 +101,7 @@ staticcheck: $(TOOLS)/staticcheck
 unit: jose mcp-client chromium
 	CHROMIUM=$(CHROMIUM) $(GO) run ./infra/local exec -- $(GO) test -race -count=1 -timeout 20m $(PACKAGES)
 
-# The console's browser test drives Debian's chromium (internal/console,
+# The console's browser test drives Debian's chromium (infra/e2e/console,
 # TestTheConsoleInABrowser); installed here where it is missing, as root
 # (through sudo otherwise). CHROMIUM names another build.
 CHROMIUM ?= /usr/bin/chromium
@@ -117,10 +117,10 @@ jose:
 	cd internal/signing/testdata && npm ci --no-audit --no-fund --silent
 
 # The MCP server's tests drive it with the protocol's own TypeScript SDK too,
-# a client independent of the Go SDK (internal/mcpserver); pinned by its
+# a client independent of the Go SDK (infra/e2e/mcp); pinned by its
 # package-lock.json.
 mcp-client:
-	cd internal/mcpserver/testdata && npm ci --no-audit --no-fund --silent
+	cd infra/e2e/mcp/testdata && npm ci --no-audit --no-fund --silent
 
 # A bounded fuzz run of the generation request decoder.
 fuzz:

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
+	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"
 )
@@ -51,7 +51,7 @@ func served(t *testing.T) (api, token string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
+	gw, err := apigw.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/clock"
+	"genjobs/internal/emulator"
 )
 
 func main() {

@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/cognito"
+	"genjobs/internal/emulator"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
 	"genjobs/internal/store/consoledb"

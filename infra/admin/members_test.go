@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/auth"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/clock"
 	"genjobs/internal/cognito"
+	"genjobs/internal/emulator"
 	"genjobs/internal/testenv"
 )
 

@@ -20,8 +20,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/endpoints"
+	"genjobs/internal/emulator"
 	"genjobs/internal/store"
 )
 

@@ -18,8 +18,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/auth"
+	"genjobs/internal/emulator"
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
 	"genjobs/internal/webhook"

@@ -20,12 +20,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
-	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
+	"genjobs/internal/emulator"
+	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 )
@@ -235,7 +235,7 @@ func serveAPI(tpl *sam.Template, local *devstack.Stack) (*servedAPI, error) {
 		ln.Close()
 		return nil, err
 	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, handlers), log)
+	gw, err := apigw.New(tpl.Routes(), triggers.HTTP(tpl, handlers), log)
 	if err != nil {
 		ln.Close()
 		return nil, err

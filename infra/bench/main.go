@@ -71,8 +71,8 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
+	"genjobs/internal/emulator"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 
-	"genjobs/infra/local/emulator"
+	"genjobs/internal/emulator"
 	"genjobs/internal/signing"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
+	"genjobs/internal/emulator"
 	"genjobs/internal/store"
 )
 

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
 	"genjobs/internal/auth"
+	"genjobs/internal/emulator"
 	"genjobs/internal/store"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"

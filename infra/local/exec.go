@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"genjobs/infra/local/emulator"
+	"genjobs/internal/emulator"
 )
 
 // exitError carries the command's exit status out of runExec, so that it is

@@ -16,11 +16,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/endpoints"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
+	"genjobs/internal/emulator"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 )

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/endpoints"
+	"genjobs/internal/emulator"
 )
 
 // kill -TERM of the make process alone (what a process supervisor or an IDE's

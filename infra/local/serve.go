@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/endpoints"
-	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
+	"genjobs/internal/emulator"
+	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/store"
 )
 
@@ -202,7 +202,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, handlers), log)
+	gw, err := apigw.New(tpl.Routes(), triggers.HTTP(tpl, handlers), log)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func serve(args []string) error {
 	}
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(gateway.JSONErrors(ln)) }()
+	go func() { served <- srv.Serve(apigw.JSONErrors(ln)) }()
 	// Tools find the stack here, whatever its ports (package endpoints).
 	rec := endpoints.Stack{PID: os.Getpid(), API: baseURL, DynamoDB: stack.DynamoDB.Endpoint(),
 		Fauxqs: stack.Fauxqs.Endpoint(), Moto: stack.Moto.Endpoint(), State: state, DemoToken: filepath.Join(state, "demo-token"),

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -368,5 +371,64 @@ func TestNoInternalPackageIsTooLarge(t *testing.T) {
 		if n := lines[dir]; n > maxPackageLines {
 			t.Errorf("%s: %d lines of non-test Go, over %d: split it into packages named for what they are", dir, n, maxPackageLines)
 		}
+	}
+}
+
+// Code under internal/ is the service; infra/ is the tooling around it (the
+// local stack, the bench, the operator CLI), which may use the service but
+// not the other way round, tests included: a test under internal/ that
+// needs the whole local stack lives with the stack.
+func TestNothingUnderInternalImportsInfra(t *testing.T) {
+	root, files := repository(t)
+	read := 0
+	for _, f := range files {
+		if !strings.HasPrefix(f.path, "internal/") || !strings.HasSuffix(f.path, ".go") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(root, f.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		read++
+		bad, err := infraImports(f.path, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range bad {
+			t.Errorf("%s imports %s: move what it needs below internal/, or the file out of it", f.path, p)
+		}
+	}
+	if read == 0 {
+		t.Fatal("no Go files under internal/: the check read nothing")
+	}
+}
+
+// infraImports lists the packages under infra/ a Go file imports.
+func infraImports(name string, src []byte) ([]string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), name, src, parser.ImportsOnly)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, imp := range f.Imports {
+		p, err := strconv.Unquote(imp.Path.Value)
+		if err != nil {
+			return nil, err
+		}
+		if p == "genjobs/infra" || strings.HasPrefix(p, "genjobs/infra/") {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func TestInfraImportsFindsTheToolingAmongAFilesImports(t *testing.T) {
+	src := "package x_test\n\nimport (\n\t\"testing\"\n\n\tsam \"genjobs/infra/local/sam\"\n\t\"genjobs/infrastructure\"\n\t\"genjobs/internal/emulator\"\n\t_ \"genjobs/infra/bench\"\n)\n"
+	got, err := infraImports("x_test.go", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[genjobs/infra/local/sam genjobs/infra/bench]"; fmt.Sprint(got) != want {
+		t.Errorf("infraImports = %v, want %s", got, want)
 	}
 }

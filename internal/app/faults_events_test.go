@@ -18,7 +18,6 @@ import (
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
 	"genjobs/internal/app/delivererfn"
 	"genjobs/internal/app/jwksfn"
@@ -27,6 +26,7 @@ import (
 	"genjobs/internal/app/workerfn"
 	"genjobs/internal/billing"
 	"genjobs/internal/clock"
+	"genjobs/internal/emulator"
 	"genjobs/internal/fault"
 	"genjobs/internal/job"
 	"genjobs/internal/testenv"

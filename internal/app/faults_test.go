@@ -18,7 +18,6 @@ import (
 	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/app"
 	"genjobs/internal/app/assetsfn"
 	"genjobs/internal/app/generatefn"
@@ -29,6 +28,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/billing"
+	"genjobs/internal/emulator"
 	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/job"
 	"genjobs/internal/queue"

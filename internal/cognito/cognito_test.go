@@ -5,10 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/clock"
 	"genjobs/internal/cognito"
+	"genjobs/internal/emulator"
 	"genjobs/internal/testenv"
 )
 

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -83,9 +84,14 @@ func waitCall(t *testing.T, srv *httptest.Server, args string) string {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer gjs_x")
-	status, _, out := do(t, req)
-	if status != http.StatusOK {
-		t.Fatalf("%d %s", status, out)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s %v", resp.StatusCode, out, err)
 	}
 	return string(out)
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/awsclient"
+	"genjobs/internal/emulator"
 	"genjobs/internal/fault"
 	"genjobs/internal/secrets"
 	"genjobs/internal/testenv"

@@ -23,8 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/smithy-go"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/clock"
+	"genjobs/internal/emulator"
 	"genjobs/internal/signing"
 	"genjobs/internal/testenv"
 )

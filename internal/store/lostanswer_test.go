@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/billing"
+	"genjobs/internal/emulator"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"genjobs/infra/local/emulator"
+	"genjobs/internal/emulator"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"

@@ -31,7 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"genjobs/infra/local/emulator"
+	"genjobs/internal/emulator"
 )
 
 // Environment variables set by `go run ./infra/local exec`.

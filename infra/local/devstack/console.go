@@ -15,11 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/checkout/stripedouble"
 	"genjobs/internal/clock"
 	"genjobs/internal/cognito"
+	"genjobs/internal/emulator"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
 	"genjobs/internal/store/consoledb"

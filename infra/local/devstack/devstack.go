@@ -30,7 +30,6 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
@@ -55,6 +54,7 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/blob"
 	"genjobs/internal/cognito"
+	"genjobs/internal/emulator"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"

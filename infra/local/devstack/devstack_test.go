@@ -17,11 +17,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
 	"genjobs/internal/auth"
+	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/store"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
@@ -96,7 +96,7 @@ func serve(t *testing.T, local *devstack.Stack, hs map[string]triggers.Handlers,
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
+	gw, err := apigw.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestEveryFunctionOfTheTemplateIsBuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs, _, _ := stack(t)
-	if _, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), slog.Default()); err != nil {
+	if _, err := apigw.New(tpl.Routes(), triggers.HTTP(tpl, hs), slog.Default()); err != nil {
 		t.Error(err)
 	}
 	for _, f := range tpl.Functions() {

@@ -19,12 +19,12 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
-	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
+	"genjobs/internal/emulator"
+	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 )
@@ -141,7 +141,7 @@ func startFaultStack(t *testing.T) *faultStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
+	gw, err := apigw.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
-	"genjobs/infra/local/emulator"
+	"genjobs/internal/emulator"
 	"genjobs/internal/secrets"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
+	"genjobs/internal/emulator"
 	"genjobs/internal/secrets"
 	"genjobs/internal/testenv"
 )

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"genjobs/internal/httpapi/apigw"
 )
 
 // Template is the part of a SAM template the runner and the tests read.
@@ -66,29 +68,6 @@ type Function struct {
 type Event struct {
 	Type       string         `yaml:"Type"`
 	Properties map[string]any `yaml:"Properties"`
-}
-
-// Route is an HTTP API route: the method (or ANY) and the path with its
-// {param} and {param+} segments, or "$default".
-type Route struct {
-	Method   string
-	Path     string
-	Function string
-	// Timeout is the integration timeout: the event's TimeoutInMillis, else
-	// IntegrationTimeout, HTTP API's default and maximum.
-	Timeout time.Duration
-}
-
-// IntegrationTimeout is how long an HTTP API waits for a Lambda
-// integration unless the route says less (TimeoutInMillis, 50..30000).
-const IntegrationTimeout = 30 * time.Second
-
-// Key is the route key as API Gateway writes it: "GET /jobs/{id}" or "$default".
-func (r Route) Key() string {
-	if r.Path == "$default" {
-		return "$default"
-	}
-	return r.Method + " " + r.Path
 }
 
 // Load reads and parses a template file.
@@ -223,8 +202,8 @@ func (t *Template) intValue(v any) int {
 }
 
 // Routes lists the HttpApi routes of every function, sorted by key.
-func (t *Template) Routes() []Route {
-	var out []Route
+func (t *Template) Routes() []apigw.Route {
+	var out []apigw.Route
 	for _, f := range t.Functions() {
 		for _, ev := range f.Events {
 			if ev.Type != "HttpApi" {
@@ -235,11 +214,11 @@ func (t *Template) Routes() []Route {
 			if path == "/$default" || path == "$default" {
 				path = "$default"
 			}
-			timeout := IntegrationTimeout
+			timeout := apigw.IntegrationTimeout
 			if ms, ok := ev.Properties["TimeoutInMillis"].(int); ok && ms >= 50 && ms <= 30000 {
 				timeout = time.Duration(ms) * time.Millisecond
 			}
-			out = append(out, Route{Method: strings.ToUpper(method), Path: path, Function: f.LogicalID, Timeout: timeout})
+			out = append(out, apigw.Route{Method: strings.ToUpper(method), Path: path, Function: f.LogicalID, Timeout: timeout})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })

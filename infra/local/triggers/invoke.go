@@ -1,5 +1,5 @@
 // Package triggers plays the event sources of template.yaml on one machine,
-// the way package gateway plays its HTTP API: an SQS event source mapping
+// the way package apigw plays its HTTP API: an SQS event source mapping
 // per function event of type SQS (SQSPoller, with Lambda's batch, partial
 // failure, timeout and retry semantics, against the real queue on fauxqs),
 // a DynamoDB stream mapping per event of type DynamoDB (StreamPoller, on
@@ -46,8 +46,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
+	"genjobs/internal/emulator"
 )
 
 // DefaultTimeout is Lambda's function timeout when the template sets none.

@@ -15,33 +15,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"genjobs/infra/local/emulator"
-	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
+	"genjobs/internal/emulator"
+	"genjobs/internal/httpapi/apigw"
 )
 
 // Handlers are one function's Lambda handlers: the one for each kind of
 // event the function has in the template.
 type Handlers struct {
-	HTTP     gateway.Handler // HttpApi events, played by package gateway
+	HTTP     apigw.Handler   // HttpApi events, played by package apigw
 	SQS      SQSHandler      // SQS events, played by an SQSPoller
 	Schedule ScheduleHandler // Schedule events, played by a Schedule
 	Stream   StreamHandler   // DynamoDB events, played by a StreamPoller
 }
 
-// HTTP returns the HTTP handlers by logical id, for gateway.New, each
+// HTTP returns the HTTP handlers by logical id, for apigw.New, each
 // invoked as Lambda invokes a function: under a context that carries the
 // Lambda context and the deadline of the function's Timeout in tpl (a
 // handler sees it in ctx.Deadline()), a panic turned into an invocation
 // error, and past the deadline the invocation abandoned with ErrAbandoned,
 // which the gateway answers as HTTP API answers a function error. The
 // client hanging up does not cancel the invocation, as in Lambda.
-func HTTP(tpl *sam.Template, handlers map[string]Handlers) map[string]gateway.Handler {
+func HTTP(tpl *sam.Template, handlers map[string]Handlers) map[string]apigw.Handler {
 	timeouts := map[string]time.Duration{}
 	for _, f := range tpl.Functions() {
 		timeouts[f.LogicalID] = FunctionTimeout(f)
 	}
-	out := map[string]gateway.Handler{}
+	out := map[string]apigw.Handler{}
 	for id, h := range handlers {
 		if h.HTTP == nil {
 			continue
@@ -108,7 +108,7 @@ type Runner struct {
 // Events (there is no list of functions to keep): each SQS event gets an
 // SQSPoller on the queue its Queue: !GetAtt names, each DynamoDB event a
 // StreamPoller on the stream of the table its Stream: !GetAtt names, each
-// Schedule event a Schedule; HttpApi events are package gateway's. Before starting anything it checks what
+// Schedule event a Schedule; HttpApi events are package apigw's. Before starting anything it checks what
 // SAM and CloudFormation would refuse on deploy, and that the handlers and
 // the template agree: every function with an event has the handler for its
 // kind, every handler belongs to a function of the template with such an

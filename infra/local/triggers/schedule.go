@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
+	"genjobs/internal/emulator"
 )
 
 // ScheduleHandler is a Lambda handler for EventBridge scheduled events.

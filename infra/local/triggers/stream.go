@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"genjobs/infra/local/emulator"
 	"genjobs/infra/local/sam"
+	"genjobs/internal/emulator"
 )
 
 // StreamHandler is a Lambda handler for DynamoDB stream events.

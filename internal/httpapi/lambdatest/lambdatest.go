@@ -6,8 +6,8 @@
 //
 // A request goes through three steps, both ways:
 //
-//  1. API Gateway's conversion (package gateway of the local stack, the one
-//     `make run` uses): header names lower-cased, repeated headers joined
+//  1. API Gateway's conversion (package apigw, the one `make run` serves
+//     through): header names lower-cased, repeated headers joined
 //     with commas, cookies in the event's cookies field, the raw query
 //     string, a body that is not text sent base64 with isBase64Encoded,
 //     Lambda's 6 MB payload limit;
@@ -41,14 +41,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"genjobs/infra/local/gateway"
-	"genjobs/infra/local/sam"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/httpapi/apigw"
 )
 
 // route sends every request to the one function: a handler's own mux does
 // the routing (API Gateway's route matching is the gateway's own test).
-var route = sam.Route{Method: "ANY", Path: "$default", Function: "Function"}
+var route = apigw.Route{Method: "ANY", Path: "$default", Function: "Function"}
 
 // Handler serves h as a Lambda function behind the HTTP API: each request
 // is converted to a payload 2.0 event, run through httpapi.LambdaHandler
@@ -57,7 +56,7 @@ var route = sam.Route{Method: "ANY", Path: "$default", Function: "Function"}
 // gets httpapi.AnswerMargin less).
 func Handler(h http.Handler) http.Handler {
 	log := slog.New(slog.DiscardHandler)
-	g, err := gateway.New([]sam.Route{route}, map[string]gateway.Handler{route.Function: httpapi.LambdaHandler(log, h)}, log)
+	g, err := apigw.New([]apigw.Route{route}, map[string]apigw.Handler{route.Function: httpapi.LambdaHandler(log, h)}, log)
 	if err != nil {
 		panic(err) // the one route has its handler
 	}
@@ -79,5 +78,5 @@ func Event(r *http.Request) events.APIGatewayV2HTTPRequest {
 		body, _ = io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	return gateway.Event(r, body, route, nil, "lambdatest")
+	return apigw.Event(r, body, route, nil, "lambdatest")
 }

@@ -17,13 +17,13 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
-	"genjobs/infra/local/gateway"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/checkout/stripedouble"
+	"genjobs/internal/emulator"
+	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"
 )
@@ -84,7 +84,7 @@ func Start(t testing.TB) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
+	gw, err := apigw.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package mcpserver_test
+package mcp_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"genjobs/infra/local/devstack/devstacktest"
 )
 
-const sdkInstall = "cd internal/mcpserver/testdata && npm ci --no-audit --no-fund --silent"
+const sdkInstall = "cd infra/e2e/mcp/testdata && npm ci --no-audit --no-fund --silent"
 
 // sdkReady returns the node binary, failing (never skipping) with what to
 // run when node or the pinned TypeScript SDK is missing.

@@ -1,4 +1,4 @@
-// Package gateway plays API Gateway's HTTP API (payload format 2.0) on one
+// Package apigw plays API Gateway's HTTP API (payload format 2.0) on one
 // machine, the way `sam local start-api` does: each request is matched to a
 // route of template.yaml, turned into an APIGatewayV2HTTPRequest and handed
 // to that route's function handler; the handler's response becomes the
@@ -6,8 +6,10 @@
 // API does, it answers a function error (a timed-out invocation included)
 // with 500 {"message":"Internal Server Error"}, and a function that has not
 // answered within the route's integration timeout (TimeoutInMillis, 30 s by
-// default) with 503 {"message":"Service Unavailable"}.
-package gateway
+// default) with 503 {"message":"Service Unavailable"}. The local stack
+// serves the API through it, and package lambdatest serves a handler in a
+// test through it.
+package apigw
 
 import (
 	"context"
@@ -27,8 +29,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"genjobs/infra/local/sam"
 )
 
 // Handler is a Lambda function handler for HTTP API events.
@@ -38,15 +38,38 @@ type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGa
 // on its response.
 const MaxPayloadBytes = 6 * 1024 * 1024
 
+// Route is an HTTP API route: the method (or ANY) and the path with its
+// {param} and {param+} segments, or "$default".
+type Route struct {
+	Method   string
+	Path     string
+	Function string
+	// Timeout is the integration timeout: the event's TimeoutInMillis, else
+	// IntegrationTimeout, HTTP API's default and maximum.
+	Timeout time.Duration
+}
+
+// IntegrationTimeout is how long an HTTP API waits for a Lambda
+// integration unless the route says less (TimeoutInMillis, 50..30000).
+const IntegrationTimeout = 30 * time.Second
+
+// Key is the route key as API Gateway writes it: "GET /jobs/{id}" or "$default".
+func (r Route) Key() string {
+	if r.Path == "$default" {
+		return "$default"
+	}
+	return r.Method + " " + r.Path
+}
+
 // Gateway routes HTTP requests to function handlers.
 type Gateway struct {
-	routes   []sam.Route
+	routes   []Route
 	handlers map[string]Handler
 	log      *slog.Logger
 }
 
 // New builds a gateway for routes; every routed function needs a handler.
-func New(routes []sam.Route, handlers map[string]Handler, log *slog.Logger) (*Gateway, error) {
+func New(routes []Route, handlers map[string]Handler, log *slog.Logger) (*Gateway, error) {
 	for _, r := range routes {
 		if handlers[r.Function] == nil {
 			return nil, fmt.Errorf("route %s goes to %s, which has no handler", r.Key(), r.Function)
@@ -58,7 +81,7 @@ func New(routes []sam.Route, handlers map[string]Handler, log *slog.Logger) (*Ga
 // Match finds the route API Gateway would pick: the most specific path
 // (literal segments beat {param}, which beats {greedy+}) whose method is
 // the request's or ANY, else $default. ok is false when nothing matches.
-func (g *Gateway) Match(method, path string) (route sam.Route, params map[string]string, ok bool) {
+func (g *Gateway) Match(method, path string) (route Route, params map[string]string, ok bool) {
 	best := -1
 	for _, r := range g.routes {
 		if r.Path == "$default" || (r.Method != method && r.Method != "ANY") {
@@ -83,7 +106,7 @@ func (g *Gateway) Match(method, path string) (route sam.Route, params map[string
 			return r, nil, true
 		}
 	}
-	return sam.Route{}, nil, false
+	return Route{}, nil, false
 }
 
 // matchPath matches a route path against a request path; the score ranks
@@ -181,7 +204,7 @@ var errIntegrationTimeout = errors.New("integration timeout")
 // (ctx's error). A panic is an invocation error, not a crash of the whole
 // stack. The function's own timeout is the handler's business (triggers.HTTP
 // plays Lambda's); a handler left behind runs on until it returns.
-func (g *Gateway) invoke(ctx context.Context, route sam.Route, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func (g *Gateway) invoke(ctx context.Context, route Route, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	type result struct {
 		resp events.APIGatewayV2HTTPResponse
 		err  error
@@ -198,7 +221,7 @@ func (g *Gateway) invoke(ctx context.Context, route sam.Route, ev events.APIGate
 	}()
 	timeout := route.Timeout
 	if timeout <= 0 {
-		timeout = sam.IntegrationTimeout
+		timeout = IntegrationTimeout
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -213,7 +236,7 @@ func (g *Gateway) invoke(ctx context.Context, route sam.Route, ev events.APIGate
 }
 
 // Event builds the payload 2.0 event API Gateway would send for r.
-func Event(r *http.Request, body []byte, route sam.Route, params map[string]string, requestID string) events.APIGatewayV2HTTPRequest {
+func Event(r *http.Request, body []byte, route Route, params map[string]string, requestID string) events.APIGatewayV2HTTPRequest {
 	headers := map[string]string{}
 	var cookies []string
 	for name, values := range r.Header {

@@ -1,4 +1,8 @@
-package mcpserver_test
+// Package mcp_test tests the MCP server (internal/mcpserver) end to end, on
+// the whole local stack, with the Go SDK's client and the TypeScript SDK's.
+// They live here, beside the local stack, because code under internal/ does
+// not import infra/.
+package mcp_test
 
 import (
 	"bytes"

@@ -15,7 +15,7 @@ import (
 // rendered. It reports the median (p50) and p99 of the tokens, billing and
 // usage pages in turn.
 //
-//	go run ./infra/local exec -- go test -run '^$' -bench PageRender -benchtime 200x ./internal/console/
+//	go run ./infra/local exec -- go test -run '^$' -bench PageRender -benchtime 200x ./infra/e2e/console/
 func BenchmarkPageRender(b *testing.B) {
 	s, br := signedIn(b, member.Owner)
 	pages := []string{"/app/settings/api-tokens", "/app/settings/billing", "/app/settings/usage"}

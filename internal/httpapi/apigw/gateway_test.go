@@ -1,4 +1,4 @@
-package gateway
+package apigw
 
 import (
 	"context"
@@ -13,11 +13,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"genjobs/infra/local/sam"
 )
 
-var routes = []sam.Route{
+var routes = []Route{
 	{Method: "POST", Path: "/generate/{kind}/{vendor}/{model}", Function: "Generate"},
 	{Method: "GET", Path: "/jobs/{id}", Function: "Jobs"},
 	{Method: "GET", Path: "/jobs", Function: "Jobs"},
@@ -173,7 +171,7 @@ func TestIntegrationTimeoutAndFunctionErrors(t *testing.T) {
 	timedOut := func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{}, errors.New("invocation abandoned at the function's timeout")
 	}
-	g, err := New([]sam.Route{
+	g, err := New([]Route{
 		{Method: "GET", Path: "/slow", Function: "Slow", Timeout: 50 * time.Millisecond},
 		{Method: "GET", Path: "/late", Function: "Late"},
 	}, map[string]Handler{"Slow": stuck, "Late": timedOut}, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -1,3 +1,8 @@
+// Package console_test tests the console (internal/console) end to end, on
+// the whole local stack: its pages as a browser sees them through API
+// Gateway's stand-in and the Lambda adapter, sign-in against Cognito on
+// moto, top-ups through the Stripe test double. They live here, beside the
+// local stack, because code under internal/ does not import infra/.
 package console_test
 
 import (

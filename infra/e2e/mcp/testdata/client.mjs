@@ -1,5 +1,5 @@
 // An MCP client independent of the Go code: the protocol's own TypeScript
-// SDK, pinned by package-lock.json. stack_test.go (TestTheTypeScriptSDKClient)
+// SDK, pinned by package-lock.json. tsclient_test.go (TestTheTypeScriptSDKClient)
 // runs `node client.mjs URL` with MCP_TOKEN set against the local stack, and
 // checks what it prints.
 //

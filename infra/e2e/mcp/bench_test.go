@@ -1,4 +1,4 @@
-package mcpserver_test
+package mcp_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // tools/call of the SDK's client) and GET /jobs/{id}. It reports each
 // way's p50 and p99 and the ratio of the p50s.
 //
-//	go run ./infra/local exec -- go test -run '^$' -bench GetJobTool -benchtime 300x ./internal/mcpserver/
+//	go run ./infra/local exec -- go test -run '^$' -bench GetJobTool -benchtime 300x ./infra/e2e/mcp/
 func BenchmarkGetJobToolAgainstREST(b *testing.B) {
 	s := devstacktest.Start(b)
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)

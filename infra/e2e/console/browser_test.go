@@ -13,9 +13,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/emulator"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
+	"genjobs/internal/emulator"
 	"genjobs/internal/member"
 )
 
