@@ -28,11 +28,11 @@ func TestKillTermOfMakeRunStopsTheWholeStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	ports := []int{freePort(t), freePort(t), freePort(t), freePort(t)}
+	ports := []int{freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)}
 	cmd := exec.Command("make", "-s", "-C", root, "run", "RUN_FLAGS=-state "+state)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(ports[0]),
 		"DYNAMODB_PORT="+strconv.Itoa(ports[1]), "FAUXQS_PORT="+strconv.Itoa(ports[2]),
-		"MOTO_PORT="+strconv.Itoa(ports[3]))
+		"MOTO_PORT="+strconv.Itoa(ports[3]), "STRIPE_PORT="+strconv.Itoa(ports[4]))
 	cmd.Stdout, cmd.Stderr = &logTail{}, &logTail{}
 	// Its own process group, so that a failing test can still clean up all
 	// of it; the signal under test goes to make alone.
