@@ -14,49 +14,22 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"genjobs/internal/awsclient"
 	"genjobs/internal/blob/s3url"
 	"genjobs/internal/clock"
-	"genjobs/internal/fault"
 	"genjobs/internal/metrics"
 	"genjobs/internal/webhook"
 )
-
-// Function builds one Lambda function's handler: exactly one of the four.
-type Function struct {
-	HTTP     func(Deps) (http.Handler, error)
-	SQS      func(Deps) (SQSHandler, error)
-	Schedule func(Deps) (ScheduleHandler, error)
-	Stream   func(Deps) (StreamHandler, error)
-}
-
-// SQSHandler handles a batch of an SQS event source mapping.
-type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
-
-// ScheduleHandler handles a scheduled EventBridge event.
-type ScheduleHandler = func(context.Context, events.EventBridgeEvent) error
-
-// StreamHandler handles a batch of a DynamoDB stream event source mapping.
-type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
-
-// FunctionName is the functions/ directory of a template logical id:
-// WorkerFunction -> worker, OpenAPIFunction -> openapi.
-func FunctionName(logicalID string) string {
-	return strings.ToLower(strings.TrimSuffix(logicalID, "Function"))
-}
 
 // Deps is what every function is built from: its settings, and the AWS
 // configuration its builder makes its own clients from (dynamodbwire.Store,
@@ -133,8 +106,8 @@ type Deps struct {
 	// standard output); set by Start in Lambda, nil elsewhere.
 	Metrics *metrics.Emitter
 
-	// Retries is how the clients retry (awsclient.Requests or Events): set
-	// with WithRetries by each builder, which knows what kind of function it makes.
+	// Retries is how the clients retry: set by Function.Handler from the
+	// function's kind (awsclient.Requests or Events), never by a builder.
 	Retries awsclient.Profile
 }
 
@@ -225,14 +198,6 @@ func FromEnv() (Deps, error) {
 	return d, nil
 }
 
-// WithRetries returns d with its clients following profile p: every
-// builder that makes AWS clients calls it first, knowing what kind of
-// function it makes.
-func (d Deps) WithRetries(p awsclient.Profile) Deps {
-	d.Retries = p
-	return d
-}
-
 // ResultLinks mints result URLs without the S3 client, for the functions
 // that only hand them out (package s3url): they link no S3 package.
 func (d Deps) ResultLinks() s3url.ResultLinks {
@@ -256,20 +221,4 @@ func Require(settings map[string]string) error {
 		return fmt.Errorf("%s is not set", missing[0])
 	}
 	return fmt.Errorf("%s are not set", strings.Join(missing, ", "))
-}
-
-// EventMargin is what an event handler keeps of its time, before the
-// invocation's deadline, to report what it could not do (the worker's last
-// writes take at most worker.CleanupTimeout of it): a message whose work
-// ran out of time is reported failed, never abandoned with the batch.
-const EventMargin = 3 * time.Second
-
-// WithMargin runs an SQS or stream handler under a context that ends
-// EventMargin before the invocation's deadline (fault.Reserve).
-func WithMargin[E, R any](h func(context.Context, E) (R, error)) func(context.Context, E) (R, error) {
-	return func(ctx context.Context, e E) (R, error) {
-		ctx, cancel := fault.Reserve(ctx, EventMargin)
-		defer cancel()
-		return h(ctx, e)
-	}
 }

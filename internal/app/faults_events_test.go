@@ -46,10 +46,7 @@ func invocation(t *testing.T) context.Context {
 // unfinished and uncharged; the next delivery completes it, charged once.
 func TestAWorkerThatCannotEndItsJobReportsTheMessage(t *testing.T) {
 	s := newStack(t)
-	h, err := workerfn.Build(s.d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := s.handler(app.Function{SQS: workerfn.Build}).SQS
 	j := s.queuedJob("")
 	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: `{"job_id":"` + j.ID + `"}`}}}
 	s.table.Set("TransactWriteItems", testenv.Unavailable)
@@ -95,10 +92,7 @@ func TestAWorkerThatCannotEndItsJobReportsTheMessage(t *testing.T) {
 // sequence number, and leaves the records after it to the stream's retry.
 func TestTheNotifierReportsTheRecordItCouldNotStart(t *testing.T) {
 	s := newStack(t)
-	h, err := notifierfn.Build(s.d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := s.handler(app.Function{Stream: notifierfn.Build}).Stream
 	str := events.NewStringAttribute
 	record := func(jobID, seq string) events.DynamoDBEventRecord {
 		return events.DynamoDBEventRecord{EventName: "MODIFY", Change: events.DynamoDBStreamRecord{
@@ -135,10 +129,7 @@ func TestTheDelivererReportsTheAttemptsItCouldNotRecord(t *testing.T) {
 		posts.Add(1)
 	}))
 	t.Cleanup(receiver.Close)
-	h, err := delivererfn.Build(s.d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := s.handler(app.Function{SQS: delivererfn.Build}).SQS
 	var ev events.SQSEvent
 	for _, id := range []string{"m1", "m2"} {
 		j := s.queuedJob(receiver.URL)
@@ -173,10 +164,7 @@ func TestASweepGoesOnPastWhatFailsAndReportsIt(t *testing.T) {
 	s := newStack(t)
 	j := s.queuedJob("")
 	s.d.Clock = &clock.Fixed{T: j.CreatedAt.Add(3 * time.Minute)} // no worker took it for 2 minutes
-	h, err := sweeperfn.Build(s.d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := s.handler(app.Function{Schedule: sweeperfn.Build}).Schedule
 	s.queues.Set("ReceiveMessage", testenv.Unavailable)
 	if err := h(invocation(t), events.EventBridgeEvent{}); !fault.IsUnavailable(err) {
 		t.Fatalf("%v; want the run to fail with the outage", err)
@@ -208,11 +196,8 @@ func TestTheJWKSAnswers503WhileKMSIsDown(t *testing.T) {
 	}
 	d.AWS = emulator.MotoConfig(kms.URL)
 	d.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h, err := jwksfn.Build(d)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := &stack{t: t, d: d}
+	h := s.build(jwksfn.Build)
 	kms.Set("GetPublicKey", testenv.Unavailable)
 	want503(t, "KMS down", s.call(h, lambdaTimeout, "GET", "/.well-known/jwks.json", "", ""))
 	if n := kms.Failed("GetPublicKey"); n != 3 {

@@ -150,10 +150,18 @@ next:
 	return out
 }
 
-// build makes a function's handler as Lambda would (fn is its builder).
+// build makes an HTTP function's handler as Lambda would (fn is its
+// builder).
 func (s *stack) build(fn func(app.Deps) (http.Handler, error)) http.Handler {
 	s.t.Helper()
-	h, err := fn(s.d)
+	return s.handler(app.Function{HTTP: fn}).HTTP
+}
+
+// handler builds f as Lambda does, through Function.Handler: with the
+// retries of its kind and, for an event function, its margin.
+func (s *stack) handler(f app.Function) app.Handler {
+	s.t.Helper()
+	h, err := f.Handler(s.d)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -41,50 +41,36 @@ func start(name string, f Function) error {
 	return errors.New("the Lambda runtime loop ended")
 }
 
-// Lambda builds the handler Lambda invokes for f, from d: its log lines
-// (package logging: the level of Lambda's LoggingConfig, each line with the
-// invocation's request id, trace id and cold-start flag) and its metrics
-// (with ColdStart on an execution environment's first invocation) are
-// written to out, standard output in Lambda, which CloudWatch Logs reads.
+// Lambda builds the handler Lambda invokes for f, from d (Function.Handler).
+// Its log lines (package logging: the level of Lambda's LoggingConfig, each
+// line with the invocation's request id, trace id and cold-start flag) and
+// its metrics (with ColdStart on an execution environment's first
+// invocation) are written to out, standard output in Lambda, which
+// CloudWatch Logs reads.
 func Lambda(name string, f Function, d Deps, out io.Writer, getenv func(string) string) (any, error) {
 	level := logging.Level(getenv)
 	inv := logging.NewInvocations(lambdacontext.MaxConcurrency())
 	d.Log = logging.New(out, level, inv)
 	d.Metrics = metrics.New(out, name, d.Clock).KeptAt(logging.LevelName(max(level, slog.LevelInfo)))
 	o := observer{inv: inv, metrics: d.Metrics}
+	h, err := f.Handler(d)
 	switch {
-	case f.HTTP != nil:
-		h, err := f.HTTP(d)
-		if err != nil {
-			return nil, err
-		}
-		return observe(o, httpapi.LambdaHandler(d.Log, h)), nil
-	case f.SQS != nil:
-		h, err := f.SQS(d)
-		if err != nil {
-			return nil, err
-		}
-		return observe(o, h), nil
-	case f.Schedule != nil:
-		h, err := f.Schedule(d)
-		if err != nil {
-			return nil, err
-		}
-		run := observe(o, func(ctx context.Context, e events.EventBridgeEvent) (struct{}, error) {
-			return struct{}{}, h(ctx, e)
-		})
-		return func(ctx context.Context, e events.EventBridgeEvent) error {
-			_, err := run(ctx, e)
-			return err
-		}, nil
-	case f.Stream != nil:
-		h, err := f.Stream(d)
-		if err != nil {
-			return nil, err
-		}
-		return observe(o, h), nil
+	case err != nil:
+		return nil, err
+	case h.HTTP != nil:
+		return observe(o, httpapi.LambdaHandler(d.Log, h.HTTP)), nil
+	case h.SQS != nil:
+		return observe(o, h.SQS), nil
+	case h.Stream != nil:
+		return observe(o, h.Stream), nil
 	}
-	return nil, errors.New("no builder given")
+	run := observe(o, func(ctx context.Context, e events.EventBridgeEvent) (struct{}, error) {
+		return struct{}{}, h.Schedule(ctx, e)
+	})
+	return func(ctx context.Context, e events.EventBridgeEvent) error {
+		_, err := run(ctx, e)
+		return err
+	}, nil
 }
 
 type observer struct {

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -422,31 +421,13 @@ func (s *Stack) Function(tpl *sam.Template, id string, log *slog.Logger) (trigge
 	if !ok {
 		return triggers.Handlers{}, fmt.Errorf("%s: no builder in devstack.Functions for functions/%s", id, app.FunctionName(id))
 	}
-	var h triggers.Handlers
-	switch {
-	case fn.HTTP != nil:
-		var hh http.Handler
-		if hh, err = fn.HTTP(d); err == nil {
-			h.HTTP = httpapi.LambdaHandler(log, hh)
-		}
-	case fn.SQS != nil:
-		var sh app.SQSHandler
-		if sh, err = fn.SQS(d); err == nil {
-			h.SQS = sh
-		}
-	case fn.Schedule != nil:
-		var sh app.ScheduleHandler
-		if sh, err = fn.Schedule(d); err == nil {
-			h.Schedule = sh
-		}
-	case fn.Stream != nil:
-		var sh app.StreamHandler
-		if sh, err = fn.Stream(d); err == nil {
-			h.Stream = sh
-		}
-	}
+	built, err := fn.Handler(d)
 	if err != nil {
 		return triggers.Handlers{}, fmt.Errorf("%s: %w", id, err)
+	}
+	h := triggers.Handlers{SQS: built.SQS, Schedule: built.Schedule, Stream: built.Stream}
+	if built.HTTP != nil {
+		h.HTTP = httpapi.LambdaHandler(log, built.HTTP)
 	}
 	return h, nil
 }

@@ -8,7 +8,6 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/s3wire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 )
 
@@ -17,7 +16,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{"TABLE_NAME": d.Table, "ASSETS_BUCKET": d.AssetsBucket}); err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Requests)
 	st := dynamodbwire.Store(d)
 	h := &httpapi.Assets{Auth: dynamodbwire.Authenticator(d, st), Assets: st, Blobs: s3wire.Store(d), Clock: d.Clock, BaseURL: d.BaseURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil

@@ -10,7 +10,6 @@ import (
 	"genjobs/internal/app/providerwire"
 	"genjobs/internal/app/s3wire"
 	"genjobs/internal/app/sqswire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/callbacks"
 	"genjobs/internal/provider"
@@ -23,7 +22,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Requests)
 	_, routes, secrets, err := providerwire.Routing(d)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,6 @@ import (
 
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/checkout"
 	"genjobs/internal/cognito"
 	"genjobs/internal/console"
@@ -28,7 +27,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	}); err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Requests)
 	id, err := cognito.New(d.AWS, d.Retries.Cognito,
 		cognito.Config{PoolID: d.UserPoolID, ClientID: d.UserPoolClientID, JWKSURL: d.CognitoJWKSURL, Issuer: d.CognitoIssuer},
 		cognito.VerifierOptions{Clock: d.Clock})

@@ -9,7 +9,6 @@ import (
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/kmswire"
 	"genjobs/internal/app/sqswire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
 	"genjobs/internal/netguard"
@@ -25,7 +24,6 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Events)
 	s := kmswire.Signer(d, d.SigningKeyID)
 	links := d.ResultLinks()
 	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
@@ -44,7 +42,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Clock:    d.Clock,
 		Log:      d.Log,
 	}
-	return app.WithMargin(del.HandleSQS), nil
+	return del.HandleSQS, nil
 }
 
 // tokens signs attempts with a signing key.

@@ -10,7 +10,6 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/sqswire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/billing/prices"
 	"genjobs/internal/catalog"
 	"genjobs/internal/httpapi"
@@ -25,7 +24,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Requests)
 	st := dynamodbwire.Store(d)
 	g, err := Handler(d, st, dynamodbwire.Authenticator(d, st))
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/sqswire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
 )
@@ -19,7 +18,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Requests)
 	st := dynamodbwire.Store(d)
 	return httpapi.Middleware(d.Log, Handler(d, st, dynamodbwire.Authenticator(d, st)).Routes()), nil
 }

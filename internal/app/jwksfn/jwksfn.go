@@ -8,7 +8,6 @@ import (
 
 	"genjobs/internal/app"
 	"genjobs/internal/app/kmswire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/signing"
 )
@@ -25,7 +24,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{"SIGNING_KEY_ID": d.SigningKeyID}); err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Requests)
 	pub := &signing.Publisher{Clock: d.Clock, OnPreviousError: func(err error) {
 		d.Log.Warn("the previous signing key cannot be read; the JWKS lists the current key only",
 			"key_id", d.PreviousSigningKeyID, "error", err.Error())

@@ -14,7 +14,6 @@ import (
 	"genjobs/internal/app/jobsfn"
 	"genjobs/internal/app/stylesfn"
 	"genjobs/internal/app/usagefn"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/mcpserver"
 )
@@ -25,7 +24,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Requests)
 	st := dynamodbwire.Store(d)
 	auth := dynamodbwire.Authenticator(d, st)
 	gen, err := generatefn.Handler(d, st, auth)

@@ -6,7 +6,6 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/sqswire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/queue"
 	"genjobs/internal/webhook"
 )
@@ -17,10 +16,9 @@ func Build(d app.Deps) (app.StreamHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Events)
 	n := &webhook.Notifier{
 		Store: dynamodbwire.Store(d), Queue: queue.NewDeliveries(sqswire.Client(d), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
 		Clock: d.Clock, Log: d.Log,
 	}
-	return app.WithMargin(n.HandleStream), nil
+	return n.HandleStream, nil
 }

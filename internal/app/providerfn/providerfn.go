@@ -8,7 +8,6 @@ import (
 	"genjobs/internal/app/providerwire"
 	"genjobs/internal/app/s3wire"
 	"genjobs/internal/app/sqswire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/provider"
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/xray"
@@ -20,7 +19,6 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Events)
 	cat, routes, secrets, err := providerwire.Routing(d)
 	if err != nil {
 		return nil, err
@@ -42,5 +40,5 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Log:     d.Log,
 		Timings: provider.DefaultTimings,
 	}
-	return app.WithMargin(r.HandleSQS), nil
+	return r.HandleSQS, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
 	"genjobs/internal/store/stylesdb"
@@ -21,7 +20,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Requests)
 	st := dynamodbwire.Store(d)
 	h, err := Handler(d, st, dynamodbwire.Authenticator(d, st))
 	if err != nil {

@@ -25,7 +25,7 @@ func TestStylesNeedsAnAppURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = stylesfn.Build(d)
+		_, err = app.Function{HTTP: stylesfn.Build}.Handler(d)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("APP_URL %q: %v; want %q", appURL, err, want)
 		}

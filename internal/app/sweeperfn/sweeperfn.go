@@ -3,15 +3,9 @@
 package sweeperfn
 
 import (
-	"context"
-
-	"github.com/aws/aws-lambda-go/events"
-
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/sqswire"
-	"genjobs/internal/awsclient"
-	"genjobs/internal/fault"
 	"genjobs/internal/queue"
 	"genjobs/internal/sweeper"
 )
@@ -22,7 +16,6 @@ func Build(d app.Deps) (app.ScheduleHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Events)
 	st, c := dynamodbwire.Store(d), sqswire.Client(d)
 	q := sqswire.JobQueue(d, c)
 	s := &sweeper.Sweeper{
@@ -45,9 +38,5 @@ func Build(d app.Deps) (app.ScheduleHandler, error) {
 	if d.RequeueAfter > 0 {
 		s.RequeueAfter = d.RequeueAfter
 	}
-	return func(ctx context.Context, e events.EventBridgeEvent) error {
-		ctx, cancel := fault.Reserve(ctx, app.EventMargin)
-		defer cancel()
-		return s.Handle(ctx, e)
-	}, nil
+	return s.Handle, nil
 }

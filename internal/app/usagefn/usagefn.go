@@ -6,7 +6,6 @@ import (
 
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
 )
@@ -16,7 +15,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Requests)
 	st := dynamodbwire.Store(d)
 	return httpapi.Middleware(d.Log, Handler(d, st, dynamodbwire.Authenticator(d, st)).Routes()), nil
 }

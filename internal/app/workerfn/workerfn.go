@@ -14,7 +14,6 @@ import (
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/s3wire"
 	"genjobs/internal/app/sqswire"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
 	"genjobs/internal/engine/reference"
@@ -31,7 +30,6 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	d = d.WithRetries(awsclient.Events)
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err
@@ -61,7 +59,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	if d.MaxSourcePixels > 0 { // the light worker
 		w.MaxSourcePixels, w.Handover = d.MaxSourcePixels, jobs
 	}
-	return app.WithMargin(w.HandleSQS), nil
+	return w.HandleSQS, nil
 }
 
 // Blobs is the S3 adapter as the worker uses it: its uploads as
