@@ -2,21 +2,13 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/internal/webhook"
 )
-
-// MaxDelay is the longest SQS keeps a message invisible on sending. A webhook
-// retry hours away travels as a chain of such hops: the deliverer sends an
-// early message on until its attempt is due.
-const MaxDelay = 15 * time.Minute
 
 // Deliveries carries webhook attempts (webhook.Queue): one message per due
 // attempt, and the dead-letter queue where failed deliveries are parked.
@@ -34,14 +26,7 @@ func NewDeliveries(client *sqs.Client, url, dlqURL string) *Deliveries {
 // Schedule sends the message of attempt n of a job's delivery, visible after
 // delay (at most MaxDelay; whole seconds, rounded up).
 func (q *Deliveries) Schedule(ctx context.Context, jobID string, attempt int, delay time.Duration) error {
-	body, _ := json.Marshal(webhook.Message{JobID: jobID, Attempt: attempt})
-	seconds := int32(math.Ceil(min(max(delay, 0), MaxDelay).Seconds()))
-	_, err := q.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:     aws.String(q.url),
-		MessageBody:  aws.String(string(body)),
-		DelaySeconds: seconds,
-	})
-	if err != nil {
+	if err := Send(ctx, q.sqs, q.url, webhook.Message{JobID: jobID, Attempt: attempt}, delay); err != nil {
 		return fmt.Errorf("schedule attempt %d of job %s's webhook: %w", attempt, jobID, err)
 	}
 	return nil
@@ -57,9 +42,7 @@ type parked struct {
 
 // Park puts a failed delivery on the dead-letter queue.
 func (q *Deliveries) Park(ctx context.Context, d *webhook.Delivery) error {
-	body, _ := json.Marshal(parked{JobID: d.JobID, WebhookID: d.ID, URL: d.URL, Attempts: d.Attempts})
-	_, err := q.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.dlqURL), MessageBody: aws.String(string(body))})
-	if err != nil {
+	if err := Send(ctx, q.sqs, q.dlqURL, parked{JobID: d.JobID, WebhookID: d.ID, URL: d.URL, Attempts: d.Attempts}, 0); err != nil {
 		return fmt.Errorf("park job %s's webhook: %w", d.JobID, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -89,15 +90,32 @@ func (q *JobSender) sendStep(ctx context.Context, m steps.Message) error {
 }
 
 func (q *JobSender) send(ctx context.Context, url, jobID string, m any) error {
-	body, _ := json.Marshal(m)
-	_, err := q.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:    aws.String(url),
-		MessageBody: aws.String(string(body)),
-	})
-	if err != nil {
+	if err := Send(ctx, q.sqs, url, m, 0); err != nil {
 		return fmt.Errorf("enqueue job %s: %w", jobID, err)
 	}
 	return nil
+}
+
+// MaxDelay is the longest SQS keeps a message invisible on sending. A wait
+// longer than that travels as a chain of such hops: a webhook retry hours
+// away (the deliverer sends an early message on until its attempt is due),
+// a provider's next poll.
+const MaxDelay = 15 * time.Minute
+
+// Send sends m, as JSON, to the queue at url, visible after delay (at most
+// MaxDelay; whole seconds, rounded up; 0: at once). Every message of the
+// service's queues goes through it.
+func Send(ctx context.Context, client *sqs.Client, url string, m any, delay time.Duration) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:     aws.String(url),
+		MessageBody:  aws.String(string(body)),
+		DelaySeconds: int32(math.Ceil(min(max(delay, 0), MaxDelay).Seconds())),
+	})
+	return err
 }
 
 // Redeliverer shortens the wait of a received message: Lambda leaves a

@@ -37,12 +37,9 @@ type Cog struct {
 	Mode      CogMode
 	UploadURL string
 
-	mu      sync.Mutex
+	record
 	running map[string]*CogPrediction
-	creates int
 	puts    int
-	cancels []string
-	faults  []Fault
 	uploads []int
 	sent    map[string]CogPrediction // the last webhook of each prediction
 }
@@ -58,26 +55,9 @@ func NewCog(t testing.TB, prefix string) *Cog {
 	return c
 }
 
-// FailNext queues answers given to the next PUTs instead of their own.
-func (c *Cog) FailNext(f ...Fault) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.faults = append(c.faults, f...)
-}
-
-// Creates is how many predictions were started (a PUT of a running id
-// starts none).
-func (c *Cog) Creates() int { c.mu.Lock(); defer c.mu.Unlock(); return c.creates }
-
-// Puts is how many PUTs were answered.
+// Puts is how many PUTs were answered (a PUT of a running id starts no
+// prediction: Creates).
 func (c *Cog) Puts() int { c.mu.Lock(); defer c.mu.Unlock(); return c.puts }
-
-// Cancels lists the ids whose cancellation was asked for.
-func (c *Cog) Cancels() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.cancels...)
-}
 
 // Running returns the running prediction of id.
 func (c *Cog) Running(id string) (CogPrediction, bool) {
@@ -91,24 +71,15 @@ func (c *Cog) Running(id string) (CogPrediction, bool) {
 }
 
 func (c *Cog) put(w http.ResponseWriter, req *http.Request) {
-	var body struct {
-		ID      string         `json:"id"`
-		Input   map[string]any `json:"input"`
-		Webhook string         `json:"webhook"`
-		Filter  []string       `json:"webhook_events_filter"`
-	}
-	dec := json.NewDecoder(req.Body)
-	dec.UseNumber()
-	if err := dec.Decode(&body); err != nil || body.Input == nil {
+	body, ok := readCreation(req)
+	if !ok {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []map[string]any{{"loc": []string{"body", "input"}, "msg": "field required"}}})
 		return
 	}
 	id := req.PathValue("id")
 	c.mu.Lock()
 	c.puts++
-	if len(c.faults) > 0 {
-		f := c.faults[0]
-		c.faults = c.faults[1:]
+	if f := c.nextFault(); f != nil {
 		c.mu.Unlock()
 		if f.RetryAfter != "" {
 			w.Header().Set("Retry-After", f.RetryAfter)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,13 +46,10 @@ type Fal struct {
 	Key     string // the API key it accepts
 	UserID  string // the account's user id its webhooks name
 
-	mu       sync.Mutex
+	record
 	reqs     map[string]*FalRequest
 	order    []string
-	faults   []Fault
 	submits  int // submissions answered (faults included)
-	creates  int
-	cancels  []string
 	jwksHits int
 	jwksDown bool
 	signing  ed25519.PrivateKey // the key webhooks are signed with
@@ -98,26 +94,9 @@ func (f *Fal) JWKSDown(down bool) { f.mu.Lock(); f.jwksDown = down; f.mu.Unlock(
 // JWKSHits is how many times the JWKS was fetched.
 func (f *Fal) JWKSHits() int { f.mu.Lock(); defer f.mu.Unlock(); return f.jwksHits }
 
-// FailNext queues answers given to the next submissions instead of their own.
-func (f *Fal) FailNext(faults ...Fault) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.faults = append(f.faults, faults...)
-}
-
 // Submits is how many submissions were answered (refusals included);
 // Creates how many requests were queued.
 func (f *Fal) Submits() int { f.mu.Lock(); defer f.mu.Unlock(); return f.submits }
-
-// Creates is how many requests were queued.
-func (f *Fal) Creates() int { f.mu.Lock(); defer f.mu.Unlock(); return f.creates }
-
-// Cancels lists the request ids whose cancellation was asked for.
-func (f *Fal) Cancels() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.cancels...)
-}
 
 // Only returns the one request, failing the test if there is not exactly one.
 func (f *Fal) Only(t testing.TB) FalRequest {
@@ -175,19 +154,13 @@ func (f *Fal) submit(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var input map[string]any
-	dec := json.NewDecoder(req.Body)
-	dec.UseNumber()
-	if err := dec.Decode(&input); err != nil {
+	if err := decodeJSON(req, &input); err != nil {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": "the body is not a JSON object"})
 		return
 	}
 	f.mu.Lock()
 	f.submits++
-	var fault *Fault
-	if len(f.faults) > 0 {
-		fault = &f.faults[0]
-		f.faults = f.faults[1:]
-	}
+	fault := f.nextFault()
 	if fault != nil && !fault.Lose {
 		f.mu.Unlock()
 		if fault.RetryAfter != "" {

@@ -18,7 +18,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,16 +35,6 @@ func Listen(t testing.TB, handler http.Handler) *httptest.Server {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv
-}
-
-// Fault is an answer the fake gives to a creation instead of its own.
-type Fault struct {
-	Status     int
-	RetryAfter string
-	Body       string
-	// Lose: the prediction is created, then the connection is dropped
-	// before any answer: a submission whose answer is lost.
-	Lose bool
 }
 
 // RPrediction is a prediction as the Replicate fake holds it.
@@ -69,14 +58,11 @@ type Replicate struct {
 	Token         string // the API token it accepts
 	WebhookSecret string // whsec_..., signs its webhooks
 
-	mu      sync.Mutex
-	preds   map[string]*RPrediction
-	order   []string // newest last
-	faults  []Fault
-	creates int
-	cancels []string
-	reads   int
-	seq     int
+	record
+	preds map[string]*RPrediction
+	order []string // newest last
+	reads int
+	seq   int
 	// Hide leaves the webhook out of list items, as the real list does
 	// not promise it: Find then reads each prediction.
 	Hide bool
@@ -101,27 +87,6 @@ func NewReplicate(t testing.TB) *Replicate {
 	r.URL = Listen(t, mux).URL
 	r.Files.URL = r.URL
 	return r
-}
-
-// FailNext queues answers given to the next creations instead of their own.
-func (r *Replicate) FailNext(f ...Fault) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.faults = append(r.faults, f...)
-}
-
-// Creates is how many predictions were created.
-func (r *Replicate) Creates() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.creates
-}
-
-// Cancels lists the ids cancelled, in order.
-func (r *Replicate) Cancels() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.cancels...)
 }
 
 // Reads is how many reads of a single prediction were answered.
@@ -179,24 +144,13 @@ func (r *Replicate) create(w http.ResponseWriter, req *http.Request) {
 	if !r.authorised(w, req) {
 		return
 	}
-	var body struct {
-		Version string         `json:"version"`
-		Input   map[string]any `json:"input"`
-		Webhook string         `json:"webhook"`
-		Filter  []string       `json:"webhook_events_filter"`
-	}
-	dec := json.NewDecoder(req.Body)
-	dec.UseNumber()
-	if err := dec.Decode(&body); err != nil || body.Input == nil {
+	body, ok := readCreation(req)
+	if !ok {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"title": "Invalid input", "detail": "input is required", "status": 422})
 		return
 	}
 	r.mu.Lock()
-	var f *Fault
-	if len(r.faults) > 0 {
-		f = &r.faults[0]
-		r.faults = r.faults[1:]
-	}
+	f := r.nextFault()
 	if f != nil && !f.Lose {
 		r.mu.Unlock()
 		if f.RetryAfter != "" {

@@ -6,12 +6,9 @@ package providerqueue
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/internal/provider"
@@ -34,14 +31,7 @@ func New(client *sqs.Client, url string) *Queue {
 // Schedule sends m, visible after delay (at most queue.MaxDelay; whole seconds,
 // rounded up).
 func (q *Queue) Schedule(ctx context.Context, m provider.Message, delay time.Duration) error {
-	body, _ := json.Marshal(m)
-	seconds := int32(math.Ceil(min(max(delay, 0), queue.MaxDelay).Seconds()))
-	_, err := q.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:     aws.String(q.url),
-		MessageBody:  aws.String(string(body)),
-		DelaySeconds: seconds,
-	})
-	if err != nil {
+	if err := queue.Send(ctx, q.sqs, q.url, m, delay); err != nil {
 		return fmt.Errorf("schedule the next step of job %s: %w", m.JobID, err)
 	}
 	return nil
