@@ -33,8 +33,9 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
-	"genjobs/internal/store/stylesdb"
+	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
 )
@@ -222,7 +223,7 @@ func (s *stack) queuedJob(webhookURL string) *job.Job {
 func (s *stack) asset() string {
 	s.t.Helper()
 	id := asset.NewID()
-	err := s.store.CreateAsset(context.Background(), asset.Asset{ID: id, WorkspaceID: "ws_a", Key: "assets/ws_a/" + id,
+	err := assetsdb.New(s.store).CreateAsset(context.Background(), asset.Asset{ID: id, WorkspaceID: "ws_a", Key: "assets/ws_a/" + id,
 		ContentType: asset.PNG, CreatedAt: time.Now()})
 	if err != nil {
 		s.t.Fatal(err)

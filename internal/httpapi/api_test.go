@@ -31,6 +31,7 @@ import (
 	"genjobs/internal/openapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
@@ -93,7 +94,7 @@ func (e *env) handler(queueURL string) http.Handler {
 		e.t.Fatal(err)
 	}
 	gen := &generate.Handler{Auth: a, Catalog: cat, Jobs: e.store, Prices: list, Results: fakeURLs{},
-		Queue: queue.NewJobSender(e.sqs, queueURL), Assets: e.store, Clock: e.clock}
+		Queue: queue.NewJobSender(e.sqs, queueURL), Assets: assetsdb.New(e.store), Clock: e.clock}
 	q := queue.NewJobSender(e.sqs, queueURL)
 	life := &lifecycle.Ender{Store: e.store, Queue: q, Clock: e.clock, Log: log}
 	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}, Deliveries: e.store}

@@ -26,6 +26,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/store"
+	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
@@ -76,7 +77,7 @@ func newAssetEnv(t *testing.T) *assetEnv {
 	e.tokenOff = e.workspace("ws_off", false)
 	e.handler = &httpapi.Assets{
 		Auth:    auth.Authenticator{Dir: e.store},
-		Assets:  e.store,
+		Assets:  assetsdb.New(e.store),
 		Blobs:   blob.New(e.s3, "results-unused", e.bucket),
 		Clock:   &clock.Fixed{T: now},
 		BaseURL: assetBase,
@@ -217,7 +218,7 @@ func TestPostAssetStoresTheImageForItsWorkspace(t *testing.T) {
 		if loc := resp.header.Get("Location"); loc != u {
 			t.Errorf("Location %q; want the asset URL %q", loc, u)
 		}
-		a, err := e.store.Asset(context.Background(), id)
+		a, err := assetsdb.New(e.store).Asset(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +325,7 @@ func TestAssetUploadIssuesAPresignedPut(t *testing.T) {
 		t.Errorf("signed headers %q; want content-length;content-type;host", sh)
 	}
 	// The record exists at once, with the declared type and size.
-	a, err := e.store.Asset(context.Background(), id)
+	a, err := assetsdb.New(e.store).Asset(context.Background(), id)
 	if err != nil || a.WorkspaceID != "ws_a" || a.ContentType != "image/jpeg" || a.Size != int64(len(data)) {
 		t.Fatalf("record after POST /assets/uploads: %+v, %v", a, err)
 	}
@@ -479,7 +480,7 @@ func TestPostAssetThroughLambdaBase64Body(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := assetIDOf(t, "https://"+domain, m["asset_url"])
-	a, err := e.store.Asset(context.Background(), id)
+	a, err := assetsdb.New(e.store).Asset(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"genjobs/internal/asset"
 	"genjobs/internal/job"
+	"genjobs/internal/store/assetsdb"
 )
 
 // fakeURLs stands in for S3's presigner: minting a URL is local computation,
@@ -104,7 +105,7 @@ func TestAnotherWorkspacesAssetIsRefusedAtCreation(t *testing.T) {
 	add := func(ws string) string {
 		a := asset.Asset{ID: asset.NewID(), WorkspaceID: ws, ContentType: asset.PNG, Size: 10, CreatedAt: now}
 		a.Key = asset.Key(ws, a.ID)
-		if err := e.store.CreateAsset(context.Background(), a); err != nil {
+		if err := assetsdb.New(e.store).CreateAsset(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
 		// httptest requests come to example.com; BaseURL is empty, as in AWS.

@@ -38,6 +38,7 @@ import (
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/secrets"
 	"genjobs/internal/store"
+	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
@@ -156,7 +157,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	timings.MaxOutputBytes = 1 << 20
 	guard := &netguard.Guard{AllowPrivate: true}
 	e.runner = &provider.Runner{
-		Store: st, Ender: e.life, Queue: providerqueue.New(sq, pq), Blobs: providerwire.Blobs{Store: e.blobs}, Assets: st,
+		Store: st, Ender: e.life, Queue: providerqueue.New(sq, pq), Blobs: providerwire.Blobs{Store: e.blobs}, Assets: assetsdb.New(st),
 		Secrets: sec, Clients: clients, Routes: rs, Catalog: e.cat,
 		Fetch: guard.Transport(), Trusted: http.DefaultTransport,
 		Clock: e.clock, Log: log, Timings: timings,

@@ -39,6 +39,7 @@ import (
 	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 	"genjobs/internal/worker"
@@ -144,7 +145,7 @@ func newEnv(t *testing.T) *env {
 		Engines:  engine.Registry{"model-g-3.1-rapid": e.eng, "model-e-4": e.eng},
 		Inputs:   fetch.New(e.guard),
 		Blobs:    workerfn.Blobs{Store: e.blobs},
-		Assets:   s,
+		Assets:   assetsdb.New(s),
 		Clock:    clock.System{},
 		Log:      log,
 		LeaseFor: 2 * time.Second, Heartbeat: 100 * time.Millisecond,
@@ -497,7 +498,7 @@ func TestAssetInputsAreReadFromTheJobsOwnWorkspace(t *testing.T) {
 		if err := e.blobs.PutAsset(e.ctx, a.Key, a.ContentType, tinyPNG()); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.store.CreateAsset(e.ctx, a); err != nil {
+		if err := assetsdb.New(e.store).CreateAsset(e.ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		return asset.URL(base, a.ID)
@@ -533,7 +534,7 @@ func TestAnAssetWhoseFileNeverCameFailsTheJob(t *testing.T) {
 	const base = "https://api.example.com"
 	a := asset.Asset{ID: asset.NewID(), WorkspaceID: "ws_a", ContentType: asset.PNG, Size: 100, CreatedAt: time.Now()}
 	a.Key = asset.Key("ws_a", a.ID)
-	if err := e.store.CreateAsset(e.ctx, a); err != nil {
+	if err := assetsdb.New(e.store).CreateAsset(e.ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()

@@ -9,6 +9,7 @@ import (
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/s3wire"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/store/assetsdb"
 )
 
 // Build builds the assets function's handler.
@@ -17,6 +18,6 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	st := dynamodbwire.Store(d)
-	h := &httpapi.Assets{Auth: dynamodbwire.Authenticator(d, st), Assets: st, Blobs: s3wire.Store(d), Clock: d.Clock, BaseURL: d.BaseURL}
+	h := &httpapi.Assets{Auth: dynamodbwire.Authenticator(d, st), Assets: assetsdb.New(st), Blobs: s3wire.Store(d), Clock: d.Clock, BaseURL: d.BaseURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }

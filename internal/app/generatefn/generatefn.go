@@ -16,6 +16,7 @@ import (
 	"genjobs/internal/httpapi/generate"
 	"genjobs/internal/provider"
 	"genjobs/internal/store"
+	"genjobs/internal/store/assetsdb"
 )
 
 // Build builds the generate function's handler.
@@ -56,7 +57,7 @@ func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*generate.Ha
 		Prices:            list,
 		Results:           d.ResultLinks(),
 		Queue:             sqswire.JobQueue(d, sqswire.Client(d)),
-		Assets:            st,
+		Assets:            assetsdb.New(st),
 		Clock:             d.Clock,
 		BaseURL:           d.BaseURL,
 		AllowHTTPWebhooks: d.AllowPrivateDestinations,

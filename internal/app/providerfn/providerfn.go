@@ -10,6 +10,7 @@ import (
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/provider"
 	"genjobs/internal/queue/providerqueue"
+	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/xray"
 )
 
@@ -29,7 +30,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Ender:   sqswire.Lifecycle(d, st, sqswire.JobQueue(d, c)),
 		Queue:   providerqueue.New(c, d.ProviderQueueURL),
 		Blobs:   providerwire.Blobs{Store: s3wire.Store(d)},
-		Assets:  st,
+		Assets:  assetsdb.New(st),
 		Secrets: secrets,
 		Clients: providerwire.Clients(d, routes),
 		Routes:  routes,

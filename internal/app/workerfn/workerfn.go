@@ -20,6 +20,7 @@ import (
 	"genjobs/internal/fetch"
 	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
+	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/worker"
 )
 
@@ -44,7 +45,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Engines:   reference.Engines(),
 		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}),
 		Blobs:     Blobs{s3wire.Store(d)},
-		Assets:    st,
+		Assets:    assetsdb.New(st),
 		Clock:     d.Clock,
 		Log:       d.Log,
 		LeaseFor:  worker.DefaultLeaseFor,

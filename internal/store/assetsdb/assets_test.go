@@ -1,4 +1,4 @@
-package store_test
+package assetsdb_test
 
 import (
 	"context"
@@ -8,10 +8,17 @@ import (
 
 	"genjobs/internal/asset"
 	"genjobs/internal/store"
+	"genjobs/internal/store/assetsdb"
+	"genjobs/internal/store/storetest"
+	"genjobs/internal/testenv"
 )
 
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var t0 = time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC)
+
 func TestAssetRoundTrip(t *testing.T) {
-	s, ctx := newStore(t), context.Background()
+	s, ctx := assetsdb.New(storetest.New(t)), context.Background()
 	id := asset.NewID()
 	a := asset.Asset{
 		ID: id, WorkspaceID: "ws_a", Key: asset.Key("ws_a", id), ContentType: asset.WebP,

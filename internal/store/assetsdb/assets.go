@@ -1,4 +1,7 @@
-package store
+// Package assetsdb keeps the records of uploaded images in the service's
+// table: ASSET#<id> / ASSET, and nothing else (their bytes are in the
+// assets bucket, under the record's key).
+package assetsdb
 
 import (
 	"context"
@@ -7,7 +10,14 @@ import (
 
 	"genjobs/internal/asset"
 	"genjobs/internal/job"
+	"genjobs/internal/store"
 )
+
+// DB is the store with the assets' records besides.
+type DB struct{ *store.Store }
+
+// New returns the assets' records on st's table. It does no I/O.
+func New(st *store.Store) *DB { return &DB{Store: st} }
 
 // assetItem is an asset's record; its bytes are in the assets bucket under Key.
 type assetItem struct {
@@ -23,10 +33,10 @@ type assetItem struct {
 func assetPK(id string) string { return "ASSET#" + id }
 
 // CreateAsset stores a new asset's record. Its id must be new.
-func (s *Store) CreateAsset(ctx context.Context, a asset.Asset) error {
+func (s *DB) CreateAsset(ctx context.Context, a asset.Asset) error {
 	err := s.PutNew(ctx, assetItem{
 		PK: assetPK(a.ID), SK: "ASSET", AssetID: a.ID, WorkspaceID: a.WorkspaceID,
-		Key: a.Key, ContentType: a.ContentType, Size: a.Size, CreatedAt: stamp(a.CreatedAt),
+		Key: a.Key, ContentType: a.ContentType, Size: a.Size, CreatedAt: job.TimeOf(a.CreatedAt).String(),
 	})
 	if err != nil {
 		return fmt.Errorf("create asset %s: %w", a.ID, err)
@@ -36,9 +46,9 @@ func (s *Store) CreateAsset(ctx context.Context, a asset.Asset) error {
 
 // Asset reads an asset's record by id, whatever its workspace: the caller
 // checks ownership. A missing one is asset.ErrNotFound.
-func (s *Store) Asset(ctx context.Context, id string) (asset.Asset, error) {
+func (s *DB) Asset(ctx context.Context, id string) (asset.Asset, error) {
 	var it assetItem
-	if err := s.Get(ctx, assetPK(id), "ASSET", &it); errors.Is(err, ErrNotFound) {
+	if err := s.Get(ctx, assetPK(id), "ASSET", &it); errors.Is(err, store.ErrNotFound) {
 		return asset.Asset{}, asset.ErrNotFound
 	} else if err != nil {
 		return asset.Asset{}, err
