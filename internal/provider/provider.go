@@ -241,9 +241,17 @@ func message(body []byte) string {
 }
 
 // Outputs lists the URLs and data: URIs in a prediction's output, whatever
+// its shape, in order (Strings).
+func Outputs(output json.RawMessage) []string {
+	return Strings(output, func(s string) bool {
+		return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "data:")
+	})
+}
+
+// Strings lists the strings keep accepts in a prediction's output, whatever
 // its shape (a string, a list, an object of them), in order: object keys
 // sorted.
-func Outputs(output json.RawMessage) []string {
+func Strings(output json.RawMessage, keep func(string) bool) []string {
 	var v any
 	if len(output) == 0 || json.Unmarshal(output, &v) != nil {
 		return nil
@@ -253,7 +261,7 @@ func Outputs(output json.RawMessage) []string {
 	walk = func(v any) {
 		switch x := v.(type) {
 		case string:
-			if strings.HasPrefix(x, "https://") || strings.HasPrefix(x, "http://") || strings.HasPrefix(x, "data:") {
+			if keep(x) {
 				out = append(out, x)
 			}
 		case []any:

@@ -79,30 +79,9 @@ func (p *prediction) read(id string) provider.Prediction {
 // (an absolute path, or a file: URL), as Cog's Python server reports a
 // Path output when it runs without --upload-url.
 func Paths(output json.RawMessage) []string {
-	var v any
-	if len(output) == 0 || json.Unmarshal(output, &v) != nil {
-		return nil
-	}
-	var out []string
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if strings.HasPrefix(x, "/") || strings.HasPrefix(x, "file:") {
-				out = append(out, x)
-			}
-		case []any:
-			for _, item := range x {
-				walk(item)
-			}
-		case map[string]any:
-			for _, item := range x {
-				walk(item)
-			}
-		}
-	}
-	walk(v)
-	return out
+	return provider.Strings(output, func(s string) bool {
+		return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "file:")
+	})
 }
 
 func (c *Client) request(ctx context.Context, method, u string, s provider.Secret, body any) (*http.Request, error) {

@@ -1,0 +1,33 @@
+package provider_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"genjobs/internal/provider"
+	"genjobs/internal/provider/cog"
+)
+
+// A prediction's outputs are found wherever the model put them (a string, a
+// list, an object of them, nested), in the same order every time: the
+// URLs and data: URIs to copy, and (Cog without an upload store) the paths
+// on the server's disk that cannot be.
+func TestOutputsAndPathsAreFoundInAnyShape(t *testing.T) {
+	output := json.RawMessage(`{"b": ["https://x.test/1.png", "/tmp/a.png", 3],
+		"a": "data:image/png;base64,AA", "c": {"e": "file:///tmp/b.png", "d": "a caption"}}`)
+	if got, want := provider.Outputs(output), []string{"data:image/png;base64,AA", "https://x.test/1.png"}; !slices.Equal(got, want) {
+		t.Errorf("Outputs = %q; want %q", got, want)
+	}
+	if got, want := cog.Paths(output), []string{"/tmp/a.png", "file:///tmp/b.png"}; !slices.Equal(got, want) {
+		t.Errorf("Paths = %q; want %q", got, want)
+	}
+	if got := provider.Outputs(json.RawMessage(`"http://x.test/only.gif"`)); !slices.Equal(got, []string{"http://x.test/only.gif"}) {
+		t.Errorf("Outputs of a bare URL = %q", got)
+	}
+	for _, none := range []string{``, `null`, `{not json`, `42`} {
+		if got := provider.Outputs(json.RawMessage(none)); got != nil {
+			t.Errorf("Outputs(%q) = %q; want none", none, got)
+		}
+	}
+}
