@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -362,7 +363,13 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+	if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); s >= 0 && (err == nil || errors.Is(err, strconv.ErrRange)) {
+		// A number of seconds past what a Duration holds (ParseInt gives
+		// its largest int64 with ErrRange) is a wait too long, never a
+		// product that wraps around to "retry now".
+		if s > int64(math.MaxInt64/time.Second) {
+			return time.Duration(math.MaxInt64), true
+		}
 		return time.Duration(s) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {

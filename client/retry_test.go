@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,5 +238,33 @@ func TestAPIErrors(t *testing.T) {
 	// The 429 was retried with backoff before it surfaced.
 	if w := fullSleeps.waits(); len(w) != client.DefaultMaxRetries {
 		t.Errorf("the 429 was waited on %v; want %d backoffs", w, client.DefaultMaxRetries)
+	}
+}
+
+// A Retry-After too long to wait for ends the call with the 503, however
+// large the number: one that overflows a time.Duration, or an int, is not
+// read as "retry now".
+func TestAnEndlessRetryAfterIsNotARetryNow(t *testing.T) {
+	for _, v := range []string{"100000", "10000000000", "99999999999999999999"} {
+		t.Run(v, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				w.Header().Set("Retry-After", v)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"error":"The service is busy; retry shortly."}`))
+			}))
+			defer srv.Close()
+			c, s := newClient(t, srv.URL, "tok")
+			_, err := c.Usage(context.Background(), 7)
+			var apiErr *client.APIError
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("Usage: %v; want the 503", err)
+			}
+			if n := calls.Load(); n != 1 {
+				t.Errorf("%d requests, waits %v; want 1: the wait asked for is beyond the client's longest", n, s.waits())
+			}
+		})
 	}
 }
