@@ -221,6 +221,15 @@ func (b *awsBill) billWrites(ctx context.Context, ws []write, tx bool, callErr e
 	return u
 }
 
+// itemsSize is the size of items together.
+func itemsSize(items []map[string]types.AttributeValue) int {
+	n := 0
+	for _, it := range items {
+		n += itemSize(it)
+	}
+	return n
+}
+
 // billRead is the read units of a read call: items sized whole.
 func (b *awsBill) billRead(ctx context.Context, in, out any) float64 {
 	consistent := func(c *bool) bool { return aws.ToBool(c) }
@@ -264,25 +273,13 @@ func (b *awsBill) billRead(ctx context.Context, in, out any) float64 {
 	case *dynamodb.QueryInput:
 		// A Query is billed on the sum of the items (index entries) it
 		// read, rounded once: here the items it returned.
-		o, _ := out.(*dynamodb.QueryOutput)
-		if o == nil {
-			return 0
+		if o, _ := out.(*dynamodb.QueryOutput); o != nil {
+			return readUnits(itemsSize(o.Items), consistent(p.ConsistentRead))
 		}
-		n := 0
-		for _, it := range o.Items {
-			n += itemSize(it)
-		}
-		return readUnits(n, consistent(p.ConsistentRead))
 	case *dynamodb.ScanInput:
-		o, _ := out.(*dynamodb.ScanOutput)
-		if o == nil {
-			return 0
+		if o, _ := out.(*dynamodb.ScanOutput); o != nil {
+			return readUnits(itemsSize(o.Items), consistent(p.ConsistentRead))
 		}
-		n := 0
-		for _, it := range o.Items {
-			n += itemSize(it)
-		}
-		return readUnits(n, consistent(p.ConsistentRead))
 	}
 	return 0
 }

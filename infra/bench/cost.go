@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -145,23 +146,7 @@ func (m *meter) capacity(stack *middleware.Stack) error {
 			if unmetered(ctx) {
 				return next.HandleInitialize(ctx, in)
 			}
-			total := types.ReturnConsumedCapacityTotal
-			switch p := in.Parameters.(type) {
-			case *dynamodb.GetItemInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.PutItemInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.UpdateItemInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.DeleteItemInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.QueryInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.BatchGetItemInput:
-				p.ReturnConsumedCapacity = total
-			case *dynamodb.TransactWriteItemsInput:
-				p.ReturnConsumedCapacity = total
-			}
+			askConsumedCapacity(in.Parameters)
 			out, md, err := next.HandleInitialize(ctx, in)
 			var write bool
 			var cc []types.ConsumedCapacity
@@ -196,6 +181,16 @@ func (m *meter) capacity(stack *middleware.Stack) error {
 		}), middleware.After)
 }
 
+// askConsumedCapacity sets ReturnConsumedCapacity to TOTAL on the input of
+// each call whose output capacity counts (each has the field).
+func askConsumedCapacity(params any) {
+	switch params.(type) {
+	case *dynamodb.GetItemInput, *dynamodb.PutItemInput, *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput,
+		*dynamodb.QueryInput, *dynamodb.BatchGetItemInput, *dynamodb.TransactWriteItemsInput:
+		reflect.ValueOf(params).Elem().FieldByName("ReturnConsumedCapacity").Set(reflect.ValueOf(types.ReturnConsumedCapacityTotal))
+	}
+}
+
 func one(c *types.ConsumedCapacity) []types.ConsumedCapacity {
 	if c == nil {
 		return nil
@@ -210,24 +205,19 @@ type runTimes struct {
 	d  []time.Duration
 }
 
-func (r *runTimes) wrap(h triggers.SQSHandler) triggers.SQSHandler {
-	return func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
-		start := time.Now()
-		resp, err := h(ctx, e)
-		r.mu.Lock()
-		r.d = append(r.d, time.Since(start))
-		r.mu.Unlock()
-		return resp, err
-	}
+func (r *runTimes) add(d time.Duration) {
+	r.mu.Lock()
+	r.d = append(r.d, d)
+	r.mu.Unlock()
 }
 
-func (r *runTimes) wrapStream(h triggers.StreamHandler) triggers.StreamHandler {
-	return func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+// timedBy wraps an event handler (an SQS or a stream handler) so that r
+// records how long each invocation took.
+func timedBy[E, R any](r *runTimes, h func(context.Context, E) (R, error)) func(context.Context, E) (R, error) {
+	return func(ctx context.Context, e E) (R, error) {
 		start := time.Now()
 		resp, err := h(ctx, e)
-		r.mu.Lock()
-		r.d = append(r.d, time.Since(start))
-		r.mu.Unlock()
+		r.add(time.Since(start))
 		return resp, err
 	}
 }

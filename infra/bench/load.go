@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -64,16 +63,26 @@ type loadReport struct {
 // drive calls call from clients goroutines until n calls have been made or
 // d has passed, and times each call.
 func drive(ctx context.Context, clients, n int, d time.Duration, call func(context.Context) error) loadStats {
+	calls := make([]func(context.Context) error, clients)
+	for i := range calls {
+		calls[i] = call
+	}
+	return driveEach(ctx, n, d, calls)
+}
+
+// driveEach is drive with a call of its own for each goroutine (one that
+// keeps state between its calls, such as a cursor).
+func driveEach(ctx context.Context, n int, d time.Duration, calls []func(context.Context) error) loadStats {
 	var issued atomic.Int64
 	deadline := time.Now().Add(d)
-	per := make([]loadStats, clients)
+	per := make([]loadStats, len(calls))
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range per {
 		wg.Go(func() {
 			for issued.Add(1) <= int64(n) && time.Now().Before(deadline) && ctx.Err() == nil {
 				t := time.Now()
-				if err := call(ctx); err != nil {
+				if err := calls[w](ctx); err != nil {
 					per[w].errs = append(per[w].errs, err.Error())
 					continue
 				}
@@ -95,7 +104,7 @@ func drive(ctx context.Context, clients, n int, d time.Duration, call func(conte
 // (measureWebhooks), each on a table, queues and buckets of its own: the
 // runs' worker never sees the load's jobs.
 func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byte, tmp string) (load *loadReport, runs *runReport, hooks *webhookReport, err error) {
-	err = withStack(ctx, root, tmp, func(clients *devstack.Stack) error {
+	err = withStack(ctx, root, "bench-", func(clients *devstack.Stack) error {
 		if load, err = measureLoad(ctx, tpl, clients); err != nil {
 			return err
 		}
@@ -108,10 +117,10 @@ func measureStack(ctx context.Context, root string, tpl *sam.Template, src []byt
 	return load, runs, hooks, err
 }
 
-// withStack starts DynamoDB Local and fauxqs, runs fn on clients of them
-// and stops them.
-func withStack(ctx context.Context, root, tmp string, fn func(*devstack.Stack) error) error {
-	stack, err := emulator.StartStack(ctx, emulator.StackOptions{RepoRoot: root, LogPrefix: "bench-"})
+// withStack starts DynamoDB Local, fauxqs and moto, their logs named by
+// logPrefix, runs fn on clients of them and stops them.
+func withStack(ctx context.Context, root, logPrefix string, fn func(*devstack.Stack) error) error {
+	stack, err := emulator.StartStack(ctx, emulator.StackOptions{RepoRoot: root, LogPrefix: logPrefix})
 	if err != nil {
 		return err
 	}
@@ -139,38 +148,31 @@ const (
 // calls of the same job item on the same table: the ceiling DynamoDB Local
 // puts on any write path here. No worker runs: the jobs stay queued.
 func measureLoad(ctx context.Context, tpl *sam.Template, local *devstack.Stack) (*loadReport, error) {
-	if err := local.Provision(ctx); err != nil {
-		return nil, err
-	}
-	// The template's other queues (the light jobs queue, the provider
-	// queue, their DLQs), whose URLs every function's environment names.
-	if err := local.ProvisionQueues(ctx, tpl); err != nil {
-		return nil, err
-	}
-	token, err := benchWorkspace(ctx, store.New(local.DynamoDB, local.Table), loadWorkspace, loadLimit)
-	if err != nil {
-		return nil, err
-	}
-	served, err := serveAPI(tpl, local)
+	served, token, err := serveBench(ctx, tpl, local, store.New(local.DynamoDB, local.Table), loadWorkspace, loadLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer served.close()
 
-	api := newAPIClient(served.url, token)
-	jobID, err := api.createJob(ctx)
+	// One kept-alive connection per client goroutine.
+	api := newRESTClient(served.url, token, startTimeout, loadClients)
+	body, err := api.createJob(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("first job through the API: %w", err)
 	}
-	put, err := newRawPut(ctx, local.DynamoDB, jobID)
+	id, err := jobID(body)
+	if err != nil {
+		return nil, fmt.Errorf("first job through the API: %w", err)
+	}
+	put, err := newRawPut(ctx, local.DynamoDB, id)
 	if err != nil {
 		return nil, err
 	}
 	rep := &loadReport{itemBytes: itemSize(put.item)}
 
 	fmt.Fprintf(os.Stderr, "bench: job creation through the API (%d clients)...\n", loadClients)
-	drive(ctx, loadClients, warmupRequests, loadDuration, api.call)
-	rep.api = drive(ctx, loadClients, loadRequests, loadDuration, api.call)
+	drive(ctx, loadClients, warmupRequests, loadDuration, api.createCall)
+	rep.api = drive(ctx, loadClients, loadRequests, loadDuration, api.createCall)
 
 	// As many calls as the API run made, from as many clients.
 	n := len(rep.api.lat) + len(rep.api.errs)
@@ -210,6 +212,45 @@ func benchWorkspace(ctx context.Context, s *store.Store, id string, limit int) (
 	return token, nil
 }
 
+// serveBench makes local's table, queues (the template's others too: the
+// light jobs queue, the provider queue, their DLQs, whose URLs every
+// function's environment names) and buckets, a workspace of the bench in st
+// with both slot limits at limit, and serves the API on them (serveAPI).
+// It returns the served API and the workspace's token.
+func serveBench(ctx context.Context, tpl *sam.Template, local *devstack.Stack, st *store.Store, workspace string, limit int) (*servedAPI, string, error) {
+	if err := local.Provision(ctx); err != nil {
+		return nil, "", err
+	}
+	if err := local.ProvisionQueues(ctx, tpl); err != nil {
+		return nil, "", err
+	}
+	token, err := benchWorkspace(ctx, st, workspace, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	served, err := serveAPI(tpl, local)
+	if err != nil {
+		return nil, "", err
+	}
+	return served, token, nil
+}
+
+// playTriggers plays the template's event sources (queues, stream,
+// schedule) into handlers with triggers.Start, as `make run` does, until the
+// returned stop, which waits for the invocations in flight.
+func playTriggers(ctx context.Context, tpl *sam.Template, handlers map[string]triggers.Handlers, o triggers.Options) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	runner, err := triggers.Start(ctx, tpl, handlers, o)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() {
+		cancel()
+		runner.Wait()
+	}, nil
+}
+
 // servedAPI is the local API on a loopback port, and the handlers of every
 // function of the template behind it.
 type servedAPI struct {
@@ -245,61 +286,20 @@ func serveAPI(tpl *sam.Template, local *devstack.Stack) (*servedAPI, error) {
 	return &servedAPI{url: baseURL, handlers: handlers, close: func() { _ = srv.Close() }}, nil
 }
 
-// apiClient creates jobs through the local API.
-type apiClient struct {
-	http  *http.Client
-	url   string
-	token string
+// createJob creates one job of the load's kind and returns the response
+// body; anything but 200 is an error.
+func (c *restClient) createJob(ctx context.Context) ([]byte, error) {
+	return c.do(ctx, http.MethodPost, generatePath, "application/json", []byte(generateBody), http.StatusOK)
 }
 
-func newAPIClient(baseURL, token string) *apiClient {
-	return &apiClient{
-		http: &http.Client{
-			Timeout: startTimeout,
-			// One kept-alive connection per client goroutine, and no proxy:
-			// the traffic stays on 127.0.0.1.
-			Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: loadClients},
-		},
-		url:   baseURL + generatePath,
-		token: token,
-	}
-}
-
-// post creates one job and returns the response body; anything but 200 is
-// an error.
-func (c *apiClient) post(ctx context.Context) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(generateBody))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
-	}
-	return body, nil
-}
-
-func (c *apiClient) call(ctx context.Context) error {
-	_, err := c.post(ctx)
+// createCall is createJob as a load's call.
+func (c *restClient) createCall(ctx context.Context) error {
+	_, err := c.createJob(ctx)
 	return err
 }
 
-// createJob creates one job and returns its id.
-func (c *apiClient) createJob(ctx context.Context) (string, error) {
-	body, err := c.post(ctx)
-	if err != nil {
-		return "", err
-	}
+// jobID is the job_id of a creation's answer.
+func jobID(body []byte) (string, error) {
 	var rec struct {
 		ID string `json:"job_id"`
 	}

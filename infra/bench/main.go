@@ -61,11 +61,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -109,30 +111,53 @@ type soakOptions struct {
 	only bool
 }
 
-func main() {
-	enhanceOnly := len(os.Args) > 1 && os.Args[1] == "enhance"
-	startsOnly := len(os.Args) > 1 && os.Args[1] == "starts"
-	creationOnly := len(os.Args) > 1 && os.Args[1] == "creation"
-	costOnly := len(os.Args) > 1 && os.Args[1] == "cost"
-	var so soakOptions
-	if !enhanceOnly && !startsOnly && !creationOnly && !costOnly {
-		flag.DurationVar(&so.d, "soak", defaultSoakFor, "how long the soak sends its fixed rate of requests to make run's runner (0: no soak)")
-		flag.IntVar(&so.rate, "soak-rate", defaultSoakRate, "the soak's requests per second")
-		flag.BoolVar(&so.only, "soak-only", false, "run the soak alone")
-		flag.Usage = func() {
-			fmt.Fprintln(flag.CommandLine.Output(), `usage: bench [flags]   every measure, one table (make bench)
+// subcommands run one part of the bench alone; without one, every measure
+// runs and the soak's flags apply.
+var subcommands = []string{"enhance", "starts", "creation", "cost"}
+
+// errSoakFlags: the soak's flags are out of range.
+var errSoakFlags = errors.New("-soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
+
+// parseArgs reads the command line (without the program's name): a
+// subcommand, which takes no flags, or the soak's flags. A flag it cannot
+// parse is reported to stderr with the usage (flag.ErrHelp for -h).
+func parseArgs(args []string, stderr io.Writer) (sub string, so soakOptions, err error) {
+	if len(args) > 0 && slices.Contains(subcommands, args[0]) {
+		return args[0], so, nil
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&so.d, "soak", defaultSoakFor, "how long the soak sends its fixed rate of requests to make run's runner (0: no soak)")
+	fs.IntVar(&so.rate, "soak-rate", defaultSoakRate, "the soak's requests per second")
+	fs.BoolVar(&so.only, "soak-only", false, "run the soak alone")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `usage: bench [flags]   every measure, one table (make bench)
        bench enhance    the enhance engine against libvips
        bench starts     binary sizes and cold starts
        bench creation   job creation through the local API, and DynamoDB Local's ceiling
        bench cost       job runs, webhooks and the cost of a million jobs (DynamoDB by Local's count and by AWS's rules)
 flags:`)
-			flag.PrintDefaults()
-		}
-		flag.Parse()
-		if so.d < 0 || so.rate < 1 || so.rate > 1000 || (so.only && so.d == 0) {
-			fmt.Fprintln(os.Stderr, "bench: -soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
-			os.Exit(2)
-		}
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return "", so, err
+	}
+	if so.d < 0 || so.rate < 1 || so.rate > 1000 || (so.only && so.d == 0) {
+		return "", so, errSoakFlags
+	}
+	return "", so, nil
+}
+
+func main() {
+	sub, so, err := parseArgs(os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, errSoakFlags):
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	case err != nil:
+		os.Exit(2) // the flag package said why, with the usage
 	}
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
 		// What the bench process itself spends (the local API, the worker,
@@ -149,15 +174,15 @@ flags:`)
 	}
 	begin := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := inWorkdir(func(root, tmp string) error {
+	err = inWorkdir(func(root, tmp string) error {
 		switch {
-		case enhanceOnly:
+		case sub == "enhance":
 			return runEnhance(root, tmp)
-		case startsOnly:
+		case sub == "starts":
 			return runStarts(root, tmp)
-		case creationOnly:
+		case sub == "creation":
 			return runCreation(ctx, root, tmp)
-		case costOnly:
+		case sub == "cost":
 			return runCost(ctx, root, tmp, begin)
 		case so.only:
 			return runSoakOnly(ctx, root, tmp, begin, so)
@@ -190,27 +215,13 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 	// Other work on the machine skews every number here: say how busy it was.
 	loadBefore := loadAverage()
 
-	ts, err := targets(root)
+	// Cold starts run before the emulators start, so that nothing of ours
+	// competes with them for the CPUs.
+	ts, size, cold, err := measureStarts(root, tmp)
 	if err != nil {
 		return err
 	}
 	host := runtime.GOOS + "/" + runtime.GOARCH
-	fmt.Fprintf(os.Stderr, "bench: building %d binaries for linux/arm64 and %s...\n", len(ts), host)
-	deployed, hostBins, err := buildAll(root, tmp, ts)
-	if err != nil {
-		return err
-	}
-	size, err := sizes(deployed)
-	if err != nil {
-		return err
-	}
-	// Cold starts run before the emulators start, so that nothing of ours
-	// competes with them for the CPUs.
-	fmt.Fprintf(os.Stderr, "bench: %d cold starts per binary...\n", coldRuns)
-	cold, err := measureColdStarts(root, ts, hostBins, coldRuns)
-	if err != nil {
-		return err
-	}
 	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
 	if err != nil {
 		return err
@@ -277,22 +288,6 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 	return nil
 }
 
-// workerMemoryMB is the MemorySize template.yaml gives the function that
-// plays the jobs queue (the worker), or 0 if none does.
-func workerMemoryMB(tpl *sam.Template) int {
-	for _, f := range tpl.Functions() {
-		for name, ev := range f.Events {
-			if ev.Type != sam.EventSQS {
-				continue
-			}
-			if q, err := f.SQSEvent(name); err == nil && q.Queue == "JobsQueue" {
-				return f.MemorySize
-			}
-		}
-	}
-	return 0
-}
-
 // loadAverage is the machine's 1-minute load average (Linux), or "n/a".
 func loadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -309,19 +304,7 @@ func loadAverage() string {
 // runStarts is `go run ./infra/bench starts`: the binaries' sizes and cold
 // starts alone.
 func runStarts(root, tmp string) error {
-	ts, err := targets(root)
-	if err != nil {
-		return err
-	}
-	deployed, hostBins, err := buildAll(root, tmp, ts)
-	if err != nil {
-		return err
-	}
-	size, err := sizes(deployed)
-	if err != nil {
-		return err
-	}
-	cold, err := measureColdStarts(root, ts, hostBins, coldRuns)
+	ts, size, cold, err := measureStarts(root, tmp)
 	if err != nil {
 		return err
 	}
@@ -335,6 +318,31 @@ func runStarts(root, tmp string) error {
 		return errors.New("some checks failed (see the table)")
 	}
 	return nil
+}
+
+// measureStarts builds every function and bare for linux/arm64 (and this
+// host, to run them), and measures the deployed binaries' sizes and, on this
+// host, their cold starts.
+func measureStarts(root, tmp string) ([]target, map[string]int64, map[string]*coldStats, error) {
+	ts, err := targets(root)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fmt.Fprintf(os.Stderr, "bench: building %d binaries for linux/arm64 and %s/%s...\n", len(ts), runtime.GOOS, runtime.GOARCH)
+	deployed, hostBins, err := buildAll(root, tmp, ts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	size, err := sizes(deployed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fmt.Fprintf(os.Stderr, "bench: %d cold starts per binary...\n", coldRuns)
+	cold, err := measureColdStarts(root, ts, hostBins, coldRuns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ts, size, cold, nil
 }
 
 // runEnhance is `go run ./infra/bench enhance`: the engine against libvips
@@ -360,7 +368,7 @@ func runCreation(ctx context.Context, root, tmp string) error {
 	}
 	before := loadAverage()
 	var load *loadReport
-	err = withStack(ctx, root, tmp, func(clients *devstack.Stack) error {
+	err = withStack(ctx, root, "bench-", func(clients *devstack.Stack) error {
 		load, err = measureLoad(ctx, tpl, clients)
 		return err
 	})
@@ -394,7 +402,7 @@ func runCost(ctx context.Context, root, tmp string, begin time.Time) error {
 	video, videoErr := videoRunTime(ctx)
 	var runs *runReport
 	var hooks *webhookReport
-	err = withStack(ctx, root, tmp, func(clients *devstack.Stack) error {
+	err = withStack(ctx, root, "bench-", func(clients *devstack.Stack) error {
 		if runs, err = measureRuns(ctx, tpl, clients, src); err != nil {
 			return err
 		}
@@ -430,7 +438,7 @@ func enhanceSection(root, tmp string) (*table, bool, []enhanceResult, error) {
 	if err != nil {
 		return nil, false, nil, err
 	}
-	t, failed := enhanceTable(results, vipsErr, before, loadAverage(), workerMemoryMB(tpl))
+	t, failed := enhanceTable(results, vipsErr, before, loadAverage(), workerMemory(tpl, "JobsQueue"))
 	return t, failed, results, nil
 }
 

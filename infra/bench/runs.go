@@ -123,18 +123,8 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	local.FunctionAPIOptions = append([]func(*middleware.Stack) error{marks.claimed.firstStatusWrite, marks.trace.middleware}, m.apiOptions()...)
 	local.Table, local.JobsQueue = "genjobs-bench-runs", "genjobs-bench-runs-jobs"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-runs-results", "genjobs-bench-runs-assets"
-	if err := local.Provision(ctx); err != nil {
-		return nil, err
-	}
-	if err := local.ProvisionQueues(ctx, tpl); err != nil {
-		return nil, err
-	}
 	st := store.New(clients.DynamoDB, local.Table)
-	token, err := benchWorkspace(ctx, st, runsWorkspace, runsLimit)
-	if err != nil {
-		return nil, err
-	}
-	served, err := serveAPI(tpl, local)
+	served, token, err := serveBench(ctx, tpl, local, st, runsWorkspace, runsLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -143,27 +133,22 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	sweep := unmeterSweeper(served.handlers)
 	for id, h := range served.handlers {
 		if h.SQS != nil {
-			h.SQS = marks.delivered.onDelivery(h.SQS, &marks.trace, id)
+			h.SQS = traced(&marks.trace, id, marks.delivered.onDelivery(h.SQS))
 			if id == "WorkerFunction" || id == "LightWorkerFunction" {
-				h.SQS = worker.wrap(h.SQS)
+				h.SQS = timedBy(worker, h.SQS)
 			}
 			served.handlers[id] = h
 		}
 	}
-	triggerCtx, stopTriggers := context.WithCancel(ctx)
 	o := local.TriggerOptions()
 	o.ScheduleEvery, o.Log = triggers.DefaultScheduleEvery, slog.New(slog.DiscardHandler)
-	runner, err := triggers.Start(triggerCtx, tpl, served.handlers, o)
+	stopTriggers, err := playTriggers(ctx, tpl, served.handlers, o)
 	if err != nil {
-		stopTriggers()
 		return nil, err
 	}
-	defer func() {
-		stopTriggers()
-		runner.Wait() // invocations in flight end first
-	}()
+	defer stopTriggers()
 
-	c := newRESTClient(served.url, token)
+	c := newRESTClient(served.url, token, 30*time.Second, 2*runInFlight)
 	assetURL, err := c.uploadPNG(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("upload the source photo: %w", err)
@@ -373,11 +358,9 @@ func (s *stamps) get(id string) (time.Time, bool) {
 
 // onDelivery wraps an SQS handler: it notes when each job's message first
 // reached the function, the end of the queue's delivery.
-func (s *stamps) onDelivery(h triggers.SQSHandler, tr *tracer, function string) triggers.SQSHandler {
+func (s *stamps) onDelivery(h triggers.SQSHandler) triggers.SQSHandler {
 	return func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
 		now := time.Now()
-		tr.mark(function+" invoked", now)
-		defer func() { tr.mark(function+" returned", time.Now()) }()
 		for _, r := range e.Records {
 			var m queue.Message
 			if json.Unmarshal([]byte(r.Body), &m) == nil && m.JobID != "" {
@@ -443,9 +426,11 @@ type restClient struct {
 	token string
 }
 
-func newRESTClient(baseURL, token string) *restClient {
+// newRESTClient keeps up to idle connections open; no proxy: the traffic
+// stays on 127.0.0.1.
+func newRESTClient(baseURL, token string, timeout time.Duration, idle int) *restClient {
 	return &restClient{
-		http:  &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2 * runInFlight}},
+		http:  &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: idle}},
 		base:  baseURL,
 		token: token,
 	}

@@ -192,26 +192,9 @@ func measureSoak(ctx context.Context, root, tmp string, d time.Duration, rate in
 		}
 		wg.Go(func() {
 			defer func() { <-inFlight }()
-			var method, path, body string
-			switch kind {
-			case "create":
-				b := soakBodies[(n/len(soakMix))%len(soakBodies)]
-				method, path, body = http.MethodPost, b.path, b.body
-			case "list":
-				method, path = http.MethodGet, "/jobs?limit=20"
-			default:
-				mu.Lock()
-				id := ""
-				if len(jobs) > 0 {
-					id = jobs[(n*7919)%len(jobs)]
-				}
-				mu.Unlock()
-				if id == "" {
-					method, path = http.MethodGet, "/jobs?limit=1"
-				} else {
-					method, path = http.MethodGet, "/jobs/"+id
-				}
-			}
+			mu.Lock()
+			method, path, body := soakRequest(n, jobs)
+			mu.Unlock()
 			a, respBody := soakCall(ctx, client, method, api+path, token, body)
 			a.kind = kind
 			mu.Lock()
@@ -253,6 +236,23 @@ func measureSoak(ctx context.Context, root, tmp string, d time.Duration, rate in
 		}
 	}
 	return rep
+}
+
+// soakRequest is request n of the soak, of kind soakMix[n % len]: a
+// creation (the models of soakBodies in turn), a list, or a read of one of
+// the jobs created so far (GET /jobs?limit=1 while there is none).
+func soakRequest(n int, jobs []string) (method, path, body string) {
+	switch soakMix[n%len(soakMix)] {
+	case "create":
+		b := soakBodies[(n/len(soakMix))%len(soakBodies)]
+		return http.MethodPost, b.path, b.body
+	case "list":
+		return http.MethodGet, "/jobs?limit=20", ""
+	}
+	if len(jobs) == 0 {
+		return http.MethodGet, "/jobs?limit=1", ""
+	}
+	return http.MethodGet, "/jobs/" + jobs[(n*7919)%len(jobs)], ""
 }
 
 func soakCall(ctx context.Context, client *http.Client, method, url, token, body string) (soakAnswer, []byte) {
@@ -338,19 +338,30 @@ func emulatorPids(parent int) map[string]int {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
+		if comm, ppid, ok := parseStat(string(b)); ok && ppid == parent {
+			out[comm] = pid
 		}
-		fields := strings.Fields(s[end+1:])
-		if len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
-			continue
-		}
-		out[s[open+1:end]] = pid
 	}
 	return out
+}
+
+// parseStat reads a process's command name and parent's pid from its
+// /proc/<pid>/stat: "pid (comm) state ppid ...", where comm may hold spaces
+// and parentheses, so the fields are split after the last ')'.
+func parseStat(stat string) (comm string, ppid int, ok bool) {
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	fields := strings.Fields(stat[end+1:])
+	if len(fields) < 2 {
+		return "", 0, false
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return "", 0, false
+	}
+	return stat[open+1 : end], ppid, true
 }
 
 // rss is a process's resident set size in bytes (VmRSS), 0 if unknown.
@@ -362,7 +373,13 @@ func rss(pid int) int64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return vmRSS(string(b))
+}
+
+// vmRSS reads the VmRSS line of a /proc/<pid>/status in bytes, 0 if there
+// is none.
+func vmRSS(status string) int64 {
+	for _, line := range strings.Split(status, "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err == nil {

@@ -17,7 +17,6 @@ import (
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/sam"
 	"genjobs/internal/auth"
-	"genjobs/internal/emulator"
 	"genjobs/internal/store"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
@@ -96,19 +95,17 @@ func benchStyle(i int, base time.Time) (st style.Style, visible bool) {
 
 // measureStylesStack starts emulators of its own (measureStack stops its
 // pair when it returns) and measures the style listing on them.
-func measureStylesStack(ctx context.Context, root string, tpl *sam.Template) (*stylesReport, error) {
-	stack, err := emulator.StartStack(ctx, emulator.StackOptions{RepoRoot: root, LogPrefix: "bench-styles-"})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := stack.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-		}
-	}()
-	local := devstack.New(emulator.DynamoDBClient(stack.DynamoDB.Endpoint()),
-		emulator.SQSClient(stack.Fauxqs.Endpoint()), emulator.S3Client(stack.Fauxqs.Endpoint()), "")
-	local.UseMoto(stack.Moto.Endpoint())
+func measureStylesStack(ctx context.Context, root string, tpl *sam.Template) (rep *stylesReport, err error) {
+	err = withStack(ctx, root, "bench-styles-", func(clients *devstack.Stack) error {
+		rep, err = measureStyles(ctx, tpl, clients)
+		return err
+	})
+	return rep, err
+}
+
+// measureStyles stores the styles on a table of their own, serves the API
+// and measures the style listing through it.
+func measureStyles(ctx context.Context, tpl *sam.Template, local *devstack.Stack) (*stylesReport, error) {
 	local.Table, local.JobsQueue = "genjobs-bench-styles", "genjobs-bench-styles-jobs"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-styles-results", "genjobs-bench-styles-assets"
 	if err := local.Provision(ctx); err != nil {
@@ -243,36 +240,19 @@ func (c *stylesClient) page(ctx context.Context, cursor string) (ids []string, n
 }
 
 // drive makes n requests (or runs for d) from stylesClients goroutines,
-// each walking the pages from the first to the last and over again.
+// each walking the pages from the first to the last and over again (from
+// the first again after a failed page).
 func (c *stylesClient) drive(ctx context.Context, n int, d time.Duration) loadStats {
-	var issued atomic.Int64
-	deadline := time.Now().Add(d)
-	per := make([]loadStats, stylesClients)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range per {
-		wg.Go(func() {
-			cursor := ""
-			for issued.Add(1) <= int64(n) && time.Now().Before(deadline) && ctx.Err() == nil {
-				t := time.Now()
-				_, next, err := c.page(ctx, cursor)
-				if err != nil {
-					per[w].errs = append(per[w].errs, err.Error())
-					cursor = ""
-					continue
-				}
-				per[w].lat = append(per[w].lat, time.Since(t))
-				cursor = next
-			}
-		})
+	calls := make([]func(context.Context) error, stylesClients)
+	for w := range calls {
+		cursor := ""
+		calls[w] = func(ctx context.Context) error {
+			_, next, err := c.page(ctx, cursor)
+			cursor = next // "" after an error
+			return err
+		}
 	}
-	wg.Wait()
-	all := loadStats{elapsed: time.Since(start)}
-	for _, s := range per {
-		all.lat = append(all.lat, s.lat...)
-		all.errs = append(all.errs, s.errs...)
-	}
-	return all
+	return driveEach(ctx, n, d, calls)
 }
 
 // checkWalk walks every page once and checks that it shows each visible

@@ -84,4 +84,14 @@ func (t *tracer) print(w io.Writer, title string, origin time.Time) {
 	}
 }
 
+// traced wraps an event handler (an SQS or a stream handler) so that t
+// marks when each invocation of function began and returned.
+func traced[E, R any](t *tracer, function string, h func(context.Context, E) (R, error)) func(context.Context, E) (R, error) {
+	return func(ctx context.Context, e E) (R, error) {
+		t.mark(function+" invoked", time.Now())
+		defer func() { t.mark(function+" returned", time.Now()) }()
+		return h(ctx, e)
+	}
+}
+
 func ms64(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -13,13 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/sam"
-	"genjobs/infra/local/triggers"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 )
@@ -62,17 +60,8 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 			o.APIOptions = append(slices.Clone(o.APIOptions), tr.middleware)
 		})
 	}
-	if err := local.Provision(ctx); err != nil {
-		return nil, err
-	}
-	if err := local.ProvisionQueues(ctx, tpl); err != nil {
-		return nil, err
-	}
 	st := store.New(clients.DynamoDB, local.Table)
-	if _, err := benchWorkspace(ctx, st, webhookWorkspace, webhookJobs+10); err != nil {
-		return nil, err
-	}
-	served, err := serveAPI(tpl, local)
+	served, _, err := serveBench(ctx, tpl, local, st, webhookWorkspace, webhookJobs+10)
 	if err != nil {
 		return nil, err
 	}
@@ -82,36 +71,19 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 	for id, h := range served.handlers {
 		switch {
 		case h.Stream != nil:
-			h.Stream = notifier.wrapStream(h.Stream)
-			inner := h.Stream
-			h.Stream = func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-				tr.mark(id+" invoked", time.Now())
-				defer func() { tr.mark(id+" returned", time.Now()) }()
-				return inner(ctx, e)
-			}
+			h.Stream = traced(&tr, id, timedBy(notifier, h.Stream))
 		case id == "DelivererFunction":
-			h.SQS = deliverer.wrap(h.SQS)
-			inner := h.SQS
-			h.SQS = func(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
-				tr.mark(id+" invoked", time.Now())
-				defer func() { tr.mark(id+" returned", time.Now()) }()
-				return inner(ctx, e)
-			}
+			h.SQS = traced(&tr, id, timedBy(deliverer, h.SQS))
 		}
 		served.handlers[id] = h
 	}
-	triggerCtx, stopTriggers := context.WithCancel(ctx)
 	o := local.TriggerOptions()
 	o.Log = slog.New(slog.DiscardHandler)
-	runner, err := triggers.Start(triggerCtx, tpl, served.handlers, o)
+	stopTriggers, err := playTriggers(ctx, tpl, served.handlers, o)
 	if err != nil {
-		stopTriggers()
 		return nil, err
 	}
-	defer func() {
-		stopTriggers()
-		runner.Wait()
-	}()
+	defer stopTriggers()
 
 	var mu sync.Mutex
 	arrived := map[string]chan time.Time{}
