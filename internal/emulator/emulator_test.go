@@ -155,28 +155,8 @@ func TestDynamoDBLocal(t *testing.T) {
 	t.Logf("DynamoDB Local ready at %s in %s", p.Endpoint(), time.Since(begin).Round(time.Millisecond))
 	defer p.Stop()
 
-	db := DynamoDBClient(p.Endpoint())
-	table := aws.String("emulator_test")
-	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            table,
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-	}); err != nil {
+	if err := CheckDynamoDB(ctx, DynamoDBClient(p.Endpoint()), "emulator_test"); err != nil {
 		t.Fatal(err)
-	}
-	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "job-1"}}
-	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: map[string]types.AttributeValue{
-		"pk": key["pk"], "status": &types.AttributeValueMemberS{Value: "queued"},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: table, Key: key, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s, ok := out.Item["status"].(*types.AttributeValueMemberS); !ok || s.Value != "queued" {
-		t.Fatalf("GetItem = %v", out.Item)
 	}
 
 	if err := p.Stop(); err != nil {

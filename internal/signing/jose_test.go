@@ -13,11 +13,8 @@ import (
 	"time"
 
 	"genjobs/internal/signing"
+	"genjobs/internal/testenv"
 )
-
-// joseInstall is what installs the independent verifier; `make test` runs
-// it before the Go tests.
-const joseInstall = "cd internal/signing/testdata && npm ci --no-audit --no-fund --silent"
 
 // joseCase is one token for both verifiers, and the outcome both must reach.
 type joseCase struct {
@@ -45,7 +42,7 @@ type joseResult struct {
 // r or s among them, and the tokens a receiver must refuse. It also
 // recomputes every kid as an RFC 7638 thumbprint.
 func TestJoseVerifies(t *testing.T) {
-	node := joseReady(t)
+	node := testenv.NodePackage(t, "testdata", "jose", "the independent JOSE check")
 
 	client, _ := motoKMS(t)
 	cur := signing.NewKMS(client, newKey(t))
@@ -162,36 +159,6 @@ func flip(s string) string {
 		return "B" + s[1:]
 	}
 	return "A" + s[1:]
-}
-
-// joseReady returns the node binary, failing (never skipping) with what to
-// run when node or the pinned jose is missing.
-func joseReady(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not installed; the independent JOSE check needs Node.js 20 and then: %s", joseInstall)
-	}
-	var lock struct {
-		Packages map[string]struct{ Version string } `json:"packages"`
-	}
-	var installed struct{ Version string }
-	lb, err := os.ReadFile(filepath.Join("testdata", "package-lock.json"))
-	if err == nil {
-		err = json.Unmarshal(lb, &lock)
-	}
-	if err != nil {
-		t.Fatalf("testdata/package-lock.json: %v", err)
-	}
-	ib, err := os.ReadFile(filepath.Join("testdata", "node_modules", "jose", "package.json"))
-	if err == nil {
-		err = json.Unmarshal(ib, &installed)
-	}
-	want := lock.Packages["node_modules/jose"].Version
-	if err != nil || installed.Version != want {
-		t.Fatalf("jose %s is not installed (found %q, %v); run: %s", want, installed.Version, err, joseInstall)
-	}
-	return node
 }
 
 type joseOutput struct {

@@ -100,55 +100,52 @@ func SQSEndpoint() string { return endpoints.sqs }
 // Secrets Manager).
 func MotoEndpoint() string { return endpoints.moto }
 
-func mustHaveMain(t testing.TB) {
+// endpoint is e, an emulator's endpoint Main set, failing a test whose
+// package does not run under Main.
+func endpoint(t testing.TB, e string) string {
 	t.Helper()
 	if endpoints.dynamodb == "" || endpoints.sqs == "" || endpoints.moto == "" {
 		t.Fatal("testenv: no emulators; the package needs func TestMain(m *testing.M) { testenv.Main(m) }")
 	}
+	return e
 }
 
 // DynamoDB returns a client for the tests' DynamoDB Local.
 func DynamoDB(t testing.TB) *dynamodb.Client {
 	t.Helper()
-	mustHaveMain(t)
-	return emulator.DynamoDBClient(endpoints.dynamodb)
+	return emulator.DynamoDBClient(endpoint(t, endpoints.dynamodb))
 }
 
 // DynamoDBStreams returns a client for the streams of the tests' DynamoDB
 // Local.
 func DynamoDBStreams(t testing.TB) *dynamodbstreams.Client {
 	t.Helper()
-	mustHaveMain(t)
-	return emulator.DynamoDBStreamsClient(endpoints.dynamodb)
+	return emulator.DynamoDBStreamsClient(endpoint(t, endpoints.dynamodb))
 }
 
 // SQS returns a client for the tests' fauxqs.
 func SQS(t testing.TB) *sqs.Client {
 	t.Helper()
-	mustHaveMain(t)
-	return emulator.SQSClient(endpoints.sqs)
+	return emulator.SQSClient(endpoint(t, endpoints.sqs))
 }
 
 // S3 returns a client for the tests' fauxqs S3 (path-style, same endpoint
 // as SQS).
 func S3(t testing.TB) *s3.Client {
 	t.Helper()
-	mustHaveMain(t)
-	return emulator.S3Client(endpoints.sqs)
+	return emulator.S3Client(endpoint(t, endpoints.sqs))
 }
 
 // KMS returns a client for the tests' moto KMS.
 func KMS(t testing.TB) *kms.Client {
 	t.Helper()
-	mustHaveMain(t)
-	return emulator.KMSClient(endpoints.moto)
+	return emulator.KMSClient(endpoint(t, endpoints.moto))
 }
 
 // SecretsManager returns a client for the tests' moto Secrets Manager.
 func SecretsManager(t testing.TB) *secretsmanager.Client {
 	t.Helper()
-	mustHaveMain(t)
-	return emulator.SecretsManagerClient(endpoints.moto)
+	return emulator.SecretsManagerClient(endpoint(t, endpoints.moto))
 }
 
 // UniqueName returns a fresh name for a table or queue of this test:

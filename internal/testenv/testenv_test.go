@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"genjobs/internal/emulator"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -45,29 +45,8 @@ func TestUniqueName(t *testing.T) {
 }
 
 func TestDynamoDBLocal(t *testing.T) {
-	ctx := context.Background()
-	db := DynamoDB(t)
-	table := aws.String(UniqueName(t, "jobs"))
-	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            table,
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-	}); err != nil {
+	if err := emulator.CheckDynamoDB(context.Background(), DynamoDB(t), UniqueName(t, "jobs")); err != nil {
 		t.Fatal(err)
-	}
-	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "job-1"}}
-	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: map[string]types.AttributeValue{
-		"pk": key["pk"], "n": &types.AttributeValueMemberN{Value: "42"},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: table, Key: key, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, ok := out.Item["n"].(*types.AttributeValueMemberN); !ok || n.Value != "42" {
-		t.Fatalf("GetItem = %v", out.Item)
 	}
 }
 

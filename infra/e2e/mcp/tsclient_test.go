@@ -6,51 +6,19 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"genjobs/infra/local/devstack/devstacktest"
+	"genjobs/internal/testenv"
 )
-
-const sdkInstall = "cd infra/e2e/mcp/testdata && npm ci --no-audit --no-fund --silent"
-
-// sdkReady returns the node binary, failing (never skipping) with what to
-// run when node or the pinned TypeScript SDK is missing.
-func sdkReady(t *testing.T) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not installed; the independent MCP client needs Node.js 20 and then: %s", sdkInstall)
-	}
-	var lock struct {
-		Packages map[string]struct{ Version string } `json:"packages"`
-	}
-	var installed struct{ Version string }
-	lb, err := os.ReadFile(filepath.Join("testdata", "package-lock.json"))
-	if err == nil {
-		err = json.Unmarshal(lb, &lock)
-	}
-	if err != nil {
-		t.Fatalf("testdata/package-lock.json: %v", err)
-	}
-	ib, err := os.ReadFile(filepath.Join("testdata", "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	if err == nil {
-		err = json.Unmarshal(ib, &installed)
-	}
-	want := lock.Packages["node_modules/@modelcontextprotocol/sdk"].Version
-	if err != nil || installed.Version != want {
-		t.Fatalf("@modelcontextprotocol/sdk %s is not installed (found %q, %v); run: %s", want, installed.Version, err, sdkInstall)
-	}
-	return node
-}
 
 // The protocol's own TypeScript SDK, a client written apart from ours,
 // lists the tools, creates an image job waiting for it within the call,
 // downloads its result link and lists the jobs, over 127.0.0.1.
 func TestTheTypeScriptSDKClient(t *testing.T) {
-	node := sdkReady(t)
+	node := testenv.NodePackage(t, "testdata", "@modelcontextprotocol/sdk", "the independent MCP client")
 	s := devstacktest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/app"
@@ -42,23 +43,7 @@ func stackWith(t *testing.T, opts ...func(*devstack.Stack)) (*devstack.Stack, ma
 	t.Helper()
 	ctx := context.Background()
 	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), "http://127.0.0.1:3000")
-	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
-	local.DeliveriesQueue = testenv.UniqueName(t, "dlv")
-	local.UseMoto(testenv.MotoEndpoint())
-	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
-	for _, o := range opts {
-		o(local)
-	}
-	if err := local.Provision(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := local.ProvisionQueues(ctx, tpl); err != nil {
-		t.Fatal(err)
-	}
+	tpl := devstacktest.Provision(t, local, opts...)
 	s := store.New(local.DynamoDB, local.Table)
 	token, err := devstack.SeedDemo(ctx, s, filepath.Join(t.TempDir(), "demo-token"))
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,12 +18,11 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
+	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/infra/local/sam"
 	"genjobs/infra/local/triggers"
-	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/emulator"
-	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 )
@@ -134,20 +132,12 @@ func startFaultStack(t *testing.T) *faultStack {
 		}
 	})
 	f.local, f.store = local, store.New(local.DynamoDB, local.Table)
-	if f.token, err = faultWorkspaceToken(ctx, f.store); err != nil {
-		t.Fatal(err)
-	}
-	hs, err := local.Functions(tpl, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := apigw.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gw)
-	t.Cleanup(srv.Close)
-	f.api = srv.URL
+	// Funded for every job the test creates, with room for them
+	// (backlogs past 10 running jobs).
+	f.token = devstacktest.Workspace(t, f.store, faultWorkspace, 1000*billing.USD, 500, 10)
+	ln := devstacktest.Listen(t)
+	devstacktest.Serve(t, ln, local, tpl, log)
+	f.api = "http://" + ln.Addr().String()
 	f.bounds = map[string]time.Duration{}
 	timeouts := map[string]time.Duration{}
 	for _, fn := range tpl.Functions() {
@@ -156,31 +146,7 @@ func startFaultStack(t *testing.T) *faultStack {
 	for _, r := range tpl.Routes() {
 		f.bounds[r.Key()] = timeouts[r.Function] + faultAnswerSlack
 	}
-	trCtx, stopTriggers := context.WithCancel(context.Background())
-	o := local.TriggerOptions()
-	o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Second, log
-	runner, err := triggers.Start(trCtx, tpl, hs, o)
-	if err != nil {
-		stopTriggers()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopTriggers(); runner.Wait() })
 	return f
-}
-
-// faultWorkspaceToken makes the load's workspace: funded for every job the
-// test creates, with room for them (backlogs past 10 running jobs).
-func faultWorkspaceToken(ctx context.Context, s *store.Store) (string, error) {
-	now := time.Now()
-	if err := s.CreateWorkspace(ctx, auth.Workspace{ID: faultWorkspace, Name: "Faults", APIEnabled: true,
-		MaxConcurrent: 500, MaxRunning: 10, CreatedAt: now}); err != nil {
-		return "", err
-	}
-	if _, err := s.TopUp(ctx, faultWorkspace, "pay_faults", 1000*billing.USD, now); err != nil {
-		return "", err
-	}
-	token, hash := auth.NewToken()
-	return token, s.CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: faultWorkspace, Name: "faults", Hash: hash, CreatedAt: now})
 }
 
 // kill SIGKILLs an emulator and returns when its supervisor has it running

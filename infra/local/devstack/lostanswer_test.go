@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -20,12 +19,10 @@ import (
 	"time"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/infra/local/sam"
-	"genjobs/infra/local/triggers"
+	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/emulator"
-	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/job"
 	"genjobs/internal/provider/providertest"
 	"genjobs/internal/store"
@@ -152,26 +149,15 @@ func TestLostAnswers(t *testing.T) {
 		%q: {"provider": "replicate", "base_url": %q, "model": "acme/video", "input": {"prompt": "prompt"}, "secret": "replicate"}}`,
 		lostInstantPath, instant.URL, lostRunningPath, running.URL)
 	local.Secrets = devstack.ProviderSecrets{"replicate": json.RawMessage(fmt.Sprintf(`{"token": %q, "webhook_secret": %q}`, instant.Token, instant.WebhookSecret))}
-	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
-	local.DeliveriesQueue = testenv.UniqueName(t, "dlv")
-	local.UseMoto(testenv.MotoEndpoint())
-	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
 	local.Env = map[string]string{
 		"WORKER_LEASE": lostLease.String(), "SWEEPER_REQUEUE_AFTER": lostRequeue.String(),
 		"WEBHOOK_SCHEDULE": "1s,2s,3s,4s,5s,6s,7s,8s,9s",
 	}
-	if err := local.Provision(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := sam.Load(filepath.Join(repo, "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := local.ProvisionQueues(ctx, tpl); err != nil {
-		t.Fatal(err)
-	}
+	tpl := devstacktest.Provision(t, local)
 	direct := store.New(testenv.DynamoDB(t), local.Table) // the checks read past the proxy
-	token := lostWorkspaceToken(t, direct)
+	// Funded, and with few running slots so that jobs wait in the backlog
+	// and get promoted.
+	token := devstacktest.Workspace(t, direct, lostWorkspace, 1000*billing.USD, 500, 3)
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	t.Cleanup(func() {
@@ -179,28 +165,11 @@ func TestLostAnswers(t *testing.T) {
 			t.Logf("the stack's warnings and errors (last 40 lines):\n%s", logs.tail(40))
 		}
 	})
-	hs, err := local.Functions(tpl, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := apigw.New(tpl.Routes(), triggers.HTTP(tpl, hs), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(gw)
-	t.Cleanup(api.Close)
-	trCtx, stop := context.WithCancel(context.Background())
-	o := local.TriggerOptions()
-	o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Second, log
-	runner, err := triggers.Start(trCtx, tpl, hs, o)
-	if err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop(); runner.Wait() })
+	ln := devstacktest.Listen(t)
+	devstacktest.Serve(t, ln, local, tpl, log)
 
 	recv := newHookReceiver(t)
-	jobs := lostLoad(t, api.URL, token, recv.url)
+	jobs := lostLoad(t, "http://"+ln.Addr().String(), token, recv.url)
 	if len(jobs) == 0 {
 		t.Fatal("no job was created")
 	}
@@ -298,25 +267,6 @@ func TestLostAnswers(t *testing.T) {
 	}
 	t.Logf("outcomes: %d jobs (%s); slowest queued-to-completed %s; webhooks: %d POSTs for %d jobs (%d duplicates, which receivers drop by X-Service-Webhook-Id)",
 		len(jobs), outcomeCounts(outcomes), slowest.Round(time.Millisecond), recv.total(), len(jobs), recv.total()-recv.distinct())
-}
-
-// lostWorkspaceToken makes the load's workspace: funded, and with few
-// running slots so that jobs wait in the backlog and get promoted.
-func lostWorkspaceToken(t *testing.T, s *store.Store) string {
-	t.Helper()
-	ctx, now := context.Background(), time.Now()
-	if err := s.CreateWorkspace(ctx, auth.Workspace{ID: lostWorkspace, Name: "Lost", APIEnabled: true,
-		MaxConcurrent: 500, MaxRunning: 3, CreatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.TopUp(ctx, lostWorkspace, "pay_lost", 1000*billing.USD, now); err != nil {
-		t.Fatal(err)
-	}
-	token, hash := auth.NewToken()
-	if err := s.CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: lostWorkspace, Name: "lost", Hash: hash, CreatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	return token
 }
 
 // lostLoad creates jobs with a webhook for lostLoadFor, every other one

@@ -160,9 +160,7 @@ func kidOf(t *testing.T, token string) string {
 func joseVerify(t *testing.T, jwks []byte, issuer, audience, token string, body []byte) {
 	t.Helper()
 	dir := filepath.Join(repo, "internal", "signing", "testdata")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "jose", "package.json")); err != nil {
-		t.Fatalf("jose is not installed; run: cd internal/signing/testdata && npm ci --no-audit --no-fund --silent (%v)", err)
-	}
+	node := testenv.NodePackage(t, dir, "jose", "the independent check of a delivery's token")
 	in, err := json.Marshal(map[string]any{
 		"jwks": json.RawMessage(jwks), "issuer": issuer, "now": time.Now().Unix(),
 		"cases": []map[string]any{{"name": "delivery", "token": token, "audience": audience, "body": body}},
@@ -176,7 +174,7 @@ func joseVerify(t *testing.T, jwks []byte, issuer, audience, token string, body 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "verify-jose.mjs", input)
+	cmd := exec.CommandContext(ctx, node, "verify-jose.mjs", input)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

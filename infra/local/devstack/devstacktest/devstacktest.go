@@ -43,16 +43,39 @@ type Stack struct {
 func Start(t testing.TB) *Stack {
 	t.Helper()
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln := Listen(t)
+	baseURL := "http://" + ln.Addr().String()
+	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), baseURL)
+	tpl := Provision(t, local)
+	st := store.New(local.DynamoDB, local.Table)
+	token, err := devstack.SeedDemo(ctx, st, filepath.Join(t.TempDir(), "demo-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	baseURL := "http://" + ln.Addr().String()
-	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), baseURL)
+	stripeLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripeCtx, stopStripe := context.WithCancel(ctx)
+	t.Cleanup(stopStripe)
+	double := local.ServeStripe(stripeCtx, stripeLn, baseURL)
+	Serve(t, ln, local, tpl, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	return &Stack{URL: baseURL, Token: token, Store: st, Local: local, Stripe: double}
+}
+
+// Provision gives local a fresh table, queues and buckets on the test's
+// emulators (internal/testenv) and moto, lets configure change it, then
+// creates them and the template's other queues. It returns template.yaml.
+func Provision(t testing.TB, local *devstack.Stack, configure ...func(*devstack.Stack)) *sam.Template {
+	t.Helper()
 	local.Table, local.JobsQueue = testenv.UniqueName(t, "tbl"), testenv.UniqueName(t, "jobs")
 	local.DeliveriesQueue = testenv.UniqueName(t, "dlv")
 	local.UseMoto(testenv.MotoEndpoint())
 	local.ResultsBucket, local.AssetsBucket = testenv.NewBucket(t), testenv.NewBucket(t)
+	for _, c := range configure {
+		c(local)
+	}
+	ctx := context.Background()
 	if err := local.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -67,19 +90,14 @@ func Start(t testing.TB) *Stack {
 	if err := local.ProvisionQueues(ctx, tpl); err != nil {
 		t.Fatal(err)
 	}
-	st := store.New(local.DynamoDB, local.Table)
-	token, err := devstack.SeedDemo(ctx, st, filepath.Join(t.TempDir(), "demo-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stripeLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stripeCtx, stopStripe := context.WithCancel(ctx)
-	t.Cleanup(stopStripe)
-	double := local.ServeStripe(stripeCtx, stripeLn, baseURL)
-	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	return tpl
+}
+
+// Serve serves the functions local builds from tpl to a test until it
+// ends: the API behind API Gateway's stand-in on ln, and the template's
+// queue mappings, stream and schedule played, polled and run every second.
+func Serve(t testing.TB, ln net.Listener, local *devstack.Stack, tpl *sam.Template, log *slog.Logger) {
+	t.Helper()
 	hs, err := local.Functions(tpl, log)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +110,7 @@ func Start(t testing.TB) *Stack {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	runCtx, stop := context.WithCancel(ctx)
+	runCtx, stop := context.WithCancel(context.Background())
 	o := local.TriggerOptions()
 	o.PollWait, o.ScheduleEvery, o.Log = time.Second, time.Second, log
 	runner, err := triggers.Start(runCtx, tpl, hs, o)
@@ -101,7 +119,17 @@ func Start(t testing.TB) *Stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stop(); runner.Wait() })
-	return &Stack{URL: baseURL, Token: token, Store: st, Local: local, Stripe: double}
+}
+
+// Listen is a listener on a free loopback port, closed when the test ends.
+func Listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln
 }
 
 // Workspace makes another workspace with API access, the given balance and
@@ -109,18 +137,24 @@ func Start(t testing.TB) *Stack {
 // of it.
 func (s *Stack) Workspace(t testing.TB, id string, balance billing.Micros, maxConcurrent, maxRunning int) string {
 	t.Helper()
+	return Workspace(t, s.Store, id, balance, maxConcurrent, maxRunning)
+}
+
+// Workspace makes workspace id in st, as Stack.Workspace does.
+func Workspace(t testing.TB, st *store.Store, id string, balance billing.Micros, maxConcurrent, maxRunning int) string {
+	t.Helper()
 	ctx, now := context.Background(), time.Now()
-	if err := s.Store.CreateWorkspace(ctx, auth.Workspace{ID: id, Name: id, APIEnabled: true,
+	if err := st.CreateWorkspace(ctx, auth.Workspace{ID: id, Name: id, APIEnabled: true,
 		MaxConcurrent: maxConcurrent, MaxRunning: maxRunning, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	if balance > 0 {
-		if _, err := s.Store.TopUp(ctx, id, "pay_"+id, balance, now); err != nil {
+		if _, err := st.TopUp(ctx, id, "pay_"+id, balance, now); err != nil {
 			t.Fatal(err)
 		}
 	}
 	token, hash := auth.NewToken()
-	if err := s.Store.CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: id, Name: "test", Hash: hash, CreatedAt: now}); err != nil {
+	if err := st.CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: id, Name: "test", Hash: hash, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	return token
