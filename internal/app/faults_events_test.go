@@ -173,7 +173,7 @@ func TestASweepGoesOnPastWhatFailsAndReportsIt(t *testing.T) {
 		t.Fatalf("%+v, %v; want the job's message sent again", stored, err)
 	}
 	out, err := testenv.SQS(t).ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(s.d.JobsQueueURL), MaxNumberOfMessages: 10,
+		QueueUrl: aws.String(s.d.Queues.Jobs), MaxNumberOfMessages: 10,
 	})
 	if err != nil || len(out.Messages) != 1 || !strings.Contains(aws.ToString(out.Messages[0].Body), j.ID) {
 		t.Errorf("jobs queue: %+v, %v; want the job's message", out, err)

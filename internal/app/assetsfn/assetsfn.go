@@ -14,10 +14,10 @@ import (
 
 // Build builds the assets function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := app.Require(map[string]string{"TABLE_NAME": d.Table, "ASSETS_BUCKET": d.AssetsBucket}); err != nil {
+	if err := d.Require("TABLE_NAME", "ASSETS_BUCKET"); err != nil {
 		return nil, err
 	}
-	st := dynamodbwire.Store(d)
-	h := &httpapi.Assets{Auth: dynamodbwire.Authenticator(d, st), Assets: assetsdb.New(st), Blobs: s3wire.Store(d), Clock: d.Clock, BaseURL: d.BaseURL}
+	st, auth := dynamodbwire.API(d)
+	h := &httpapi.Assets{Auth: auth, Assets: assetsdb.New(st), Blobs: s3wire.Store(d), Clock: d.Clock, BaseURL: d.API.BaseURL}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }

@@ -18,8 +18,7 @@ import (
 
 // Build builds the handler of POST /callbacks/{provider}/{job_id}/{token}.
 func Build(d app.Deps) (http.Handler, error) {
-	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "PROVIDER_QUEUE_URL": d.ProviderQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
-	if err != nil {
+	if err := d.Require("TABLE_NAME", "PROVIDER_QUEUE_URL", "RESULTS_BUCKET"); err != nil {
 		return nil, err
 	}
 	_, routes, secrets, err := providerwire.Routing(d)
@@ -29,7 +28,7 @@ func Build(d app.Deps) (http.Handler, error) {
 	c := &provider.Callbacks{
 		Store:   dynamodbwire.Store(d),
 		Blobs:   providerwire.Blobs{Store: s3wire.Store(d)},
-		Queue:   providerqueue.New(sqswire.Client(d), d.ProviderQueueURL),
+		Queue:   providerqueue.New(sqswire.Client(d), d.Providers.Queue),
 		Secrets: secrets,
 		Clients: providerwire.Clients(d, routes),
 		Routes:  routes,

@@ -21,22 +21,19 @@ import (
 // POST /webhooks/stripe. It does no I/O: the pool's keys and the Stripe
 // keys are read at first use.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := app.Require(map[string]string{
-		"TABLE_NAME": d.Table, "APP_URL": d.AppURL, "COGNITO_USER_POOL_ID": d.UserPoolID,
-		"COGNITO_CLIENT_ID": d.UserPoolClientID, "STRIPE_SECRET_ID": d.StripeSecretID,
-	}); err != nil {
+	if err := d.Require("TABLE_NAME", "APP_URL", "COGNITO_USER_POOL_ID", "COGNITO_CLIENT_ID", "STRIPE_SECRET_ID"); err != nil {
 		return nil, err
 	}
 	id, err := cognito.New(d.AWS, d.Retries.Cognito,
-		cognito.Config{PoolID: d.UserPoolID, ClientID: d.UserPoolClientID, JWKSURL: d.CognitoJWKSURL, Issuer: d.CognitoIssuer},
+		cognito.Config{PoolID: d.Console.UserPoolID, ClientID: d.Console.ClientID, JWKSURL: d.Console.JWKSURL, Issuer: d.Console.Issuer},
 		cognito.VerifierOptions{Clock: d.Clock})
 	if err != nil {
 		return nil, err
 	}
-	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.StripeSecretID)
+	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
 	c, err := console.New(console.Config{
-		Store: consoledb.New(dynamodbwire.Store(d)), Identity: id, Payments: checkout.New(keys, d.StripeAPIBase),
-		Clock: d.Clock, Log: d.Log, AppURL: d.AppURL,
+		Store: consoledb.New(dynamodbwire.Store(d)), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase),
+		Clock: d.Clock, Log: d.Log, AppURL: d.API.AppURL,
 	})
 	if err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ import (
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
-	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
 	"genjobs/internal/signing"
 	"genjobs/internal/webhook"
@@ -20,24 +19,22 @@ import (
 
 // Build builds the handler of the deliveries queue.
 func Build(d app.Deps) (app.SQSHandler, error) {
-	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "DELIVERIES_QUEUE_URL": d.DeliveriesQueueURL, "DELIVERIES_DLQ_URL": d.DeliveriesDLQURL, "RESULTS_BUCKET": d.ResultsBucket, "SIGNING_KEY_ID": d.SigningKeyID})
-	if err != nil {
+	if err := d.Require("TABLE_NAME", "DELIVERIES_QUEUE_URL", "DELIVERIES_DLQ_URL", "RESULTS_BUCKET", "SIGNING_KEY_ID"); err != nil {
 		return nil, err
 	}
-	s := kmswire.Signer(d, d.SigningKeyID)
+	s := kmswire.Signer(d, d.Signing.KeyID)
 	links := d.ResultLinks()
-	guard := &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 	del := &webhook.Deliverer{
 		Metrics: d.Metrics,
 		Store:   dynamodbwire.Store(d),
-		Queue:   queue.NewDeliveries(sqswire.Client(d), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Queue:   queue.NewDeliveries(sqswire.Client(d), d.Webhooks.Queue, d.Webhooks.DLQ),
 		// The POSTs are in the invocation's X-Ray trace, by host only:
 		// a receiver's path may hold its token.
-		Sender: &webhook.Sender{Client: webhook.NewClient(xray.Lambda.HostTransport(guard.Transport())), Signer: tokens{s}},
+		Sender: &webhook.Sender{Client: webhook.NewClient(xray.Lambda.HostTransport(d.Network.Guard().Transport())), Signer: tokens{s}},
 		Render: func(ctx context.Context, j *job.Job) ([]byte, error) {
 			return httpapi.RecordBody(ctx, links, j)
 		},
-		Schedule: d.WebhookSchedule,
+		Schedule: d.Webhooks.Schedule,
 		ClaimFor: webhook.DefaultClaimFor,
 		Clock:    d.Clock,
 		Log:      d.Log,

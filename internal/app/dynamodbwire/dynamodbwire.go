@@ -15,10 +15,13 @@ func Store(d app.Deps) *store.Store {
 	return store.New(store.NewClient(d.AWS, d.Retries.DynamoDB), d.Table)
 }
 
-// Authenticator resolves API tokens from st. It remembers each token and
-// workspace it reads for up to auth.MaxCacheAge, for the life of the
-// function instance: most requests then read neither. It records each
-// token's last use at most once an hour (auth.Uses).
-func Authenticator(d app.Deps, st *store.Store) auth.Authenticator {
-	return auth.Authenticator{Dir: auth.NewCache(st, d.Clock), Uses: auth.NewUses(st, d.Clock)}
+// API is what the handlers of authenticated routes are built on: the table
+// adapter (Store) and the authenticator that resolves API tokens from it. The
+// authenticator remembers each token and workspace it reads for up to
+// auth.MaxCacheAge, for the life of the function instance: most requests
+// then read neither. It records each token's last use at most once an hour
+// (auth.Uses). Build one per function and share it between its handlers.
+func API(d app.Deps) (*store.Store, auth.Authenticator) {
+	st := Store(d)
+	return st, auth.Authenticator{Dir: auth.NewCache(st, d.Clock), Uses: auth.NewUses(st, d.Clock)}
 }

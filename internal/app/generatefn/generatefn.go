@@ -21,12 +21,11 @@ import (
 
 // Build builds the generate function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
-	if err != nil {
+	if err := d.Require("TABLE_NAME", "JOBS_QUEUE_URL", "RESULTS_BUCKET"); err != nil {
 		return nil, err
 	}
-	st := dynamodbwire.Store(d)
-	g, err := Handler(d, st, dynamodbwire.Authenticator(d, st))
+	st, auth := dynamodbwire.API(d)
+	g, err := Handler(d, st, auth)
 	if err != nil {
 		return nil, err
 	}
@@ -40,11 +39,11 @@ func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*generate.Ha
 	if err != nil {
 		return nil, err
 	}
-	list, err := prices.Load([]byte(d.PricesJSON))
+	list, err := prices.Load([]byte(d.API.PricesJSON))
 	if err != nil {
 		return nil, fmt.Errorf("PRICES_JSON: %w", err)
 	}
-	routes, err := provider.LoadRoutes(d.ProviderRoutes, d.ProviderQueueURL, cat)
+	routes, err := provider.LoadRoutes(d.Providers.Routes, d.Providers.Queue, cat)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +58,7 @@ func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*generate.Ha
 		Queue:             sqswire.JobQueue(d, sqswire.Client(d)),
 		Assets:            assetsdb.New(st),
 		Clock:             d.Clock,
-		BaseURL:           d.BaseURL,
-		AllowHTTPWebhooks: d.AllowPrivateDestinations,
+		BaseURL:           d.API.BaseURL,
+		AllowHTTPWebhooks: d.Network.AllowPrivate,
 	}, nil
 }

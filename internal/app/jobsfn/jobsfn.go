@@ -14,12 +14,11 @@ import (
 
 // Build builds the jobs function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
-	if err != nil {
+	if err := d.Require("TABLE_NAME", "JOBS_QUEUE_URL", "RESULTS_BUCKET"); err != nil {
 		return nil, err
 	}
-	st := dynamodbwire.Store(d)
-	return httpapi.Middleware(d.Log, Handler(d, st, dynamodbwire.Authenticator(d, st)).Routes()), nil
+	st, auth := dynamodbwire.API(d)
+	return httpapi.Middleware(d.Log, Handler(d, st, auth).Routes()), nil
 }
 
 // Handler is the jobs routes' handler on st and a, for the jobs function

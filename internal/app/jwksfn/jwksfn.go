@@ -21,18 +21,18 @@ const KeyMaxAge = time.Minute
 // Build builds the handler of GET /.well-known/jwks.json: the current key,
 // and the previous one during a rotation.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := app.Require(map[string]string{"SIGNING_KEY_ID": d.SigningKeyID}); err != nil {
+	if err := d.Require("SIGNING_KEY_ID"); err != nil {
 		return nil, err
 	}
 	pub := &signing.Publisher{Clock: d.Clock, OnPreviousError: func(err error) {
 		d.Log.Warn("the previous signing key cannot be read; the JWKS lists the current key only",
-			"key_id", d.PreviousSigningKeyID, "error", err.Error())
+			"key_id", d.Signing.PreviousKeyID, "error", err.Error())
 	}}
-	current := kmswire.Signer(d, d.SigningKeyID)
+	current := kmswire.Signer(d, d.Signing.KeyID)
 	current.MaxAge = KeyMaxAge
 	pub.Current = current
-	if d.PreviousSigningKeyID != "" && d.PreviousSigningKeyID != d.SigningKeyID {
-		previous := kmswire.Signer(d, d.PreviousSigningKeyID)
+	if d.Signing.PreviousKeyID != "" && d.Signing.PreviousKeyID != d.Signing.KeyID {
+		previous := kmswire.Signer(d, d.Signing.PreviousKeyID)
 		previous.MaxAge = KeyMaxAge
 		pub.Previous = previous
 	}

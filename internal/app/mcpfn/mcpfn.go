@@ -20,12 +20,10 @@ import (
 
 // Build builds the MCP function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket})
-	if err != nil {
+	if err := d.Require("TABLE_NAME", "JOBS_QUEUE_URL", "RESULTS_BUCKET"); err != nil {
 		return nil, err
 	}
-	st := dynamodbwire.Store(d)
-	auth := dynamodbwire.Authenticator(d, st)
+	st, auth := dynamodbwire.API(d)
 	gen, err := generatefn.Handler(d, st, auth)
 	if err != nil {
 		return nil, err

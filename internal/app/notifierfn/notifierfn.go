@@ -12,12 +12,11 @@ import (
 
 // Build builds the handler of the table's stream.
 func Build(d app.Deps) (app.StreamHandler, error) {
-	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "DELIVERIES_QUEUE_URL": d.DeliveriesQueueURL, "DELIVERIES_DLQ_URL": d.DeliveriesDLQURL})
-	if err != nil {
+	if err := d.Require("TABLE_NAME", "DELIVERIES_QUEUE_URL", "DELIVERIES_DLQ_URL"); err != nil {
 		return nil, err
 	}
 	n := &webhook.Notifier{
-		Store: dynamodbwire.Store(d), Queue: queue.NewDeliveries(sqswire.Client(d), d.DeliveriesQueueURL, d.DeliveriesDLQURL),
+		Store: dynamodbwire.Store(d), Queue: queue.NewDeliveries(sqswire.Client(d), d.Webhooks.Queue, d.Webhooks.DLQ),
 		Clock: d.Clock, Log: d.Log,
 	}
 	return n.HandleStream, nil

@@ -14,7 +14,7 @@ import (
 // deploy (package published).
 func Build(d app.Deps) (http.Handler, error) {
 	build := func(baseURL string) ([]byte, error) { return published.Document(baseURL), nil }
-	h, err := httpapi.OpenAPI(build, d.BaseURL)
+	h, err := httpapi.OpenAPI(build, d.API.BaseURL)
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,7 @@ import (
 
 // Build builds the provider function's handler of the provider queue.
 func Build(d app.Deps) (app.SQSHandler, error) {
-	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "PROVIDER_QUEUE_URL": d.ProviderQueueURL, "RESULTS_BUCKET": d.ResultsBucket, "ASSETS_BUCKET": d.AssetsBucket})
-	if err != nil {
+	if err := d.Require("TABLE_NAME", "PROVIDER_QUEUE_URL", "RESULTS_BUCKET", "ASSETS_BUCKET"); err != nil {
 		return nil, err
 	}
 	cat, routes, secrets, err := providerwire.Routing(d)
@@ -28,14 +27,14 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	r := &provider.Runner{
 		Store:   st,
 		Ender:   sqswire.Lifecycle(d, st, sqswire.JobQueue(d, c)),
-		Queue:   providerqueue.New(c, d.ProviderQueueURL),
+		Queue:   providerqueue.New(c, d.Providers.Queue),
 		Blobs:   providerwire.Blobs{Store: s3wire.Store(d)},
 		Assets:  assetsdb.New(st),
 		Secrets: secrets,
 		Clients: providerwire.Clients(d, routes),
 		Routes:  routes,
 		Catalog: cat,
-		Fetch:   xray.Lambda.Transport(providerwire.Guard(d).Transport()),
+		Fetch:   xray.Lambda.Transport(d.Network.Guard().Transport()),
 		Trusted: xray.Lambda.Transport(providerwire.TrustedTransport()),
 		Clock:   d.Clock,
 		Log:     d.Log,

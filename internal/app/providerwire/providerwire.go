@@ -13,7 +13,6 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
-	"genjobs/internal/netguard"
 	"genjobs/internal/provider"
 	"genjobs/internal/provider/cog"
 	"genjobs/internal/provider/fal"
@@ -27,19 +26,13 @@ import (
 // Every request is timed (ProviderLatency) and, in a sampled invocation,
 // in its X-Ray trace.
 func Clients(d app.Deps, routes provider.Routes) map[string]provider.Client {
-	t := &provider.TrustedHosts{Hosts: routes.Hosts(), Trusted: TrustedTransport(), Guarded: Guard(d).Transport()}
+	t := &provider.TrustedHosts{Hosts: routes.Hosts(), Trusted: TrustedTransport(), Guarded: d.Network.Guard().Transport()}
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: xray.Lambda.Transport(t)}
 	return map[string]provider.Client{
 		provider.Replicate: provider.Timed(replicate.New(hc), d.Metrics),
 		provider.Cog:       provider.Timed(cog.New(hc), d.Metrics),
 		provider.Fal:       provider.Timed(fal.New(hc), d.Metrics),
 	}
-}
-
-// Guard is the network policy of every request the service makes for a
-// client's or a provider's URL.
-func Guard(d app.Deps) *netguard.Guard {
-	return &netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}
 }
 
 // TrustedTransport is the transport of the requests to the hosts the
@@ -57,7 +50,7 @@ func Routing(d app.Deps) (*catalog.Catalog, provider.Routes, provider.Secrets, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	routes, err := provider.LoadRoutes(d.ProviderRoutes, d.ProviderQueueURL, cat)
+	routes, err := provider.LoadRoutes(d.Providers.Routes, d.Providers.Queue, cat)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -10,5 +10,5 @@ import (
 // Store is the S3 adapter, on an S3 client of its own that follows d's
 // profile: build it once per function.
 func Store(d app.Deps) *blob.Store {
-	return blob.New(blob.NewClient(d.AWS, d.Retries.S3), d.ResultsBucket, d.AssetsBucket)
+	return blob.New(blob.NewClient(d.AWS, d.Retries.S3), d.Buckets.Results, d.Buckets.Assets)
 }

@@ -19,9 +19,9 @@ func Client(d app.Deps) *sqs.Client { return queue.NewClient(d.AWS, d.Retries.SQ
 // JobQueue sends a job's message to the queue that runs it: the provider
 // queue for a routed job, else the queue of its lane (lifecycle.QueueFor).
 func JobQueue(d app.Deps, c *sqs.Client) *queue.JobSender {
-	return queue.NewJobSender(c, d.JobsQueueURL).
-		WithLane(lifecycle.LaneLight, d.LightJobsQueueURL).
-		WithProviders(d.ProviderQueueURL)
+	return queue.NewJobSender(c, d.Queues.Jobs).
+		WithLane(lifecycle.LaneLight, d.Queues.LightJobs).
+		WithProviders(d.Providers.Queue)
 }
 
 // Lifecycle ends jobs in st and promotes backlogs through jobs.

@@ -17,11 +17,11 @@ import (
 // Build builds the styles function's handler. APP_URL, the web
 // application's address, prefixes share links and avatars.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := app.Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
+	if err := d.Require("TABLE_NAME"); err != nil {
 		return nil, err
 	}
-	st := dynamodbwire.Store(d)
-	h, err := Handler(d, st, dynamodbwire.Authenticator(d, st))
+	st, auth := dynamodbwire.API(d)
+	h, err := Handler(d, st, auth)
 	if err != nil {
 		return nil, err
 	}
@@ -31,12 +31,12 @@ func Build(d app.Deps) (http.Handler, error) {
 // Handler is the styles routes' handler on st and a (the styles
 // function's, and the MCP function's list_styles tool's); it checks APP_URL.
 func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*httpapi.Styles, error) {
-	if err := app.Require(map[string]string{"APP_URL": d.AppURL}); err != nil {
+	if err := d.Require("APP_URL"); err != nil {
 		return nil, err
 	}
-	if u, err := url.Parse(d.AppURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+	if u, err := url.Parse(d.API.AppURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("APP_URL must be an absolute http(s) URL without query or fragment, not %q", d.AppURL)
+		return nil, fmt.Errorf("APP_URL must be an absolute http(s) URL without query or fragment, not %q", d.API.AppURL)
 	}
-	return &httpapi.Styles{Auth: a, Styles: stylesdb.New(st), Clock: d.Clock, AppURL: d.AppURL}, nil
+	return &httpapi.Styles{Auth: a, Styles: stylesdb.New(st), Clock: d.Clock, AppURL: d.API.AppURL}, nil
 }

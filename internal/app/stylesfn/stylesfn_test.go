@@ -31,7 +31,7 @@ func TestStylesNeedsAnAppURL(t *testing.T) {
 		}
 	}
 	d, _ := app.Config(func(k string) string { return map[string]string{"APP_URL": "https://app.example.com/"}[k] })
-	if d.AppURL != "https://app.example.com" {
-		t.Errorf("AppURL %q; a trailing slash is dropped", d.AppURL)
+	if d.API.AppURL != "https://app.example.com" {
+		t.Errorf("AppURL %q; a trailing slash is dropped", d.API.AppURL)
 	}
 }

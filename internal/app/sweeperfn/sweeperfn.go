@@ -3,6 +3,8 @@
 package sweeperfn
 
 import (
+	"cmp"
+
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/sqswire"
@@ -12,8 +14,7 @@ import (
 
 // Build builds the sweeper function's handler of its schedule.
 func Build(d app.Deps) (app.ScheduleHandler, error) {
-	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "JOBS_DLQ_URL": d.JobsDLQURL})
-	if err != nil {
+	if err := d.Require("TABLE_NAME", "JOBS_QUEUE_URL", "JOBS_DLQ_URL"); err != nil {
 		return nil, err
 	}
 	st, c := dynamodbwire.Store(d), sqswire.Client(d)
@@ -22,21 +23,18 @@ func Build(d app.Deps) (app.ScheduleHandler, error) {
 		Store:     st,
 		Lifecycle: sqswire.Lifecycle(d, st, q),
 		Queue:     q,
-		Dead: queue.DeadLetterQueues{queue.NewDeadLetters(c, d.JobsDLQURL),
-			queue.NewDeadLetters(c, d.LightJobsDLQURL)},
+		Dead: queue.DeadLetterQueues{queue.NewDeadLetters(c, d.Queues.JobsDLQ),
+			queue.NewDeadLetters(c, d.Queues.LightJobsDLQ)},
 		Clock:        d.Clock,
 		Log:          d.Log,
 		Deadline:     sweeper.DefaultDeadline,
-		RequeueAfter: sweeper.DefaultRequeueAfter,
+		RequeueAfter: cmp.Or(d.Sweeper.RequeueAfter, sweeper.DefaultRequeueAfter),
 		Lease:        st,
 		LeaseFor:     sweeper.DefaultLeaseFor,
 	}
-	if d.DeliveriesQueueURL != "" { // re-sends overdue webhook attempts too
+	if d.Webhooks.Queue != "" { // re-sends overdue webhook attempts too
 		s.Deliveries = st
-		s.DeliveryQueue = queue.NewDeliveries(c, d.DeliveriesQueueURL, d.DeliveriesDLQURL)
-	}
-	if d.RequeueAfter > 0 {
-		s.RequeueAfter = d.RequeueAfter
+		s.DeliveryQueue = queue.NewDeliveries(c, d.Webhooks.Queue, d.Webhooks.DLQ)
 	}
 	return s.Handle, nil
 }

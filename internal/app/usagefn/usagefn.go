@@ -12,11 +12,11 @@ import (
 
 // Build builds the usage function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := app.Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
+	if err := d.Require("TABLE_NAME"); err != nil {
 		return nil, err
 	}
-	st := dynamodbwire.Store(d)
-	return httpapi.Middleware(d.Log, Handler(d, st, dynamodbwire.Authenticator(d, st)).Routes()), nil
+	st, auth := dynamodbwire.API(d)
+	return httpapi.Middleware(d.Log, Handler(d, st, auth).Routes()), nil
 }
 
 // Handler is GET /usage's handler on st and a (the usage function's, and

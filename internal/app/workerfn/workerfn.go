@@ -6,6 +6,7 @@
 package workerfn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +19,6 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/engine/reference"
 	"genjobs/internal/fetch"
-	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/worker"
@@ -27,8 +27,7 @@ import (
 // Build builds the handler of a worker's queue: functions/worker and
 // functions/lightworker both start it.
 func Build(d app.Deps) (app.SQSHandler, error) {
-	err := app.Require(map[string]string{"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.JobsQueueURL, "RESULTS_BUCKET": d.ResultsBucket, "ASSETS_BUCKET": d.AssetsBucket})
-	if err != nil {
+	if err := d.Require("TABLE_NAME", "JOBS_QUEUE_URL", "RESULTS_BUCKET", "ASSETS_BUCKET"); err != nil {
 		return nil, err
 	}
 	cat, err := catalog.New()
@@ -43,22 +42,19 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Ender:     sqswire.Lifecycle(d, st, jobs),
 		Catalog:   cat,
 		Engines:   reference.Engines(),
-		Inputs:    fetch.New(&netguard.Guard{AllowPrivate: d.AllowPrivateDestinations}),
+		Inputs:    fetch.New(d.Network.Guard()),
 		Blobs:     Blobs{s3wire.Store(d)},
 		Assets:    assetsdb.New(st),
 		Clock:     d.Clock,
 		Log:       d.Log,
-		LeaseFor:  worker.DefaultLeaseFor,
+		LeaseFor:  cmp.Or(d.Worker.LeaseFor, worker.DefaultLeaseFor),
 		Heartbeat: worker.DefaultHeartbeat,
 	}
-	if d.WorkerQueueURL != "" {
-		w.Retry = queue.NewRedeliverer(sq, d.WorkerQueueURL)
+	if d.Worker.Queue != "" {
+		w.Retry = queue.NewRedeliverer(sq, d.Worker.Queue)
 	}
-	if d.LeaseFor > 0 {
-		w.LeaseFor = d.LeaseFor
-	}
-	if d.MaxSourcePixels > 0 { // the light worker
-		w.MaxSourcePixels, w.Handover = d.MaxSourcePixels, jobs
+	if d.Worker.MaxSourcePixels > 0 { // the light worker
+		w.MaxSourcePixels, w.Handover = d.Worker.MaxSourcePixels, jobs
 	}
 	return w.HandleSQS, nil
 }
