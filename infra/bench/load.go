@@ -52,7 +52,12 @@ type loadStats struct {
 	elapsed time.Duration
 }
 
-func (s loadStats) rate() float64 { return float64(len(s.lat)) / s.elapsed.Seconds() }
+func (s loadStats) rate() float64 {
+	if s.elapsed <= 0 {
+		return 0
+	}
+	return float64(len(s.lat)) / s.elapsed.Seconds()
+}
 
 // loadReport is the load runs.
 type loadReport struct {

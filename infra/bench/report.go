@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"runtime"
@@ -235,7 +236,11 @@ func failureSummary(errs []string) string {
 	for _, e := range errs {
 		count[firstLine(e)]++
 	}
-	distinct := slices.SortedFunc(maps.Keys(count), func(a, b string) int { return count[b] - count[a] })
+	// Most frequent first; kinds as frequent as each other by their text, so
+	// that two runs with the same failures print the same line.
+	distinct := slices.SortedFunc(maps.Keys(count), func(a, b string) int {
+		return cmp.Or(count[b]-count[a], strings.Compare(a, b))
+	})
 	var parts []string
 	for i, e := range distinct {
 		if i == 3 {
@@ -258,8 +263,9 @@ func firstLine(s string) string {
 // commas writes n with thousands separators.
 func commas(n int64) string {
 	s := strconv.FormatInt(n, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
+	digits := strings.TrimPrefix(s, "-")
+	for i := len(digits) - 3; i > 0; i -= 3 {
+		digits = digits[:i] + "," + digits[i:]
 	}
-	return s
+	return s[:len(s)-len(strings.TrimPrefix(s, "-"))] + digits
 }

@@ -135,6 +135,9 @@ func TestLoadRate(t *testing.T) {
 	if got := r.rate(); got != 2.5 {
 		t.Errorf("10 jobs in 4 s: %v jobs a second, want 2.5", got)
 	}
+	if got := stats(3, time.Millisecond, 0).rate(); got != 0 {
+		t.Errorf("calls in no elapsed time: %v a second, want 0 (not +Inf)", got)
+	}
 	if got := (&runReport{done: millis(1)}).rate(); got != 0 {
 		t.Errorf("no elapsed time: %v jobs a second, want 0", got)
 	}

@@ -78,6 +78,9 @@ func TestFiguresAreFormattedAsTheTableShowsThem(t *testing.T) {
 		{commas(1000), "1,000"},
 		{commas(123456), "123,456"},
 		{commas(12_000_000), "12,000,000"},
+		{commas(-999), "-999"},
+		{commas(-123456), "-123,456"},
+		{commas(-1_000_000), "-1,000,000"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
@@ -106,6 +109,10 @@ func TestFailureSummaryCountsKindsMostFrequentFirst(t *testing.T) {
 	want := `"refused" ×4; "timeout" ×3; "500 Internal" ×2; and 1 more kinds`
 	if got := failureSummary(errs); got != want {
 		t.Errorf("failureSummary = %s\nwant %s", got, want)
+	}
+	// Kinds as frequent as each other come in the order of their text, run after run.
+	if got := failureSummary([]string{"reset", "refused", "timeout", "500", "refused", "reset"}); got != `"refused" ×2; "reset" ×2; "500" ×1; and 1 more kinds` {
+		t.Errorf("ties: %s", got)
 	}
 	if got := failureSummary([]string{"a", "a"}); got != `"a" ×2` {
 		t.Errorf("one kind: %s", got)
