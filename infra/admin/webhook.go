@@ -22,6 +22,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/webhook"
 )
 
@@ -43,10 +44,11 @@ func (c *cli) webhookRedeliver(ctx context.Context, args []string, stdout io.Wri
 	if c.g.aws && c.g.stack == "" {
 		return usagef("%s: with --aws, give --stack NAME: the stack names the deliveries queue", c.cmd.name)
 	}
-	s, err := c.store(ctx)
+	st, err := c.store(ctx)
 	if err != nil {
 		return err
 	}
+	s := deliveriesdb.New(st)
 	j, err := s.Job(ctx, *jobID)
 	if errors.Is(err, job.ErrNotFound) {
 		return fmt.Errorf("job %s not found", *jobID)

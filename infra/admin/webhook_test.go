@@ -27,6 +27,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
 )
@@ -53,7 +54,7 @@ func newHookEnv(t *testing.T) *hookEnv {
 	loopback := testenv.LoopbackOnly(t)
 	guard := &netguard.Guard{AllowPrivate: true, Connect: loopback.Connect}
 	e.deliverer = &webhook.Deliverer{
-		Store: e.store(), Queue: queue.NewDeliveries(e.sqs, e.queueURL, dlq),
+		Store: deliveriesdb.New(e.store()), Queue: queue.NewDeliveries(e.sqs, e.queueURL, dlq),
 		Sender:   &webhook.Sender{Client: webhook.NewClient(guard.Transport()), Signer: signer{}},
 		Render:   func(_ context.Context, j *job.Job) ([]byte, error) { return json.Marshal(j.Record(nil)) },
 		Schedule: []time.Duration{5 * time.Minute, 30 * time.Minute}, ClaimFor: webhook.DefaultClaimFor,
@@ -100,7 +101,7 @@ func (e *hookEnv) start(t *testing.T, j *job.Job) {
 	t.Helper()
 	ctx := context.Background()
 	now := time.Now()
-	_, err := e.store().CreateDelivery(ctx, &webhook.Delivery{JobID: j.ID, WorkspaceID: j.WorkspaceID, ID: webhook.NewID(),
+	_, err := deliveriesdb.New(e.store()).CreateDelivery(ctx, &webhook.Delivery{JobID: j.ID, WorkspaceID: j.WorkspaceID, ID: webhook.NewID(),
 		URL: j.WebhookURL, State: webhook.Pending, NextAt: now, CreatedAt: now})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func (e *hookEnv) pump(t *testing.T, jobID string, n int) *webhook.Delivery {
 	ctx := context.Background()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		d, err := e.store().Delivery(ctx, jobID)
+		d, err := deliveriesdb.New(e.store()).Delivery(ctx, jobID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +283,7 @@ func TestWebhookRedeliverWithoutTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFail(t, invoke(e.cli(t), args...), 1, "queue "+e.table+"-deliveries does not exist on fauxqs", args)
-	after, err := e.store().Delivery(context.Background(), j.ID)
+	after, err := deliveriesdb.New(e.store()).Delivery(context.Background(), j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

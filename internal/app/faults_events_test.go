@@ -29,6 +29,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/fault"
 	"genjobs/internal/job"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
 )
@@ -110,7 +111,7 @@ func TestTheNotifierReportsTheRecordItCouldNotStart(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "100" {
 		t.Fatalf("%+v, %v; want the first record's sequence number reported", resp, err)
 	}
-	if _, err := s.store.Delivery(context.Background(), second); !errors.Is(err, webhook.ErrNotFound) {
+	if _, err := deliveriesdb.New(s.store).Delivery(context.Background(), second); !errors.Is(err, webhook.ErrNotFound) {
 		t.Errorf("the record after the failed one was handled: %v", err)
 	}
 	s.queues.Clear()
@@ -134,7 +135,7 @@ func TestTheDelivererReportsTheAttemptsItCouldNotRecord(t *testing.T) {
 	for _, id := range []string{"m1", "m2"} {
 		j := s.queuedJob(receiver.URL)
 		now := time.Now()
-		_, err := s.store.CreateDelivery(context.Background(), &webhook.Delivery{JobID: j.ID, WorkspaceID: "ws_a",
+		_, err := deliveriesdb.New(s.store).CreateDelivery(context.Background(), &webhook.Delivery{JobID: j.ID, WorkspaceID: "ws_a",
 			ID: webhook.NewID(), URL: receiver.URL, State: webhook.Pending, NextAt: now, CreatedAt: now})
 		if err != nil {
 			t.Fatal(err)
@@ -151,7 +152,7 @@ func TestTheDelivererReportsTheAttemptsItCouldNotRecord(t *testing.T) {
 	}
 	for _, r := range ev.Records {
 		id := strings.TrimSuffix(strings.TrimPrefix(r.Body, `{"job_id":"`), `","attempt":1}`)
-		if d, err := s.store.Delivery(context.Background(), id); err != nil || len(d.Attempts) != 0 {
+		if d, err := deliveriesdb.New(s.store).Delivery(context.Background(), id); err != nil || len(d.Attempts) != 0 {
 			t.Errorf("%s: %+v, %v; want no attempt recorded", id, d, err)
 		}
 	}

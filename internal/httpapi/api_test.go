@@ -32,6 +32,7 @@ import (
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
 	"genjobs/internal/store/assetsdb"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
@@ -97,7 +98,7 @@ func (e *env) handler(queueURL string) http.Handler {
 		Queue: queue.NewJobSender(e.sqs, queueURL), Assets: assetsdb.New(e.store), Clock: e.clock}
 	q := queue.NewJobSender(e.sqs, queueURL)
 	life := &lifecycle.Ender{Store: e.store, Queue: q, Clock: e.clock, Log: log}
-	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}, Deliveries: e.store}
+	jobs := &httpapi.Jobs{Auth: a, Jobs: e.store, Cancel: life, Results: fakeURLs{}, Deliveries: deliveriesdb.New(e.store)}
 	mux := http.NewServeMux()
 	mux.Handle("/generate/", httpapi.Middleware(log, gen.Routes()))
 	mux.Handle("/jobs", httpapi.Middleware(log, jobs.Routes()))

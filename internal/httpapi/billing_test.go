@@ -11,6 +11,7 @@ import (
 
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/webhook"
 )
 
@@ -238,7 +239,7 @@ func TestDeliveries(t *testing.T) {
 		t.Errorf("before the end: %d %s", r.status, r.body)
 	}
 	at := time.Date(2026, 11, 21, 20, 40, 0, 0, time.UTC)
-	if _, err := e.store.CreateDelivery(ctx, &webhook.Delivery{JobID: id, WorkspaceID: "ws_a", ID: "whk_1", URL: "https://hooks.example.com/in",
+	if _, err := deliveriesdb.New(e.store).CreateDelivery(ctx, &webhook.Delivery{JobID: id, WorkspaceID: "ws_a", ID: "whk_1", URL: "https://hooks.example.com/in",
 		State: webhook.Pending, NextAt: at, CreatedAt: at}); err != nil {
 		t.Fatal(err)
 	}
@@ -251,10 +252,10 @@ func TestDeliveries(t *testing.T) {
 		if i == 1 {
 			state = webhook.Succeeded
 		}
-		if err := e.store.ClaimAttempt(ctx, id, a.Number, "msg-"+strconv.Itoa(a.Number), a.At.Add(time.Minute), a.At); err != nil {
+		if err := deliveriesdb.New(e.store).ClaimAttempt(ctx, id, a.Number, "msg-"+strconv.Itoa(a.Number), a.At.Add(time.Minute), a.At); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.store.RecordAttempt(ctx, id, "msg-"+strconv.Itoa(a.Number), a, state, next); err != nil {
+		if err := deliveriesdb.New(e.store).RecordAttempt(ctx, id, "msg-"+strconv.Itoa(a.Number), a, state, next); err != nil {
 			t.Fatal(err)
 		}
 	}

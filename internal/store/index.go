@@ -22,7 +22,7 @@ const (
 	IndexJobsByWorkspace = "jobs-by-workspace"
 	IndexJobsByStatus    = "jobs-by-status"
 	IndexStylesBySet     = "styles-by-set"  // package stylesdb
-	IndexDeliveriesDue   = "deliveries-due" // deliveries.go: pending webhook deliveries by due time
+	IndexDeliveriesDue   = "deliveries-due" // package deliveriesdb: pending webhook deliveries by due time
 )
 
 // The partitions more than one aggregate writes in: a workspace's

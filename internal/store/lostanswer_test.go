@@ -11,7 +11,6 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 	"genjobs/internal/testenv"
-	"genjobs/internal/webhook"
 )
 
 // lossyStore is a store on a table of its own whose client goes through a
@@ -102,48 +101,6 @@ func TestRetriedEndSettlesOnce(t *testing.T) {
 				t.Errorf("%d charges; want 1", charges)
 			}
 			checkSlots(t, direct, "ws_a")
-		})
-	}
-}
-
-// A delivery claim whose answer is lost is ours, not another
-// invocation's: the deliverer would otherwise drop the attempt's only
-// message and the webhook would never be sent.
-func TestRetriedDeliveryClaimAndRecordMeetTheirOwnWrites(t *testing.T) {
-	for _, loss := range answerLosses {
-		t.Run(loss.String(), func(t *testing.T) {
-			s, direct, proxy := lossyStore(t, loss, "UpdateItem", "claim_")
-			ctx := context.Background()
-			id := job.NewID(t0)
-			if _, err := direct.CreateDelivery(ctx, &webhook.Delivery{JobID: id, WorkspaceID: "ws_a", ID: "whk_1",
-				URL: "http://127.0.0.1:9/hook", State: webhook.Pending, NextAt: t0, CreatedAt: t0}); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.ClaimAttempt(ctx, id, 1, "msg-1", t0.Add(time.Minute), t0); err != nil {
-				t.Fatalf("claim whose answer was lost: %v; want it recognised as ours", err)
-			}
-			if err := direct.ClaimAttempt(ctx, id, 1, "msg-2", t0.Add(time.Minute), t0); err != webhook.ErrClaimed {
-				t.Errorf("another message's claim: %v; want ErrClaimed", err)
-			}
-			next := t0.Add(5 * time.Second)
-			a := webhook.Attempt{Number: 1, At: t0, EndedAt: t0.Add(time.Second), StatusCode: 503, Error: "503", NextAt: &next}
-			if err := s.RecordAttempt(ctx, id, "msg-1", a, webhook.Pending, next); err != nil {
-				t.Fatalf("record whose answer was lost: %v; want it recognised as ours", err)
-			}
-			if got := proxy.Lost("UpdateItem", loss); got != 2 {
-				t.Errorf("the proxy lost %d answers; want 2 (the claim's and the record's)", got)
-			}
-			d, err := direct.Delivery(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(d.Attempts) != 1 || d.State != webhook.Pending || !d.NextAt.Equal(next) {
-				t.Errorf("delivery %+v; want one attempt recorded, due again at %s", d, next)
-			}
-			// Someone else's record of the same attempt is still refused.
-			if err := direct.RecordAttempt(ctx, id, "msg-2", a, webhook.Pending, next); err == nil {
-				t.Error("a second record of attempt 1 under another claim succeeded")
-			}
 		})
 	}
 }

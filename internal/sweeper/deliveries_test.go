@@ -10,6 +10,7 @@ import (
 
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
 )
@@ -24,23 +25,23 @@ func TestOverdueWebhookAttemptsAreSentAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sweep.Deliveries, e.sweep.DeliveryQueue = e.store, queue.NewDeliveries(e.sqs, url, dlq)
+	e.sweep.Deliveries, e.sweep.DeliveryQueue = deliveriesdb.New(e.store), queue.NewDeliveries(e.sqs, url, dlq)
 	deliver := func(ws string) string {
 		id := job.NewID(t0)
-		if _, err := e.store.CreateDelivery(e.ctx, &webhook.Delivery{JobID: id, WorkspaceID: ws, ID: webhook.NewID(),
+		if _, err := deliveriesdb.New(e.store).CreateDelivery(e.ctx, &webhook.Delivery{JobID: id, WorkspaceID: ws, ID: webhook.NewID(),
 			URL: "https://hooks.example.com/in", State: webhook.Pending, NextAt: t0, CreatedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
 		return id
 	}
 	lost, claimed, done := deliver("ws_a"), deliver("ws_b"), deliver("ws_c")
-	if err := e.store.ClaimAttempt(e.ctx, claimed, 1, "msg-1", t0.Add(time.Hour), t0); err != nil {
+	if err := deliveriesdb.New(e.store).ClaimAttempt(e.ctx, claimed, 1, "msg-1", t0.Add(time.Hour), t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.ClaimAttempt(e.ctx, done, 1, "msg-2", t0.Add(time.Minute), t0); err != nil {
+	if err := deliveriesdb.New(e.store).ClaimAttempt(e.ctx, done, 1, "msg-2", t0.Add(time.Minute), t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.RecordAttempt(e.ctx, done, "msg-2", webhook.Attempt{Number: 1, At: t0, EndedAt: t0, StatusCode: 204},
+	if err := deliveriesdb.New(e.store).RecordAttempt(e.ctx, done, "msg-2", webhook.Attempt{Number: 1, At: t0, EndedAt: t0, StatusCode: 204},
 		webhook.Succeeded, time.Time{}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
@@ -80,9 +81,9 @@ func newEnv(t *testing.T, guard *netguard.Guard, timeout time.Duration) *env {
 	guard.Connect = e.loopback.Connect // a bug of the guard fails here instead of leaving the machine
 	client := webhook.NewClient(guard.Transport())
 	client.Timeout = timeout
-	e.notifier = &webhook.Notifier{Store: e.store, Queue: q, Clock: clock.System{}, Log: log}
+	e.notifier = &webhook.Notifier{Store: deliveriesdb.New(e.store), Queue: q, Clock: clock.System{}, Log: log}
 	e.deliverer = &webhook.Deliverer{
-		Store: e.store, Queue: q, Sender: &webhook.Sender{Client: client, Signer: e.signer},
+		Store: deliveriesdb.New(e.store), Queue: q, Sender: &webhook.Sender{Client: client, Signer: e.signer},
 		Render:   func(_ context.Context, j *job.Job) ([]byte, error) { return json.Marshal(j.Record(nil)) },
 		Schedule: fast, ClaimFor: webhook.DefaultClaimFor, Clock: clock.System{}, Log: log,
 	}
@@ -156,7 +157,7 @@ func (e *env) pump(done func() bool) {
 
 func (e *env) delivery(id string) *webhook.Delivery {
 	e.t.Helper()
-	d, err := e.store.Delivery(context.Background(), id)
+	d, err := deliveriesdb.New(e.store).Delivery(context.Background(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestReplayedStreamRecordDeliversOnce(t *testing.T) {
 	_, rec2 := e.endedJob(srv.URL)
 	rec2.Change.OldImage["status"] = events.NewStringAttribute("failed")
 	_, _ = e.notifier.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec2}})
-	if _, err := e.store.Delivery(context.Background(), rec2.Change.NewImage["job_id"].String()); err != webhook.ErrNotFound {
+	if _, err := deliveriesdb.New(e.store).Delivery(context.Background(), rec2.Change.NewImage["job_id"].String()); err != webhook.ErrNotFound {
 		t.Errorf("terminal -> terminal change started a delivery: %v", err)
 	}
 }

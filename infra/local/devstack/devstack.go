@@ -57,6 +57,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/schema"
 )
 
@@ -278,7 +279,7 @@ func (s *Stack) Reprovision(ctx context.Context, tpl *sam.Template) error {
 // which the deliverer drops (its attempt number is no longer due, or its
 // claim is taken).
 func (s *Stack) ResendDeliveries(ctx context.Context, now time.Time) (int, error) {
-	pending, err := store.New(s.DynamoDB, s.Table).PendingDeliveries(ctx)
+	pending, err := deliveriesdb.New(store.New(s.DynamoDB, s.Table)).PendingDeliveries(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -26,6 +26,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/provider/providertest"
 	"genjobs/internal/store"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
 )
@@ -185,7 +186,7 @@ func TestLostAnswers(t *testing.T) {
 				open = append(open, id+": not ended")
 				continue
 			}
-			d, err := direct.Delivery(ctx, id)
+			d, err := deliveriesdb.New(direct).Delivery(ctx, id)
 			if err != nil || d.State != webhook.Succeeded || recv.count(id) == 0 {
 				open = append(open, id+": webhook not delivered and recorded")
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/webhook"
 )
 
@@ -20,7 +21,7 @@ func TestResendDeliveriesSendsWhatIsStillDue(t *testing.T) {
 	local, _, st, _ := stackWith(t)
 	now := time.Now().UTC()
 	pending := func(jobID string, next time.Time) *webhook.Delivery {
-		d, err := st.CreateDelivery(ctx, &webhook.Delivery{JobID: jobID, WorkspaceID: "ws_resend", ID: webhook.NewID(),
+		d, err := deliveriesdb.New(st).CreateDelivery(ctx, &webhook.Delivery{JobID: jobID, WorkspaceID: "ws_resend", ID: webhook.NewID(),
 			URL: "https://example.com/hook", State: webhook.Pending, NextAt: next, CreatedAt: now})
 		if err != nil {
 			t.Fatal(err)
@@ -30,7 +31,7 @@ func TestResendDeliveriesSendsWhatIsStillDue(t *testing.T) {
 	pending("job_resend_due", now)
 	pending("job_resend_later", now.Add(3*time.Second))
 	done := pending("job_resend_done", now)
-	if err := st.RecordAttempt(ctx, done.JobID, "", webhook.Attempt{Number: 1, At: now, StatusCode: 204}, webhook.Succeeded, time.Time{}); err != nil {
+	if err := deliveriesdb.New(st).RecordAttempt(ctx, done.JobID, "", webhook.Attempt{Number: 1, At: now, StatusCode: 204}, webhook.Succeeded, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -13,6 +13,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
 	"genjobs/internal/signing"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/webhook"
 	"genjobs/internal/xray"
 )
@@ -26,7 +27,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	links := d.ResultLinks()
 	del := &webhook.Deliverer{
 		Metrics: d.Metrics,
-		Store:   dynamodbwire.Store(d),
+		Store:   deliveriesdb.New(dynamodbwire.Store(d)),
 		Queue:   queue.NewDeliveries(sqswire.Client(d), d.Webhooks.Queue, d.Webhooks.DLQ),
 		// The POSTs are in the invocation's X-Ray trace, by host only:
 		// a receiver's path may hold its token.

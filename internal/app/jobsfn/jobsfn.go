@@ -10,6 +10,7 @@ import (
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
+	"genjobs/internal/store/deliveriesdb"
 )
 
 // Build builds the jobs function's handler.
@@ -25,5 +26,5 @@ func Build(d app.Deps) (http.Handler, error) {
 // and for the MCP function, whose job tools call it.
 func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) *httpapi.Jobs {
 	cancel := sqswire.Lifecycle(d, st, sqswire.JobQueue(d, sqswire.Client(d)))
-	return &httpapi.Jobs{Auth: a, Jobs: st, Results: d.ResultLinks(), Cancel: cancel, Deliveries: st}
+	return &httpapi.Jobs{Auth: a, Jobs: st, Results: d.ResultLinks(), Cancel: cancel, Deliveries: deliveriesdb.New(st)}
 }

@@ -7,6 +7,7 @@ import (
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/queue"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/webhook"
 )
 
@@ -16,7 +17,7 @@ func Build(d app.Deps) (app.StreamHandler, error) {
 		return nil, err
 	}
 	n := &webhook.Notifier{
-		Store: dynamodbwire.Store(d), Queue: queue.NewDeliveries(sqswire.Client(d), d.Webhooks.Queue, d.Webhooks.DLQ),
+		Store: deliveriesdb.New(dynamodbwire.Store(d)), Queue: queue.NewDeliveries(sqswire.Client(d), d.Webhooks.Queue, d.Webhooks.DLQ),
 		Clock: d.Clock, Log: d.Log,
 	}
 	return n.HandleStream, nil

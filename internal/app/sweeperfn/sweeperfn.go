@@ -9,6 +9,7 @@ import (
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/queue"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/sweeper"
 )
 
@@ -33,7 +34,7 @@ func Build(d app.Deps) (app.ScheduleHandler, error) {
 		LeaseFor:     sweeper.DefaultLeaseFor,
 	}
 	if d.Webhooks.Queue != "" { // re-sends overdue webhook attempts too
-		s.Deliveries = st
+		s.Deliveries = deliveriesdb.New(st)
 		s.DeliveryQueue = queue.NewDeliveries(c, d.Webhooks.Queue, d.Webhooks.DLQ)
 	}
 	return s.Handle, nil

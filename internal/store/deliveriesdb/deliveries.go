@@ -1,9 +1,16 @@
-package store
+// Package deliveriesdb keeps the jobs' webhook deliveries in the service's
+// table: one item beside its job, JOB#<job id> / WEBHOOK, on deliveries-due
+// (DUE#<shard> / <next attempt>#<job id>) while an attempt is pending. It
+// writes no other item. Every conditional write recognises its own success
+// when a retry meets it (the claim's id, the attempt's claim, the
+// redelivery's token).
+package deliveriesdb
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,8 +19,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"genjobs/internal/job"
+	"genjobs/internal/store"
 	"genjobs/internal/webhook"
 )
+
+// DB is the store with the webhook deliveries besides: the deliverer reads
+// the job a delivery reports through it.
+type DB struct {
+	*store.Store
+	db    *dynamodb.Client
+	table string
+}
+
+// New returns the deliveries on st's table. It does no I/O.
+func New(st *store.Store) *DB {
+	return &DB{Store: st, db: st.Client(), table: st.Table()}
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func num(n int) types.AttributeValue    { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
+func stamp(t time.Time) string          { return job.TimeOf(t).String() }
 
 // A job's webhook delivery lives beside the job: JOB#<id> / WEBHOOK. The
 // table's stream sees its writes too; the notifier's filter keeps to SK JOB.
@@ -38,7 +63,7 @@ type deliveryItem struct {
 
 // duePK spreads pending deliveries over the shards of deliveries-due by
 // workspace, as jobs-by-status does; duesK orders a shard by due time.
-func duePK(ws string) string { return fmt.Sprintf("DUE#%02d", Shard(ws)) }
+func duePK(ws string) string { return fmt.Sprintf("DUE#%02d", store.Shard(ws)) }
 
 func dueSK(at time.Time, jobID string) string { return stamp(at) + "#" + jobID }
 
@@ -99,9 +124,9 @@ func (it *deliveryItem) delivery() *webhook.Delivery {
 // CreateDelivery stores a job's delivery unless it has one, and returns the
 // stored delivery: a replayed stream record gets the first one, its id
 // included.
-func (s *Store) CreateDelivery(ctx context.Context, d *webhook.Delivery) (*webhook.Delivery, error) {
+func (s *DB) CreateDelivery(ctx context.Context, d *webhook.Delivery) (*webhook.Delivery, error) {
 	item, err := attributevalue.MarshalMap(deliveryItem{
-		PK: JobPK(d.JobID), SK: deliverySK, WebhookID: d.ID, JobID: d.JobID, WorkspaceID: d.WorkspaceID,
+		PK: store.JobPK(d.JobID), SK: deliverySK, WebhookID: d.ID, JobID: d.JobID, WorkspaceID: d.WorkspaceID,
 		URL: d.URL, State: string(d.State), Attempts: []attemptItem{}, NextAt: stamp(d.NextAt), CreatedAt: stamp(d.CreatedAt),
 		GSI4PK: duePK(d.WorkspaceID), GSI4SK: dueSK(d.NextAt, d.JobID),
 	})
@@ -112,16 +137,16 @@ func (s *Store) CreateDelivery(ctx context.Context, d *webhook.Delivery) (*webho
 		TableName: aws.String(s.table), Item: item,
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	})
-	if err != nil && !isConditionFailed(err) {
+	if err != nil && !store.ConditionFailed(err) {
 		return nil, fmt.Errorf("create delivery of job %s: %w", d.JobID, err)
 	}
 	return s.Delivery(ctx, d.JobID)
 }
 
 // Delivery reads a job's delivery; webhook.ErrNotFound when it has none.
-func (s *Store) Delivery(ctx context.Context, jobID string) (*webhook.Delivery, error) {
+func (s *DB) Delivery(ctx context.Context, jobID string) (*webhook.Delivery, error) {
 	var it deliveryItem
-	if err := s.Get(ctx, JobPK(jobID), deliverySK, &it); errors.Is(err, ErrNotFound) {
+	if err := s.Get(ctx, store.JobPK(jobID), deliverySK, &it); errors.Is(err, store.ErrNotFound) {
 		return nil, webhook.ErrNotFound
 	} else if err != nil {
 		return nil, err
@@ -133,10 +158,10 @@ func (s *Store) Delivery(ctx context.Context, jobID string) (*webhook.Delivery, 
 // claim (the deliveries message's id): only while n attempts minus one are
 // recorded and no unexpired claim holds it. A retry of the write that meets
 // its own claim (the first answer was lost) succeeds.
-func (s *Store) ClaimAttempt(ctx context.Context, jobID string, n int, claim string, until, now time.Time) error {
+func (s *DB) ClaimAttempt(ctx context.Context, jobID string, n int, claim string, until, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
-		Key:              Key(JobPK(jobID), deliverySK),
+		Key:              store.Key(store.JobPK(jobID), deliverySK),
 		UpdateExpression: aws.String("SET claim_until = :until, claim_id = :claim"),
 		ConditionExpression: aws.String("#state = :pending AND size(attempts) = :done AND " +
 			"(attribute_not_exists(claim_until) OR claim_until < :now)"),
@@ -166,7 +191,7 @@ func (s *Store) ClaimAttempt(ctx context.Context, jobID string, n int, claim str
 // that has a.Number-1 attempts, and moves it to state (due again at next
 // when pending). A retry of the write that finds the attempt recorded
 // under the same claim (the first answer was lost) succeeds.
-func (s *Store) RecordAttempt(ctx context.Context, jobID string, claim string, a webhook.Attempt, state webhook.State, next time.Time) error {
+func (s *DB) RecordAttempt(ctx context.Context, jobID string, claim string, a webhook.Attempt, state webhook.State, next time.Time) error {
 	it := toAttemptItem(a)
 	it.Claim = claim
 	av, err := attributevalue.Marshal([]attemptItem{it})
@@ -185,7 +210,7 @@ func (s *Store) RecordAttempt(ctx context.Context, jobID string, claim string, a
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
-		Key:                                 Key(JobPK(jobID), deliverySK),
+		Key:                                 store.Key(store.JobPK(jobID), deliverySK),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String("#state = :pending AND size(attempts) = :done"),
 		ExpressionAttributeNames:            map[string]string{"#state": "state"},
@@ -215,10 +240,10 @@ func (s *Store) RecordAttempt(ctx context.Context, jobID string, claim string, a
 // succeeded, webhook.ErrClaimed when an attempt is under way or was made
 // since d was read. token marks the write: a retry whose first answer was
 // lost finds it and succeeds.
-func (s *Store) Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error {
+func (s *DB) Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
-		Key:              Key(JobPK(d.JobID), deliverySK),
+		Key:              store.Key(store.JobPK(d.JobID), deliverySK),
 		UpdateExpression: aws.String("SET #state = :pending, next_attempt_at = :now, GSI4PK = :pk, GSI4SK = :due, redelivery_id = :token"),
 		ConditionExpression: aws.String("attribute_exists(PK) AND #state <> :succeeded AND size(attempts) = :done AND " +
 			"(attribute_not_exists(claim_until) OR claim_until < :now)"),
@@ -252,18 +277,15 @@ func (s *Store) Redeliver(ctx context.Context, d *webhook.Delivery, token string
 // whose attempt was due before before, from deliveries-due (a Query per
 // shard, no Scan). The index lags the table: read the delivery before
 // acting on it.
-func (s *Store) EachOverdueDelivery(ctx context.Context, before time.Time, fn func(jobID string) error) error {
-	for shard := 0; shard < Shards; shard++ {
+func (s *DB) EachOverdueDelivery(ctx context.Context, before time.Time, fn func(jobID string) error) error {
+	for shard := 0; shard < store.Shards; shard++ {
 		in := &dynamodb.QueryInput{
 			TableName:              aws.String(s.table),
-			IndexName:              aws.String(IndexDeliveriesDue),
+			IndexName:              aws.String(store.IndexDeliveriesDue),
 			KeyConditionExpression: aws.String("GSI4PK = :pk AND GSI4SK < :before"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":pk": str(fmt.Sprintf("DUE#%02d", shard)), ":before": str(stamp(before)),
 			},
-		}
-		if s.pageSize > 0 {
-			in.Limit = aws.Int32(s.pageSize)
 		}
 		for {
 			out, err := s.db.Query(ctx, in)
@@ -291,7 +313,7 @@ func (s *Store) EachOverdueDelivery(ctx context.Context, before time.Time, fn fu
 // PendingDeliveries lists every delivery that still has an attempt due. It
 // scans the table: for the local stack, whose queue emulator forgets its
 // messages when it restarts, and for operators; never on a request path.
-func (s *Store) PendingDeliveries(ctx context.Context) ([]*webhook.Delivery, error) {
+func (s *DB) PendingDeliveries(ctx context.Context) ([]*webhook.Delivery, error) {
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(s.table),
 		FilterExpression:          aws.String("SK = :sk AND #state = :pending"),

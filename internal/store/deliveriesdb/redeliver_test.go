@@ -1,4 +1,4 @@
-package store_test
+package deliveriesdb_test
 
 import (
 	"bytes"
@@ -10,12 +10,13 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
 )
 
 // delivery stores a pending delivery of a new job, due at t0.
-func delivery(t *testing.T, s *store.Store) *webhook.Delivery {
+func delivery(t *testing.T, s *deliveriesdb.DB) *webhook.Delivery {
 	t.Helper()
 	d, err := s.CreateDelivery(context.Background(), &webhook.Delivery{JobID: job.NewID(t0), WorkspaceID: "ws_a",
 		ID: webhook.NewID(), URL: "http://127.0.0.1:9/hook", State: webhook.Pending, NextAt: t0, CreatedAt: t0})
@@ -26,7 +27,7 @@ func delivery(t *testing.T, s *store.Store) *webhook.Delivery {
 }
 
 // attempt records attempt n of d, made under claim at, with state after it.
-func attempt(t *testing.T, s *store.Store, d *webhook.Delivery, n int, claim string, at time.Time, status int, state webhook.State, next time.Time) {
+func attempt(t *testing.T, s *deliveriesdb.DB, d *webhook.Delivery, n int, claim string, at time.Time, status int, state webhook.State, next time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.ClaimAttempt(ctx, d.JobID, n, claim, at.Add(time.Minute), at); err != nil {
@@ -41,7 +42,7 @@ func attempt(t *testing.T, s *store.Store, d *webhook.Delivery, n int, claim str
 	}
 }
 
-func reread(t *testing.T, s *store.Store, jobID string) *webhook.Delivery {
+func reread(t *testing.T, s *deliveriesdb.DB, jobID string) *webhook.Delivery {
 	t.Helper()
 	d, err := s.Delivery(context.Background(), jobID)
 	if err != nil {
@@ -51,7 +52,7 @@ func reread(t *testing.T, s *store.Store, jobID string) *webhook.Delivery {
 }
 
 // overdue lists the deliveries the sweeper would find due before before.
-func overdue(t *testing.T, s *store.Store, before time.Time) map[string]bool {
+func overdue(t *testing.T, s *deliveriesdb.DB, before time.Time) map[string]bool {
 	t.Helper()
 	found := map[string]bool{}
 	if err := s.EachOverdueDelivery(context.Background(), before, func(id string) error { found[id] = true; return nil }); err != nil {
@@ -64,7 +65,7 @@ func overdue(t *testing.T, s *store.Store, before time.Time) map[string]bool {
 // now, with their attempts kept, and are back on the index the sweeper
 // reads (a lost message is sent again).
 func TestRedeliverMakesTheNextAttemptDueNow(t *testing.T) {
-	s := newStore(t)
+	s := newDB(t)
 	ctx := context.Background()
 	now := t0.Add(time.Minute)
 	waiting := delivery(t, s)
@@ -88,7 +89,7 @@ func TestRedeliverMakesTheNextAttemptDueNow(t *testing.T) {
 }
 
 func TestRedeliverRefuses(t *testing.T) {
-	s := newStore(t)
+	s := newDB(t)
 	ctx := context.Background()
 	now := t0.Add(time.Minute)
 
@@ -134,7 +135,7 @@ func TestRedeliverRefuses(t *testing.T) {
 func TestRetriedRedeliveryMeetsItsOwnWrite(t *testing.T) {
 	for _, loss := range answerLosses {
 		t.Run(loss.String(), func(t *testing.T) {
-			direct := newStore(t)
+			direct := newDB(t)
 			ctx := context.Background()
 			now := t0.Add(time.Minute)
 			d := delivery(t, direct)
@@ -157,7 +158,7 @@ func TestRetriedRedeliveryMeetsItsOwnWrite(t *testing.T) {
 				return "redeliver", 1
 			})
 			proxy.Losses = []testenv.Loss{loss}
-			lossy := store.New(emulator.DynamoDBClient(proxy.URL), direct.Table())
+			lossy := deliveriesdb.New(store.New(emulator.DynamoDBClient(proxy.URL), direct.Table()))
 
 			err := lossy.Redeliver(ctx, reread(t, direct, d.JobID), "redeliver-1", now)
 			if proxy.Lost("redeliver", loss) != 1 || calls != 2 || between != nil {
