@@ -18,18 +18,31 @@ import (
 	"genjobs/internal/webhook"
 )
 
-// Deps is what every function is built from: its settings, grouped by what
-// they configure, and the AWS configuration its builder makes its own
-// clients from (dynamodbwire.Store, sqswire.Client, s3wire.Store, ...), so
-// that each binary links only the clients it uses. Each setting's comment
-// names the environment variable Config reads it from; a builder names the
-// ones it needs with Require.
+// Deps is what every function is built from: its settings, and the AWS
+// configuration its builder makes its own clients from (dynamodbwire.Store,
+// sqswire.Client, s3wire.Store, ...), so that each binary links only the
+// clients it uses.
 type Deps struct {
+	Settings
+
 	// AWS is the configuration of every AWS client: in Lambda, read from
 	// the environment (awsclient.FromEnv); locally and in tests, the
 	// emulators' endpoints (awsclient.Endpoints in its ConfigSources).
 	AWS aws.Config
 
+	Clock clock.Clock
+	Log   *slog.Logger
+	// Metrics writes the function's CloudWatch metrics (EMF lines on
+	// standard output); set by Lambda, nil elsewhere.
+	Metrics *metrics.Emitter
+	// Retries is how the clients retry: set by Function.Handler from the
+	// function's kind (awsclient.Requests or Events), never by a builder.
+	Retries awsclient.Profile
+}
+
+// Settings are what Config reads from the environment, grouped by what they
+// configure. Each field's comment names its variable.
+type Settings struct {
 	Table     string // TABLE_NAME: the one table every function reads and writes
 	Queues    Queues
 	Buckets   Buckets
@@ -41,15 +54,6 @@ type Deps struct {
 	Signing   Signing
 	Providers Providers
 	Console   Console
-
-	Clock clock.Clock
-	Log   *slog.Logger
-	// Metrics writes the function's CloudWatch metrics (EMF lines on
-	// standard output); set by Lambda, nil elsewhere.
-	Metrics *metrics.Emitter
-	// Retries is how the clients retry: set by Function.Handler from the
-	// function's kind (awsclient.Requests or Events), never by a builder.
-	Retries awsclient.Profile
 }
 
 // Queues are the jobs' queues: where a job's message is sent
@@ -158,80 +162,70 @@ type Console struct {
 	StripeSecretID, StripeAPIBase string
 }
 
-// text is every text setting by the environment variable Config reads it
-// from: the one list of their names, for Config and Require.
-func (d *Deps) text() map[string]*string {
-	return map[string]*string{
-		"TABLE_NAME":              &d.Table,
-		"JOBS_QUEUE_URL":          &d.Queues.Jobs,
-		"JOBS_DLQ_URL":            &d.Queues.JobsDLQ,
-		"LIGHT_JOBS_QUEUE_URL":    &d.Queues.LightJobs,
-		"LIGHT_JOBS_DLQ_URL":      &d.Queues.LightJobsDLQ,
-		"RESULTS_BUCKET":          &d.Buckets.Results,
-		"ASSETS_BUCKET":           &d.Buckets.Assets,
-		"BASE_URL":                &d.API.BaseURL,
-		"APP_URL":                 &d.API.AppURL,
-		"PRICES_JSON":             &d.API.PricesJSON,
-		"WORKER_QUEUE_URL":        &d.Worker.Queue,
-		"DELIVERIES_QUEUE_URL":    &d.Webhooks.Queue,
-		"DELIVERIES_DLQ_URL":      &d.Webhooks.DLQ,
-		"SIGNING_KEY_ID":          &d.Signing.KeyID,
-		"SIGNING_PREVIOUS_KEY_ID": &d.Signing.PreviousKeyID,
-		"PROVIDER_QUEUE_URL":      &d.Providers.Queue,
-		"PROVIDER_ROUTES":         &d.Providers.Routes,
-		"PROVIDER_SECRETS_PREFIX": &d.Providers.SecretsPrefix,
-		"COGNITO_USER_POOL_ID":    &d.Console.UserPoolID,
-		"COGNITO_CLIENT_ID":       &d.Console.ClientID,
-		"COGNITO_JWKS_URL":        &d.Console.JWKSURL,
-		"COGNITO_ISSUER":          &d.Console.Issuer,
-		"STRIPE_SECRET_ID":        &d.Console.StripeSecretID,
-		"STRIPE_API_BASE":         &d.Console.StripeAPIBase,
-	}
-}
-
 // Config reads the configuration from getenv, without building clients: it
 // checks every value it reads, and applies the defaults it owns.
 func Config(getenv func(string) string) (Deps, error) {
-	d := Deps{
-		Webhooks: Webhooks{Schedule: webhook.Schedule},
-		Clock:    clock.System{},
-		Log:      slog.New(slog.NewJSONHandler(os.Stdout, nil)),
-	}
-	for name, v := range d.text() {
-		*v = getenv(name)
-	}
-	for _, addr := range []*string{&d.API.BaseURL, &d.API.AppURL, &d.Console.StripeAPIBase} {
-		*addr = strings.TrimSuffix(*addr, "/")
-	}
+	s, err := read(getenv)
+	return Deps{Settings: s, Clock: clock.System{}, Log: slog.New(slog.NewJSONHandler(os.Stdout, nil))}, err
+}
+
+// read reads the settings, checking every value it reads; it returns what
+// it read until an error.
+func read(getenv func(string) string) (Settings, error) {
+	s := Settings{Webhooks: Webhooks{Schedule: webhook.Schedule}}
+	s.Table = getenv("TABLE_NAME")
+	s.Queues.Jobs = getenv("JOBS_QUEUE_URL")
+	s.Queues.JobsDLQ = getenv("JOBS_DLQ_URL")
+	s.Queues.LightJobs = getenv("LIGHT_JOBS_QUEUE_URL")
+	s.Queues.LightJobsDLQ = getenv("LIGHT_JOBS_DLQ_URL")
+	s.Buckets.Results = getenv("RESULTS_BUCKET")
+	s.Buckets.Assets = getenv("ASSETS_BUCKET")
+	s.API.BaseURL = strings.TrimSuffix(getenv("BASE_URL"), "/")
+	s.API.AppURL = strings.TrimSuffix(getenv("APP_URL"), "/")
+	s.API.PricesJSON = getenv("PRICES_JSON")
+	s.Worker.Queue = getenv("WORKER_QUEUE_URL")
+	s.Webhooks.Queue = getenv("DELIVERIES_QUEUE_URL")
+	s.Webhooks.DLQ = getenv("DELIVERIES_DLQ_URL")
+	s.Signing.KeyID = getenv("SIGNING_KEY_ID")
+	s.Signing.PreviousKeyID = getenv("SIGNING_PREVIOUS_KEY_ID")
+	s.Providers.Queue = getenv("PROVIDER_QUEUE_URL")
+	s.Providers.Routes = getenv("PROVIDER_ROUTES")
+	s.Providers.SecretsPrefix = getenv("PROVIDER_SECRETS_PREFIX")
+	s.Console.UserPoolID = getenv("COGNITO_USER_POOL_ID")
+	s.Console.ClientID = getenv("COGNITO_CLIENT_ID")
+	s.Console.JWKSURL = getenv("COGNITO_JWKS_URL")
+	s.Console.Issuer = getenv("COGNITO_ISSUER")
+	s.Console.StripeSecretID = getenv("STRIPE_SECRET_ID")
+	s.Console.StripeAPIBase = strings.TrimSuffix(getenv("STRIPE_API_BASE"), "/")
 	if v := getenv("ALLOW_PRIVATE_DESTINATIONS"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return d, fmt.Errorf("ALLOW_PRIVATE_DESTINATIONS must be true or false, not %q", v)
+			return s, fmt.Errorf("ALLOW_PRIVATE_DESTINATIONS must be true or false, not %q", v)
 		}
-		d.Network.AllowPrivate = b
+		s.Network.AllowPrivate = b
 	}
 	var err error
-	if d.Sweeper.RequeueAfter, err = positiveDuration(getenv, "SWEEPER_REQUEUE_AFTER"); err != nil {
-		return d, err
+	if s.Sweeper.RequeueAfter, err = positiveDuration(getenv, "SWEEPER_REQUEUE_AFTER"); err != nil {
+		return s, err
 	}
-	if d.Worker.LeaseFor, err = positiveDuration(getenv, "WORKER_LEASE"); err != nil {
-		return d, err
+	if s.Worker.LeaseFor, err = positiveDuration(getenv, "WORKER_LEASE"); err != nil {
+		return s, err
 	}
 	if v := getenv("MAX_SOURCE_PIXELS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return d, fmt.Errorf("MAX_SOURCE_PIXELS must be a whole number of pixels, not %q", v)
+			return s, fmt.Errorf("MAX_SOURCE_PIXELS must be a whole number of pixels, not %q", v)
 		}
-		d.Worker.MaxSourcePixels = n
+		s.Worker.MaxSourcePixels = n
 	}
 	if v := getenv("WEBHOOK_SCHEDULE"); v != "" {
 		sched, err := webhook.ParseSchedule(v)
 		if err != nil {
-			return d, fmt.Errorf("WEBHOOK_SCHEDULE: %w", err)
+			return s, fmt.Errorf("WEBHOOK_SCHEDULE: %w", err)
 		}
-		d.Webhooks.Schedule = sched
+		s.Webhooks.Schedule = sched
 	}
-	return d, nil
+	return s, nil
 }
 
 // positiveDuration reads the duration variable name, 0 when unset.
@@ -247,18 +241,13 @@ func positiveDuration(getenv func(string) string, name string) (time.Duration, e
 	return dur, nil
 }
 
-// Require checks that the text settings a builder needs are set, by the
-// names of their environment variables. A function missing one stops at
-// init, naming every one missing.
-func (d Deps) Require(names ...string) error {
-	text := d.text()
+// Require checks that the configuration a builder needs is set: settings
+// maps each environment variable to the value read from it. A function
+// missing one stops at init, naming every one missing.
+func Require(settings map[string]string) error {
 	var missing []string
-	for _, name := range names {
-		v, ok := text[name]
-		if !ok {
-			return fmt.Errorf("%s is not a setting app.Config reads", name)
-		}
-		if *v == "" {
+	for name, value := range settings {
+		if value == "" {
 			missing = append(missing, name)
 		}
 	}

@@ -14,7 +14,9 @@ import (
 
 // Build builds the assets function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := d.Require("TABLE_NAME", "ASSETS_BUCKET"); err != nil {
+	if err := app.Require(map[string]string{
+		"TABLE_NAME": d.Table, "ASSETS_BUCKET": d.Buckets.Assets,
+	}); err != nil {
 		return nil, err
 	}
 	st, auth := dynamodbwire.API(d)

@@ -18,7 +18,10 @@ import (
 
 // Build builds the handler of POST /callbacks/{provider}/{job_id}/{token}.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := d.Require("TABLE_NAME", "PROVIDER_QUEUE_URL", "RESULTS_BUCKET"); err != nil {
+	if err := app.Require(map[string]string{
+		"TABLE_NAME": d.Table, "PROVIDER_QUEUE_URL": d.Providers.Queue,
+		"RESULTS_BUCKET": d.Buckets.Results,
+	}); err != nil {
 		return nil, err
 	}
 	_, routes, secrets, err := providerwire.Routing(d)

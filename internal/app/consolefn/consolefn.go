@@ -21,7 +21,10 @@ import (
 // POST /webhooks/stripe. It does no I/O: the pool's keys and the Stripe
 // keys are read at first use.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := d.Require("TABLE_NAME", "APP_URL", "COGNITO_USER_POOL_ID", "COGNITO_CLIENT_ID", "STRIPE_SECRET_ID"); err != nil {
+	if err := app.Require(map[string]string{
+		"TABLE_NAME": d.Table, "APP_URL": d.API.AppURL, "COGNITO_USER_POOL_ID": d.Console.UserPoolID,
+		"COGNITO_CLIENT_ID": d.Console.ClientID, "STRIPE_SECRET_ID": d.Console.StripeSecretID,
+	}); err != nil {
 		return nil, err
 	}
 	id, err := cognito.New(d.AWS, d.Retries.Cognito,

@@ -20,7 +20,11 @@ import (
 
 // Build builds the handler of the deliveries queue.
 func Build(d app.Deps) (app.SQSHandler, error) {
-	if err := d.Require("TABLE_NAME", "DELIVERIES_QUEUE_URL", "DELIVERIES_DLQ_URL", "RESULTS_BUCKET", "SIGNING_KEY_ID"); err != nil {
+	if err := app.Require(map[string]string{
+		"TABLE_NAME": d.Table, "DELIVERIES_QUEUE_URL": d.Webhooks.Queue,
+		"DELIVERIES_DLQ_URL": d.Webhooks.DLQ, "RESULTS_BUCKET": d.Buckets.Results,
+		"SIGNING_KEY_ID": d.Signing.KeyID,
+	}); err != nil {
 		return nil, err
 	}
 	s := kmswire.Signer(d, d.Signing.KeyID)

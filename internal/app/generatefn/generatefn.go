@@ -8,33 +8,31 @@ import (
 	"net/http"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/billing/prices"
 	"genjobs/internal/catalog"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/generate"
 	"genjobs/internal/provider"
-	"genjobs/internal/store"
 	"genjobs/internal/store/assetsdb"
 )
 
 // Build builds the generate function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := d.Require("TABLE_NAME", "JOBS_QUEUE_URL", "RESULTS_BUCKET"); err != nil {
+	api, err := sqswire.NewJobsAPI(d)
+	if err != nil {
 		return nil, err
 	}
-	st, auth := dynamodbwire.API(d)
-	g, err := Handler(d, st, auth)
+	g, err := Handler(d, api)
 	if err != nil {
 		return nil, err
 	}
 	return httpapi.Middleware(d.Log, g.Routes()), nil
 }
 
-// Handler is POST /generate's handler on st and a, for the generate
-// function and for the MCP function, whose generation tools call it.
-func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*generate.Handler, error) {
+// Handler is POST /generate's handler on api, for the generate function
+// and for the MCP function, whose generation tools call it.
+func Handler(d app.Deps, api sqswire.JobsAPI) (*generate.Handler, error) {
 	cat, err := catalog.New()
 	if err != nil {
 		return nil, err
@@ -50,13 +48,13 @@ func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*generate.Ha
 	return &generate.Handler{
 		Providers:         routes,
 		Metrics:           d.Metrics,
-		Auth:              a,
+		Auth:              api.Auth,
 		Catalog:           cat,
-		Jobs:              st,
+		Jobs:              api.Store,
 		Prices:            list,
-		Results:           d.ResultLinks(),
-		Queue:             sqswire.JobQueue(d, sqswire.Client(d)),
-		Assets:            assetsdb.New(st),
+		Results:           api.Results,
+		Queue:             api.Queue,
+		Assets:            assetsdb.New(api.Store),
 		Clock:             d.Clock,
 		BaseURL:           d.API.BaseURL,
 		AllowHTTPWebhooks: d.Network.AllowPrivate,

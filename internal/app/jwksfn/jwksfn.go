@@ -21,7 +21,7 @@ const KeyMaxAge = time.Minute
 // Build builds the handler of GET /.well-known/jwks.json: the current key,
 // and the previous one during a rotation.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := d.Require("SIGNING_KEY_ID"); err != nil {
+	if err := app.Require(map[string]string{"SIGNING_KEY_ID": d.Signing.KeyID}); err != nil {
 		return nil, err
 	}
 	pub := &signing.Publisher{Clock: d.Clock, OnPreviousError: func(err error) {

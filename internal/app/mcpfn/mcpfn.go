@@ -9,9 +9,9 @@ import (
 	"net/http"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/jobsfn"
+	"genjobs/internal/app/sqswire"
 	"genjobs/internal/app/stylesfn"
 	"genjobs/internal/app/usagefn"
 	"genjobs/internal/httpapi"
@@ -20,11 +20,12 @@ import (
 
 // Build builds the MCP function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := d.Require("TABLE_NAME", "JOBS_QUEUE_URL", "RESULTS_BUCKET"); err != nil {
+	jobsAPI, err := sqswire.NewJobsAPI(d)
+	if err != nil {
 		return nil, err
 	}
-	st, auth := dynamodbwire.API(d)
-	gen, err := generatefn.Handler(d, st, auth)
+	st, auth := jobsAPI.Store, jobsAPI.Auth
+	gen, err := generatefn.Handler(d, jobsAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +35,7 @@ func Build(d app.Deps) (http.Handler, error) {
 	}
 	api := http.NewServeMux()
 	api.Handle("/generate/", gen.Routes())
-	jobs := jobsfn.Handler(d, st, auth).Routes()
+	jobs := jobsfn.Handler(d, jobsAPI).Routes()
 	api.Handle("/jobs", jobs)
 	api.Handle("/jobs/", jobs)
 	api.Handle("/usage", usagefn.Handler(d, st, auth).Routes())

@@ -13,7 +13,10 @@ import (
 
 // Build builds the handler of the table's stream.
 func Build(d app.Deps) (app.StreamHandler, error) {
-	if err := d.Require("TABLE_NAME", "DELIVERIES_QUEUE_URL", "DELIVERIES_DLQ_URL"); err != nil {
+	if err := app.Require(map[string]string{
+		"TABLE_NAME": d.Table, "DELIVERIES_QUEUE_URL": d.Webhooks.Queue,
+		"DELIVERIES_DLQ_URL": d.Webhooks.DLQ,
+	}); err != nil {
 		return nil, err
 	}
 	n := &webhook.Notifier{

@@ -16,7 +16,10 @@ import (
 
 // Build builds the provider function's handler of the provider queue.
 func Build(d app.Deps) (app.SQSHandler, error) {
-	if err := d.Require("TABLE_NAME", "PROVIDER_QUEUE_URL", "RESULTS_BUCKET", "ASSETS_BUCKET"); err != nil {
+	if err := app.Require(map[string]string{
+		"TABLE_NAME": d.Table, "PROVIDER_QUEUE_URL": d.Providers.Queue,
+		"RESULTS_BUCKET": d.Buckets.Results, "ASSETS_BUCKET": d.Buckets.Assets,
+	}); err != nil {
 		return nil, err
 	}
 	cat, routes, secrets, err := providerwire.Routing(d)

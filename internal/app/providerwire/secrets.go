@@ -12,7 +12,9 @@ import (
 // (PROVIDER_SECRETS_PREFIX in Secrets Manager). It does no I/O: a secret is
 // read when a route first needs it.
 func Secrets(d app.Deps) (provider.Secrets, error) {
-	if err := d.Require("PROVIDER_SECRETS_PREFIX"); err != nil {
+	if err := app.Require(map[string]string{
+		"PROVIDER_SECRETS_PREFIX": d.Providers.SecretsPrefix,
+	}); err != nil {
 		return nil, err
 	}
 	return SecretStore{secrets.New(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Providers.SecretsPrefix)}, nil

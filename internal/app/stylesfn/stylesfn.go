@@ -17,7 +17,7 @@ import (
 // Build builds the styles function's handler. APP_URL, the web
 // application's address, prefixes share links and avatars.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := d.Require("TABLE_NAME"); err != nil {
+	if err := app.Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
 		return nil, err
 	}
 	st, auth := dynamodbwire.API(d)
@@ -31,7 +31,7 @@ func Build(d app.Deps) (http.Handler, error) {
 // Handler is the styles routes' handler on st and a (the styles
 // function's, and the MCP function's list_styles tool's); it checks APP_URL.
 func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) (*httpapi.Styles, error) {
-	if err := d.Require("APP_URL"); err != nil {
+	if err := app.Require(map[string]string{"APP_URL": d.API.AppURL}); err != nil {
 		return nil, err
 	}
 	if u, err := url.Parse(d.API.AppURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||

@@ -15,7 +15,9 @@ import (
 
 // Build builds the sweeper function's handler of its schedule.
 func Build(d app.Deps) (app.ScheduleHandler, error) {
-	if err := d.Require("TABLE_NAME", "JOBS_QUEUE_URL", "JOBS_DLQ_URL"); err != nil {
+	if err := app.Require(map[string]string{
+		"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.Queues.Jobs, "JOBS_DLQ_URL": d.Queues.JobsDLQ,
+	}); err != nil {
 		return nil, err
 	}
 	st, c := dynamodbwire.Store(d), sqswire.Client(d)

@@ -12,7 +12,7 @@ import (
 
 // Build builds the usage function's handler.
 func Build(d app.Deps) (http.Handler, error) {
-	if err := d.Require("TABLE_NAME"); err != nil {
+	if err := app.Require(map[string]string{"TABLE_NAME": d.Table}); err != nil {
 		return nil, err
 	}
 	st, auth := dynamodbwire.API(d)

@@ -27,7 +27,10 @@ import (
 // Build builds the handler of a worker's queue: functions/worker and
 // functions/lightworker both start it.
 func Build(d app.Deps) (app.SQSHandler, error) {
-	if err := d.Require("TABLE_NAME", "JOBS_QUEUE_URL", "RESULTS_BUCKET", "ASSETS_BUCKET"); err != nil {
+	if err := app.Require(map[string]string{
+		"TABLE_NAME": d.Table, "JOBS_QUEUE_URL": d.Queues.Jobs, "RESULTS_BUCKET": d.Buckets.Results,
+		"ASSETS_BUCKET": d.Buckets.Assets,
+	}); err != nil {
 		return nil, err
 	}
 	cat, err := catalog.New()
