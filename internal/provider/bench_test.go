@@ -144,7 +144,7 @@ func BenchmarkCogServerVsEngine(b *testing.B) {
 	e.runner.Timings.MaxPoll = provider.DefaultTimings.MaxPoll
 	w := &worker.Worker{
 		Store: e.store, Ender: e.life, Catalog: e.cat, Engines: reference.Engines(),
-		Inputs: fetch.New(guard), Blobs: workerfn.Blobs{Store: e.blobs}, Assets: assetsdb.New(e.store), Clock: e.clock,
+		Inputs: fetch.New(guard), Blobs: workerfn.Blobs{Store: e.blobs}, Assets: assetsdb.New(e.store.Store), Clock: e.clock,
 		Log: slog.New(slog.NewJSONHandler(e.logs, nil)), LeaseFor: worker.DefaultLeaseFor, Heartbeat: worker.DefaultHeartbeat,
 	}
 	// runLocal takes the job's message from the jobs queue and runs it, as

@@ -40,6 +40,7 @@ import (
 	"genjobs/internal/store"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/submissionsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -53,7 +54,7 @@ const ws = "ws_p"
 type env struct {
 	t       testing.TB
 	ctx     context.Context
-	store   *store.Store
+	store   *submissionsdb.DB
 	s3      *s3.Client
 	blobs   *blob.Store
 	results string
@@ -100,7 +101,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
-	st := store.New(db, table)
+	st := submissionsdb.New(store.New(db, table))
 	now := time.Now().UTC()
 	if err := st.CreateWorkspace(ctx, auth.Workspace{ID: ws, MaxConcurrent: 40, MaxRunning: 20, CreatedAt: now}); err != nil {
 		t.Fatal(err)
@@ -157,7 +158,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	timings.MaxOutputBytes = 1 << 20
 	guard := &netguard.Guard{AllowPrivate: true}
 	e.runner = &provider.Runner{
-		Store: st, Ender: e.life, Queue: providerqueue.New(sq, pq), Blobs: providerwire.Blobs{Store: e.blobs}, Assets: assetsdb.New(st),
+		Store: st, Ender: e.life, Queue: providerqueue.New(sq, pq), Blobs: providerwire.Blobs{Store: e.blobs}, Assets: assetsdb.New(st.Store),
 		Secrets: sec, Clients: clients, Routes: rs, Catalog: e.cat,
 		Fetch: guard.Transport(), Trusted: http.DefaultTransport,
 		Clock: e.clock, Log: log, Timings: timings,

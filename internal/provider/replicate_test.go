@@ -40,7 +40,7 @@ func TestReplicateJobCompletes(t *testing.T) {
 	if err := e.blobs.PutAsset(e.ctx, key, "image/png", pngBytes); err != nil {
 		t.Fatal(err)
 	}
-	if err := assetsdb.New(e.store).CreateAsset(e.ctx, asset.Asset{ID: id, WorkspaceID: ws, Key: key, ContentType: "image/png", Size: int64(len(pngBytes)), CreatedAt: e.clock.Now()}); err != nil {
+	if err := assetsdb.New(e.store.Store).CreateAsset(e.ctx, asset.Asset{ID: id, WorkspaceID: ws, Key: key, ContentType: "image/png", Size: int64(len(pngBytes)), CreatedAt: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	dataURI := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)

@@ -195,6 +195,30 @@ func (s *Store) Job(ctx context.Context, id string) (*job.Job, error) {
 	return it.toJob()
 }
 
+// JobWith reads a job as Job does, and decodes the same item into extra
+// too: another aggregate's attributes on the job's item (package
+// submissionsdb's prediction state) come with the job in one strongly
+// consistent read.
+func (s *Store) JobWith(ctx context.Context, id string, extra any) (*job.Job, error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: Key(JobPK(id), "JOB"), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	if res.Item == nil {
+		return nil, job.ErrNotFound
+	}
+	j, err := decodeJob(res.Item)
+	if err != nil {
+		return nil, err
+	}
+	if err := attributevalue.UnmarshalMap(res.Item, extra); err != nil {
+		return nil, fmt.Errorf("decode job %s: %w", id, err)
+	}
+	return j, nil
+}
+
 type cursor struct {
 	After string `json:"a"` // GSI1SK of the last job returned
 	Query string `json:"q"` // binds the cursor to its workspace and query

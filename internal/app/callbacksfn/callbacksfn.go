@@ -14,6 +14,7 @@ import (
 	"genjobs/internal/httpapi/callbacks"
 	"genjobs/internal/provider"
 	"genjobs/internal/queue/providerqueue"
+	"genjobs/internal/store/submissionsdb"
 )
 
 // Build builds the handler of POST /callbacks/{provider}/{job_id}/{token}.
@@ -29,7 +30,7 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	c := &provider.Callbacks{
-		Store:   dynamodbwire.Store(d),
+		Store:   submissionsdb.New(dynamodbwire.Store(d)),
 		Blobs:   providerwire.Blobs{Store: s3wire.Store(d)},
 		Queue:   providerqueue.New(sqswire.Client(d), d.Providers.Queue),
 		Secrets: secrets,

@@ -11,6 +11,7 @@ import (
 	"genjobs/internal/provider"
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/store/assetsdb"
+	"genjobs/internal/store/submissionsdb"
 	"genjobs/internal/xray"
 )
 
@@ -28,7 +29,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 	}
 	st, c := dynamodbwire.Store(d), sqswire.Client(d)
 	r := &provider.Runner{
-		Store:   st,
+		Store:   submissionsdb.New(st),
 		Ender:   sqswire.Lifecycle(d, st, sqswire.JobQueue(d, c)),
 		Queue:   providerqueue.New(c, d.Providers.Queue),
 		Blobs:   providerwire.Blobs{Store: s3wire.Store(d)},

@@ -1,18 +1,44 @@
-package store
+// Package submissionsdb keeps a routed job's provider submission in the
+// service's table: its prediction state (job.Submission: the marker of the
+// step that submits, the provider's prediction id, the callback tokens'
+// hashes, a stashed callback, the cancellation) as pred_* attributes on
+// the job's own item, JOB#<id> / JOB. It writes no other attribute and no
+// other item: a job's status moves through store.Transition alone. Every
+// conditional write recognises its own success when a retry meets it
+// (judge).
+package submissionsdb
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"genjobs/internal/job"
+	"genjobs/internal/store"
 )
+
+// DB is the store with the provider submissions besides: the provider
+// runner and the callbacks move the job through it (store.Transition).
+type DB struct {
+	*store.Store
+	db    *dynamodb.Client
+	table string
+}
+
+// New returns the submissions on st's table. It does no I/O.
+func New(st *store.Store) *DB {
+	return &DB{Store: st, db: st.Client(), table: st.Table()}
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func num(n int) types.AttributeValue    { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
+func stamp(t time.Time) string          { return job.TimeOf(t).String() }
 
 // submissionItem is a routed job's prediction state, kept on the job's own
 // item beside its status (job.Submission). None of it is a status: status
@@ -30,17 +56,9 @@ type submissionItem struct {
 
 // ProviderJob reads a job and its prediction state in one strongly
 // consistent read.
-func (s *Store) ProviderJob(ctx context.Context, id string) (*job.Job, job.Submission, error) {
-	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table), Key: Key(JobPK(id), "JOB"), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, job.Submission{}, fmt.Errorf("get job %s: %w", id, err)
-	}
-	if res.Item == nil {
-		return nil, job.Submission{}, job.ErrNotFound
-	}
-	j, err := decodeJob(res.Item)
+func (s *DB) ProviderJob(ctx context.Context, id string) (*job.Job, job.Submission, error) {
+	var it submissionItem
+	j, err := s.JobWith(ctx, id, &it)
 	if err != nil {
 		return nil, job.Submission{}, err
 	}
@@ -48,10 +66,6 @@ func (s *Store) ProviderJob(ctx context.Context, id string) (*job.Job, job.Submi
 		if j.Request, err = s.JobRequest(ctx, id); err != nil {
 			return nil, job.Submission{}, err
 		}
-	}
-	var it submissionItem
-	if err := attributevalue.UnmarshalMap(res.Item, &it); err != nil {
-		return nil, job.Submission{}, fmt.Errorf("decode job %s's submission: %w", id, err)
 	}
 	sub := job.Submission{Marker: it.Marker, Tries: it.Tries, Key: it.Key, PredictionID: it.PredictionID,
 		TokenHashes: it.TokenHashes, Callback: it.Callback, Cancelled: it.Cancelled}
@@ -82,7 +96,7 @@ func notEndedValues(v map[string]types.AttributeValue) map[string]types.Attribut
 // when empty): of two steps that race to submit, one wins. A retry of the
 // write that finds its own marker stored has succeeded. job.ErrConflict:
 // another step won, or the job ended.
-func (s *Store) MarkSubmission(ctx context.Context, jobID, previous, marker, tokenHash, subKey string, at time.Time) error {
+func (s *DB) MarkSubmission(ctx context.Context, jobID, previous, marker, tokenHash, subKey string, at time.Time) error {
 	cond := "attribute_exists(PK) AND attribute_not_exists(pred_id) AND " + notEnded
 	values := notEndedValues(map[string]types.AttributeValue{
 		":marker": str(marker), ":at": str(stamp(at)), ":one": num(1), ":key": str(subKey),
@@ -96,7 +110,7 @@ func (s *Store) MarkSubmission(ctx context.Context, jobID, previous, marker, tok
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       Key(JobPK(jobID), "JOB"),
+		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_marker = :marker, pred_marked_at = :at, pred_key = if_not_exists(pred_key, :key) ADD pred_tries :one, pred_tokens :token"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
@@ -107,10 +121,10 @@ func (s *Store) MarkSubmission(ctx context.Context, jobID, previous, marker, tok
 
 // AddCallbackToken adds the hash of another callback token to a job whose
 // prediction is submitted again (Cog): the earlier tokens stay valid.
-func (s *Store) AddCallbackToken(ctx context.Context, jobID, tokenHash string) error {
+func (s *DB) AddCallbackToken(ctx context.Context, jobID, tokenHash string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       Key(JobPK(jobID), "JOB"),
+		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("ADD pred_tokens :token, pred_tries :one"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":token": &types.AttributeValueMemberSS{Value: []string{tokenHash}}, ":one": num(1)},
@@ -122,10 +136,10 @@ func (s *Store) AddCallbackToken(ctx context.Context, jobID, tokenHash string) e
 // submission marked marker made, even on a job that has ended meanwhile
 // (its cancellation needs the id). job.ErrConflict: another submission's
 // marker or another id is stored.
-func (s *Store) RecordPrediction(ctx context.Context, jobID, marker, predictionID string) error {
+func (s *DB) RecordPrediction(ctx context.Context, jobID, marker, predictionID string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       Key(JobPK(jobID), "JOB"),
+		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_id = :id"),
 		ConditionExpression:       aws.String("pred_marker = :marker AND (attribute_not_exists(pred_id) OR pred_id = :id)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(predictionID), ":marker": str(marker)},
@@ -136,10 +150,10 @@ func (s *Store) RecordPrediction(ctx context.Context, jobID, marker, predictionI
 // StashCallback records the blob key of a verified callback's body that
 // ended the prediction, for the next step to act on; only while the job
 // has not ended.
-func (s *Store) StashCallback(ctx context.Context, jobID, blobKey string) error {
+func (s *DB) StashCallback(ctx context.Context, jobID, blobKey string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       Key(JobPK(jobID), "JOB"),
+		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_callback = :key"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND " + notEnded),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
@@ -151,10 +165,10 @@ func (s *Store) StashCallback(ctx context.Context, jobID, blobKey string) error 
 // DropCallback forgets a stashed callback a step could not use (its
 // outputs failed to copy for good, or it was unreadable), if it is still
 // the one stashed.
-func (s *Store) DropCallback(ctx context.Context, jobID, blobKey string) error {
+func (s *DB) DropCallback(ctx context.Context, jobID, blobKey string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       Key(JobPK(jobID), "JOB"),
+		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("REMOVE pred_callback"),
 		ConditionExpression:       aws.String("pred_callback = :key"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":key": str(blobKey)},
@@ -168,10 +182,10 @@ func (s *Store) DropCallback(ctx context.Context, jobID, blobKey string) error {
 
 // MarkProviderCancelled records that the provider answered the
 // cancellation of the job's prediction.
-func (s *Store) MarkProviderCancelled(ctx context.Context, jobID string) error {
+func (s *DB) MarkProviderCancelled(ctx context.Context, jobID string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       Key(JobPK(jobID), "JOB"),
+		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_cancelled = :yes"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":yes": &types.AttributeValueMemberBOOL{Value: true}},
@@ -182,7 +196,7 @@ func (s *Store) MarkProviderCancelled(ctx context.Context, jobID string) error {
 // judge turns a conditional write's failure into job.ErrNotFound or
 // job.ErrConflict, unless the stored item shows the write took effect (a
 // retry after a lost answer).
-func (s *Store) judge(ctx context.Context, jobID string, err error, done func(job.Submission) bool) error {
+func (s *DB) judge(ctx context.Context, jobID string, err error, done func(job.Submission) bool) error {
 	var failed *types.ConditionalCheckFailedException
 	if !errors.As(err, &failed) {
 		if err != nil {
