@@ -2,8 +2,9 @@
 // times and how long each retries, how long one attempt may wait for an
 // answer, and which errors mean the dependency is unavailable (marked as
 // fault.Unavailable, so that the HTTP handlers answer 503 and the event
-// handlers leave the message to be retried). Package app applies a Profile
-// to the clients of each function; nothing here does network I/O.
+// handlers leave the message to be retried). Package app gives each function
+// the Profile of its kind (app.Function.Handler: Requests for an HTTP
+// function, Events for the others); nothing here does network I/O.
 package awsclient
 
 import (
