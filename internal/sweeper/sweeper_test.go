@@ -21,6 +21,7 @@ import (
 	"genjobs/internal/queue"
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/leasedb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/sweeper"
 	"genjobs/internal/testenv"
@@ -404,13 +405,13 @@ func TestDeadLetteredJobNoWorkerClaimedIsSentAgain(t *testing.T) {
 // nothing; once the first has ended, the next one runs.
 func TestSweepsDoNotOverlap(t *testing.T) {
 	e := newEnv(t)
-	e.sweep.Lease, e.sweep.LeaseFor = e.store, sweeper.DefaultLeaseFor
+	e.sweep.Lease, e.sweep.LeaseFor = leasedb.New(e.store), sweeper.DefaultLeaseFor
 	e.workspace("ws_a", 5)
 	e.create("ws_a")
 	e.clock.T = t0.Add(5 * time.Minute) // the job waited long enough to be re-sent
 
 	// A sweep in progress holds the lease.
-	held, err := e.store.TakeLease(e.ctx, "sweeper", "running", e.clock.T.Add(time.Minute), e.clock.T)
+	held, err := leasedb.New(e.store).TakeLease(e.ctx, "sweeper", "running", e.clock.T.Add(time.Minute), e.clock.T)
 	if err != nil || !held {
 		t.Fatal(held, err)
 	}
@@ -420,7 +421,7 @@ func TestSweepsDoNotOverlap(t *testing.T) {
 	if got := e.messages(e.url); len(got) != 0 {
 		t.Errorf("an overlapping sweep re-sent %v", got)
 	}
-	if err := e.store.ReleaseLease(e.ctx, "sweeper", "running", e.clock.T); err != nil {
+	if err := leasedb.New(e.store).ReleaseLease(e.ctx, "sweeper", "running", e.clock.T); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.sweep.Handle(e.ctx, events.EventBridgeEvent{}); err != nil {
@@ -430,7 +431,7 @@ func TestSweepsDoNotOverlap(t *testing.T) {
 		t.Errorf("the next sweep re-sent %v; want the waiting job", got)
 	}
 	// And it gave the lease back.
-	if ok, err := e.store.TakeLease(e.ctx, "sweeper", "next", e.clock.T.Add(time.Minute), e.clock.T); err != nil || !ok {
+	if ok, err := leasedb.New(e.store).TakeLease(e.ctx, "sweeper", "next", e.clock.T.Add(time.Minute), e.clock.T); err != nil || !ok {
 		t.Errorf("lease after a sweep: %v %v; want free", ok, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/queue"
 	"genjobs/internal/store/deliveriesdb"
+	"genjobs/internal/store/leasedb"
 	"genjobs/internal/sweeper"
 )
 
@@ -32,7 +33,7 @@ func Build(d app.Deps) (app.ScheduleHandler, error) {
 		Log:          d.Log,
 		Deadline:     sweeper.DefaultDeadline,
 		RequeueAfter: cmp.Or(d.Sweeper.RequeueAfter, sweeper.DefaultRequeueAfter),
-		Lease:        st,
+		Lease:        leasedb.New(st),
 		LeaseFor:     sweeper.DefaultLeaseFor,
 	}
 	if d.Webhooks.Queue != "" { // re-sends overdue webhook attempts too

@@ -1,4 +1,6 @@
-package store
+// Package leasedb keeps named leases in the service's table: LEASE#<name> /
+// LEASE, an item only one holder has at a time, and nothing else.
+package leasedb
 
 import (
 	"context"
@@ -10,7 +12,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/store"
 )
+
+// DB is the store with the leases besides.
+type DB struct {
+	*store.Store
+	db    *dynamodb.Client
+	table string
+}
+
+// New returns the leases on st's table. It does no I/O.
+func New(st *store.Store) *DB {
+	return &DB{Store: st, db: st.Client(), table: st.Table()}
+}
 
 // A lease is a named item only one holder has at a time: the sweeper takes
 // one per run so that two runs (a slow one and the next minute's, or an
@@ -19,14 +35,14 @@ import (
 // any. The item expires (TTL) a day after its lease.
 
 func leaseKey(name string) map[string]types.AttributeValue {
-	return Key("LEASE#"+name, "LEASE")
+	return store.Key("LEASE#"+name, "LEASE")
 }
 
 // TakeLease gives the lease name to holder until until, unless another
 // holder has it at now, and answers whether holder has it. holder must be
 // unique to the taker: a retry of a take that succeeded finds its own
 // holder and succeeds again.
-func (s *Store) TakeLease(ctx context.Context, name, holder string, until, now time.Time) (bool, error) {
+func (s *DB) TakeLease(ctx context.Context, name, holder string, until, now time.Time) (bool, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
 		Key:                 leaseKey(name),
@@ -51,7 +67,7 @@ func (s *Store) TakeLease(ctx context.Context, name, holder string, until, now t
 
 // ReleaseLease ends holder's lease name at now, so that the next taker
 // need not wait for it to lapse; a lease someone else has is left alone.
-func (s *Store) ReleaseLease(ctx context.Context, name, holder string, now time.Time) error {
+func (s *DB) ReleaseLease(ctx context.Context, name, holder string, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
 		Key:                 leaseKey(name),

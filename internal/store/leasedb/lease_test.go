@@ -1,13 +1,21 @@
-package store_test
+package leasedb_test
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"genjobs/internal/store/leasedb"
+	"genjobs/internal/store/storetest"
+	"genjobs/internal/testenv"
 )
 
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var t0 = time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC)
+
 func TestLeaseKeepsASecondHolderOutUntilItLapsesOrIsReleased(t *testing.T) {
-	s, ctx := newStore(t), context.Background()
+	s, ctx := leasedb.New(storetest.New(t)), context.Background()
 	until := t0.Add(70 * time.Second)
 	take := func(holder string, now time.Time) bool {
 		t.Helper()
