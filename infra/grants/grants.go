@@ -907,7 +907,7 @@ var carried = map[string]string{
 	// A job's result keys: JSON in its item, written by a transition.
 	"genjobs/internal/job.Job.Outputs": "genjobs/internal/job.Change.Outputs",
 	// The key of a verified callback's body, stashed on the job's item.
-	"genjobs/internal/store.submissionItem.Callback": "(*genjobs/internal/store.Store).StashCallback#blobKey",
+	"genjobs/internal/store/submissionsdb.submissionItem.Callback": "(*genjobs/internal/store/submissionsdb.DB).StashCallback#blobKey",
 }
 
 // carriedFrom is what the code named by src writes.

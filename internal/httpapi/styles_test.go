@@ -20,8 +20,8 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/store"
-	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
 )
