@@ -15,6 +15,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 )
 
 // Bounds of free text the CLI stores; the settings pages would have them too.
@@ -43,7 +44,7 @@ func (c *cli) workspaceCreate(ctx context.Context, args []string, stdout io.Writ
 	case *maxRunning > *maxConcurrent:
 		return usagef("%s: --max-running (%d) must not exceed --max-concurrent (%d)", c.cmd.name, *maxRunning, *maxConcurrent)
 	}
-	s, err := c.store(ctx)
+	s, err := c.accounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func (c *cli) tokenCreate(ctx context.Context, args []string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	s, err := c.store(ctx)
+	s, err := c.accounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (c *cli) tokenRevoke(ctx context.Context, args []string, stdout io.Writer) 
 	if err := c.parseIDs(fs, args, stdout, "workspace", "token-id"); err != nil {
 		return err
 	}
-	s, err := c.store(ctx)
+	s, err := c.accounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -160,12 +161,12 @@ func (c *cli) balanceTopUp(ctx context.Context, args []string, stdout io.Writer)
 	if len(*paymentID) > maxPaymentIDLen {
 		return usagef("%s: --payment-id has %d characters; at most %d are allowed", c.cmd.name, len(*paymentID), maxPaymentIDLen)
 	}
-	s, err := c.store(ctx)
+	s, err := c.accounts(ctx)
 	if err != nil {
 		return err
 	}
 	b, err := s.TopUp(ctx, *ws, *paymentID, amount, c.clock.Now())
-	if errors.Is(err, store.ErrPaymentConflict) {
+	if errors.Is(err, accountsdb.ErrPaymentConflict) {
 		return fmt.Errorf("payment id %s was already used with another amount; nothing was credited", *paymentID)
 	}
 	if err != nil {
@@ -224,7 +225,7 @@ func (c *cli) workspaceInvoice(ctx context.Context, args []string, stdout io.Wri
 	if amount < 0 || amount > billing.MaxCreditLimit {
 		return usagef("%s: --credit-limit-usd must be between 0 and %s USD, not %s", c.cmd.name, whole(billing.MaxCreditLimit), *limit)
 	}
-	s, err := c.store(ctx)
+	s, err := c.accounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -245,7 +246,7 @@ func (c *cli) ledgerVerify(ctx context.Context, args []string, stdout io.Writer)
 	if (*ws == "") == !*all {
 		return usagef("%s: give --workspace W or --all", c.cmd.name)
 	}
-	s, err := c.store(ctx)
+	s, err := c.accounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -303,6 +304,15 @@ func whole(m billing.Micros) string { return fmt.Sprint(int64(m / billing.USD)) 
 
 // notFound words a missing item (either store's or auth's error), and
 // explains the rest.
+// accounts is the store with the accounts (package accountsdb).
+func (c *cli) accounts(ctx context.Context) (*accountsdb.DB, error) {
+	s, err := c.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return accountsdb.New(s), nil
+}
+
 func (c *cli) notFound(err error, format string, a ...any) error {
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, auth.ErrNotFound) {
 		return fmt.Errorf(format, a...)
@@ -338,13 +348,13 @@ func (c *cli) parseIDs(fs *flag.FlagSet, args []string, stdout io.Writer, requir
 
 // workspaceStore parses a command whose one flag is --workspace and opens
 // the store.
-func (c *cli) workspaceStore(ctx context.Context, args []string, stdout io.Writer) (string, *store.Store, error) {
+func (c *cli) workspaceStore(ctx context.Context, args []string, stdout io.Writer) (string, *accountsdb.DB, error) {
 	fs := c.flags()
 	ws := fs.String("workspace", "", "the workspace `id` (required)")
 	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
 		return "", nil, err
 	}
-	s, err := c.store(ctx)
+	s, err := c.accounts(ctx)
 	return *ws, s, err
 }
 

@@ -24,6 +24,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/clock"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
@@ -148,7 +149,7 @@ func wantKeys(t *testing.T, m map[string]any, want ...string) {
 
 func TestTokenLifecycle(t *testing.T) {
 	e, ctx := newEnv(t), context.Background()
-	authn := auth.Authenticator{Dir: e.store()}
+	authn := auth.Authenticator{Dir: accountsdb.New(e.store())}
 
 	out := e.ok(t, "workspace", "create", "--name", "Acme")
 	wantKeys(t, out, "workspace_id")
@@ -156,7 +157,7 @@ func TestTokenLifecycle(t *testing.T) {
 	if !strings.HasPrefix(ws, "ws_") {
 		t.Fatalf("workspace id %q; want ws_...", ws)
 	}
-	w, err := e.store().Workspace(ctx, ws)
+	w, err := accountsdb.New(e.store()).Workspace(ctx, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestTokenLifecycle(t *testing.T) {
 func TestWorkspaceLimits(t *testing.T) {
 	e, ctx := newEnv(t), context.Background()
 	ws := e.ok(t, "workspace", "create", "--name", "  Big  ", "--max-concurrent", "50", "--max-running", "50")["workspace_id"].(string)
-	w, err := e.store().Workspace(ctx, ws)
+	w, err := accountsdb.New(e.store()).Workspace(ctx, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +396,7 @@ func TestLocalByDefault(t *testing.T) {
 	ws := wantOK(t, invoke(localCLI(t, nil), args...), args)["workspace_id"].(string)
 	args = []string{"workspace", "enable-api", "--workspace", ws, "--table", e.table}
 	wantOK(t, invoke(localCLI(t, nil), args...), args)
-	w, err := e.store().Workspace(context.Background(), ws)
+	w, err := accountsdb.New(e.store()).Workspace(context.Background(), ws)
 	if err != nil || !w.APIEnabled {
 		t.Fatalf("workspace in the test table: %+v, %v; want it there, enabled", w, err)
 	}

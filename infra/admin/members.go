@@ -15,6 +15,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/consoledb"
 )
 
@@ -89,7 +90,7 @@ func (c *cli) memberAdd(ctx context.Context, args []string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	if _, err := s.Workspace(ctx, *ws); err != nil {
+	if _, err := accountsdb.New(s).Workspace(ctx, *ws); err != nil {
 		return c.notFound(err, "workspace %s does not exist", *ws)
 	}
 	pool, err := c.pool(ctx)
@@ -170,7 +171,7 @@ func (c *cli) memberList(ctx context.Context, args []string, stdout io.Writer) e
 	if _, err := s.Workspace(ctx, ws); err != nil {
 		return c.notFound(err, "workspace %s does not exist", ws)
 	}
-	ms, err := consoledb.New(s).Members(ctx, ws)
+	ms, err := consoledb.New(s.Store).Members(ctx, ws)
 	if err != nil {
 		return c.target.explain(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/cognito"
 	"genjobs/internal/emulator"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestMemberAddListRemove(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	if err := e.store().CreateWorkspace(ctx, auth.Workspace{ID: "ws_acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
+	if err := accountsdb.New(e.store()).CreateWorkspace(ctx, auth.Workspace{ID: "ws_acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := emulator.MotoConfig(testenv.MotoEndpoint())

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
@@ -221,7 +222,7 @@ func (c *cli) styleLike(ctx context.Context, args []string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	if _, err := s.Workspace(ctx, *ws); err != nil {
+	if _, err := accountsdb.New(s.Store).Workspace(ctx, *ws); err != nil {
 		return c.notFound(err, "workspace %s does not exist", *ws)
 	}
 	// Liking again is not an error: the like stands, counted once.

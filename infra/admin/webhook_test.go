@@ -27,6 +27,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
@@ -60,10 +61,10 @@ func newHookEnv(t *testing.T) *hookEnv {
 		Schedule: []time.Duration{5 * time.Minute, 30 * time.Minute}, ClaimFor: webhook.DefaultClaimFor,
 		Clock: clock.System{}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	}
-	if err := e.store().CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", MaxConcurrent: 20, MaxRunning: 20, CreatedAt: time.Now()}); err != nil {
+	if err := accountsdb.New(e.store()).CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", MaxConcurrent: 20, MaxRunning: 20, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store().TopUp(ctx, "ws_a", "pay", 10*billing.USD, time.Now()); err != nil {
+	if _, err := accountsdb.New(e.store()).TopUp(ctx, "ws_a", "pay", 10*billing.USD, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -27,6 +27,7 @@ import (
 	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 )
 
 // Bounds of each load run: whichever of the count and the time comes first.
@@ -196,8 +197,9 @@ const benchBalance = 1_000_000 * billing.USD
 
 // benchWorkspace creates a workspace with API access and both slot limits
 // at limit, and a token for it, and returns the token.
-func benchWorkspace(ctx context.Context, s *store.Store, id string, limit int) (string, error) {
+func benchWorkspace(ctx context.Context, st *store.Store, id string, limit int) (string, error) {
 	now := time.Now()
+	s := accountsdb.New(st)
 	err := s.CreateWorkspace(ctx, auth.Workspace{
 		ID: id, Name: "Bench", APIEnabled: true, MaxConcurrent: limit, MaxRunning: limit, CreatedAt: now,
 	})

@@ -18,6 +18,7 @@ import (
 	"genjobs/infra/local/sam"
 	"genjobs/internal/auth"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
@@ -119,7 +120,7 @@ func measureStyles(ctx context.Context, tpl *sam.Template, local *devstack.Stack
 	if err != nil {
 		return nil, err
 	}
-	if err := st.CreateWorkspace(ctx, auth.Workspace{ID: stylesOther, Name: "Bench other", CreatedAt: time.Now()}); err != nil {
+	if err := accountsdb.New(st).CreateWorkspace(ctx, auth.Workspace{ID: stylesOther, Name: "Bench other", CreatedAt: time.Now()}); err != nil {
 		return nil, err
 	}
 	rep := &stylesReport{}

@@ -33,6 +33,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/store/stylesdb"
@@ -74,15 +75,15 @@ func newStack(t *testing.T) *stack {
 	}
 	s := &stack{t: t, store: store.New(db, table), logs: &logBuffer{}}
 	now := time.Now()
-	if err := s.store.CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", Name: "A", APIEnabled: true,
+	if err := accountsdb.New(s.store).CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", Name: "A", APIEnabled: true,
 		MaxConcurrent: 20, MaxRunning: 5, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.store.TopUp(ctx, "ws_a", "pay_1", funded, now); err != nil {
+	if _, err := accountsdb.New(s.store).TopUp(ctx, "ws_a", "pay_1", funded, now); err != nil {
 		t.Fatal(err)
 	}
 	token, hash := auth.NewToken()
-	if err := s.store.CreateToken(ctx, auth.Token{ID: "tok_a", WorkspaceID: "ws_a", Hash: hash, CreatedAt: now}); err != nil {
+	if err := accountsdb.New(s.store).CreateToken(ctx, auth.Token{ID: "tok_a", WorkspaceID: "ws_a", Hash: hash, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	s.token = token
@@ -342,7 +343,7 @@ func TestAThrottledCreationWritesNothing(t *testing.T) {
 	if err != nil || len(page.Jobs) != 0 {
 		t.Errorf("jobs after a refused creation: %d, %v; want none", len(page.Jobs), err)
 	}
-	if b, err := s.store.Balance(ctx, "ws_a"); err != nil || b.Available != funded || b.Reserved != 0 {
+	if b, err := accountsdb.New(s.store).Balance(ctx, "ws_a"); err != nil || b.Available != funded || b.Reserved != 0 {
 		t.Errorf("balance %+v, %v; want %d available and nothing reserved", b, err, funded)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"genjobs/internal/openapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/schema"
@@ -89,7 +90,7 @@ func (e *env) handler(queueURL string) http.Handler {
 		e.t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
-	a := auth.Authenticator{Dir: e.store}
+	a := auth.Authenticator{Dir: accountsdb.New(e.store)}
 	list, err := prices.Load(nil)
 	if err != nil {
 		e.t.Fatal(err)
@@ -122,16 +123,16 @@ func (e *env) fundedWorkspace(id string, enabled bool, maxConcurrent, maxRunning
 	e.t.Helper()
 	ctx := context.Background()
 	w := auth.Workspace{ID: id, Name: id, APIEnabled: enabled, MaxConcurrent: maxConcurrent, MaxRunning: maxRunning, CreatedAt: now}
-	if err := e.store.CreateWorkspace(ctx, w); err != nil {
+	if err := accountsdb.New(e.store).CreateWorkspace(ctx, w); err != nil {
 		e.t.Fatal(err)
 	}
 	if balance > 0 {
-		if _, err := e.store.TopUp(ctx, id, "pay_"+id, balance, now); err != nil {
+		if _, err := accountsdb.New(e.store).TopUp(ctx, id, "pay_"+id, balance, now); err != nil {
 			e.t.Fatal(err)
 		}
 	}
 	token, hash := auth.NewToken()
-	if err := e.store.CreateToken(ctx, auth.Token{ID: "tok_" + id, WorkspaceID: id, Hash: hash, CreatedAt: now}); err != nil {
+	if err := accountsdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_" + id, WorkspaceID: id, Hash: hash, CreatedAt: now}); err != nil {
 		e.t.Fatal(err)
 	}
 	return token
@@ -423,7 +424,7 @@ func TestAuthentication(t *testing.T) {
 	e := newEnv(t)
 	disabled := e.workspace("ws_off", false)
 	revoked := e.workspace("ws_rev", true)
-	if err := e.store.RevokeToken(context.Background(), "ws_rev", "tok_ws_rev", now); err != nil {
+	if err := accountsdb.New(e.store).RevokeToken(context.Background(), "ws_rev", "tok_ws_rev", now); err != nil {
 		t.Fatal(err)
 	}
 	path := "/generate/3d/vendor-g/model-g-3.1-rapid"

@@ -26,6 +26,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
@@ -76,7 +77,7 @@ func newAssetEnv(t *testing.T) *assetEnv {
 	e.tokenB = e.workspace("ws_b", true)
 	e.tokenOff = e.workspace("ws_off", false)
 	e.handler = &httpapi.Assets{
-		Auth:    auth.Authenticator{Dir: e.store},
+		Auth:    auth.Authenticator{Dir: accountsdb.New(e.store)},
 		Assets:  assetsdb.New(e.store),
 		Blobs:   blob.New(e.s3, "results-unused", e.bucket),
 		Clock:   &clock.Fixed{T: now},
@@ -89,11 +90,11 @@ func newAssetEnv(t *testing.T) *assetEnv {
 func (e *assetEnv) workspace(id string, enabled bool) string {
 	e.t.Helper()
 	ctx := context.Background()
-	if err := e.store.CreateWorkspace(ctx, auth.Workspace{ID: id, Name: id, APIEnabled: enabled, CreatedAt: now}); err != nil {
+	if err := accountsdb.New(e.store).CreateWorkspace(ctx, auth.Workspace{ID: id, Name: id, APIEnabled: enabled, CreatedAt: now}); err != nil {
 		e.t.Fatal(err)
 	}
 	token, hash := auth.NewToken()
-	if err := e.store.CreateToken(ctx, auth.Token{ID: "tok_" + id, WorkspaceID: id, Hash: hash, CreatedAt: now}); err != nil {
+	if err := accountsdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_" + id, WorkspaceID: id, Hash: hash, CreatedAt: now}); err != nil {
 		e.t.Fatal(err)
 	}
 	return token

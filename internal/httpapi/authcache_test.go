@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"genjobs/internal/auth"
+	"genjobs/internal/store/accountsdb"
 )
 
 // countingDirectory counts the reads that reach the store.
@@ -34,7 +35,7 @@ func TestAuthenticationIsRememberedAtMostFiveSeconds(t *testing.T) {
 	ctx := context.Background()
 	revoked := e.workspace("ws_rev", true)
 	disabled := e.workspace("ws_off", true)
-	dir := &countingDirectory{Directory: e.store}
+	dir := &countingDirectory{Directory: accountsdb.New(e.store)}
 	a := auth.Authenticator{Dir: auth.NewCache(dir, e.clock)}
 	for _, token := range []string{revoked, disabled} {
 		if _, err := a.Authenticate(ctx, "Bearer "+token); err != nil {
@@ -46,10 +47,10 @@ func TestAuthenticationIsRememberedAtMostFiveSeconds(t *testing.T) {
 	}
 
 	changed := now.Add(time.Second)
-	if err := e.store.RevokeToken(ctx, "ws_rev", "tok_ws_rev", changed); err != nil {
+	if err := accountsdb.New(e.store).RevokeToken(ctx, "ws_rev", "tok_ws_rev", changed); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.SetAPIEnabled(ctx, "ws_off", false); err != nil {
+	if err := accountsdb.New(e.store).SetAPIEnabled(ctx, "ws_off", false); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.T = now.Add(auth.MaxCacheAge - time.Millisecond) // the records were read at now
@@ -76,12 +77,12 @@ func TestAuthenticationIsRememberedAtMostFiveSeconds(t *testing.T) {
 func TestAuthenticationDoesNotRememberUnknownTokens(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	a := auth.Authenticator{Dir: auth.NewCache(e.store, e.clock)}
+	a := auth.Authenticator{Dir: auth.NewCache(accountsdb.New(e.store), e.clock)}
 	token, hash := auth.NewToken()
 	if _, err := a.Authenticate(ctx, "Bearer "+token); !errors.Is(err, auth.ErrUnauthenticated) {
 		t.Fatalf("unknown token: %v, want ErrUnauthenticated", err)
 	}
-	if err := e.store.CreateToken(ctx, auth.Token{ID: "tok_new", WorkspaceID: "ws_a", Hash: hash, CreatedAt: now}); err != nil {
+	if err := accountsdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_new", WorkspaceID: "ws_a", Hash: hash, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := a.Authenticate(ctx, "Bearer "+token); err != nil || p.WorkspaceID != "ws_a" {

@@ -11,6 +11,7 @@ import (
 
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/webhook"
 )
@@ -38,7 +39,7 @@ func (e *env) parallel(n int, method, path, token, body string, headers ...strin
 
 func (e *env) audit(ws string) billing.Balance {
 	e.t.Helper()
-	a, err := e.store.AuditLedger(context.Background(), ws)
+	a, err := accountsdb.New(e.store).AuditLedger(context.Background(), ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestRefusedCreationDoesNotKeepTheKey(t *testing.T) {
 	if r := e.do("POST", rapid, token, `{}`, "Idempotency-Key", "k1"); r.status != 402 {
 		t.Fatalf("no balance: %d %s", r.status, r.body)
 	}
-	if _, err := e.store.TopUp(context.Background(), "ws_poor", "pay_1", 5*billing.USD, now); err != nil {
+	if _, err := accountsdb.New(e.store).TopUp(context.Background(), "ws_poor", "pay_1", 5*billing.USD, now); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.do("POST", rapid, token, `{}`, "Idempotency-Key", "k1"); r.status != 200 || r.header.Get("Idempotent-Replayed") != "" {

@@ -20,6 +20,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
@@ -61,11 +62,11 @@ func newStyleEnv(t *testing.T) *styleEnv {
 	e := &styleEnv{t: t, store: store.New(db, table), at: now}
 	e.styles = &countingStyles{DB: stylesdb.New(e.store)}
 	for _, ws := range []string{"ws_a", "ws_b"} {
-		if err := e.store.CreateWorkspace(ctx, auth.Workspace{ID: ws, Name: ws, APIEnabled: true, CreatedAt: now}); err != nil {
+		if err := accountsdb.New(e.store).CreateWorkspace(ctx, auth.Workspace{ID: ws, Name: ws, APIEnabled: true, CreatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 		token, hash := auth.NewToken()
-		if err := e.store.CreateToken(ctx, auth.Token{ID: "tok_" + ws, WorkspaceID: ws, Hash: hash, CreatedAt: now}); err != nil {
+		if err := accountsdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_" + ws, WorkspaceID: ws, Hash: hash, CreatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 		if ws == "ws_a" {
@@ -74,7 +75,7 @@ func newStyleEnv(t *testing.T) *styleEnv {
 			e.tokenB = token
 		}
 	}
-	h := &httpapi.Styles{Auth: auth.Authenticator{Dir: e.store}, Styles: e.styles, Clock: &clock.Fixed{T: now}, AppURL: testAppURL}
+	h := &httpapi.Styles{Auth: auth.Authenticator{Dir: accountsdb.New(e.store)}, Styles: e.styles, Clock: &clock.Fixed{T: now}, AppURL: testAppURL}
 	e.api = lambdatest.Handler(httpapi.Middleware(slog.New(slog.NewJSONHandler(io.Discard, nil)), h.Routes()))
 	return e
 }

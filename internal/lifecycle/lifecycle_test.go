@@ -15,6 +15,7 @@ import (
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
@@ -43,7 +44,7 @@ func TestRandomisedRunKeepsSlotsExact(t *testing.T) {
 	life := &lifecycle.Ender{Store: s, Queue: queue.NewJobSender(sq, url), Clock: c, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	workspaces := []string{"ws_a", "ws_b", "ws_c"}
 	for _, ws := range workspaces {
-		if err := s.CreateWorkspace(ctx, auth.Workspace{ID: ws, MaxConcurrent: 8, MaxRunning: 3, CreatedAt: c.Now()}); err != nil {
+		if err := accountsdb.New(s).CreateWorkspace(ctx, auth.Workspace{ID: ws, MaxConcurrent: 8, MaxRunning: 3, CreatedAt: c.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -38,6 +38,7 @@ import (
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/secrets"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/store/submissionsdb"
@@ -103,10 +104,10 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	}
 	st := submissionsdb.New(store.New(db, table))
 	now := time.Now().UTC()
-	if err := st.CreateWorkspace(ctx, auth.Workspace{ID: ws, MaxConcurrent: 40, MaxRunning: 20, CreatedAt: now}); err != nil {
+	if err := accountsdb.New(st.Store).CreateWorkspace(ctx, auth.Workspace{ID: ws, MaxConcurrent: 40, MaxRunning: 20, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.TopUp(ctx, ws, "seed", 100*billing.USD, now); err != nil {
+	if _, err := accountsdb.New(st.Store).TopUp(ctx, ws, "seed", 100*billing.USD, now); err != nil {
 		t.Fatal(err)
 	}
 	sq := testenv.SQS(t)
@@ -316,7 +317,7 @@ func (e *env) objects(prefix string) []string {
 // job's entries match its end, and the slot counters match its jobs.
 func (e *env) audit() {
 	e.t.Helper()
-	a, err := e.store.AuditLedger(e.ctx, ws)
+	a, err := accountsdb.New(e.store.Store).AuditLedger(e.ctx, ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -394,7 +395,7 @@ func (e *env) sub(id string) job.Submission {
 // `ledger verify --all` of the operator CLI does.
 func (e *env) verifyAll() {
 	e.t.Helper()
-	ids, err := e.store.Workspaces(e.ctx)
+	ids, err := accountsdb.New(e.store.Store).Workspaces(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -402,7 +403,7 @@ func (e *env) verifyAll() {
 		e.t.Fatal("no workspace to verify")
 	}
 	for _, id := range ids {
-		a, err := e.store.AuditLedger(e.ctx, id)
+		a, err := accountsdb.New(e.store.Store).AuditLedger(e.ctx, id)
 		if err != nil {
 			e.t.Fatal(err)
 		}

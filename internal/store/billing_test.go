@@ -19,6 +19,7 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -31,7 +32,7 @@ func pricedJob(ws string, at time.Time, price billing.Micros) *job.Job {
 
 func topUp(t *testing.T, s *store.Store, ws string, amount billing.Micros) {
 	t.Helper()
-	if _, err := s.TopUp(context.Background(), ws, fmt.Sprintf("pay_%d", rand.Int63()), amount, t0); err != nil {
+	if _, err := accountsdb.New(s).TopUp(context.Background(), ws, fmt.Sprintf("pay_%d", rand.Int63()), amount, t0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -40,7 +41,7 @@ func topUp(t *testing.T, s *store.Store, ws string, amount billing.Micros) {
 // what its ledger adds up to, and returns the balance.
 func checkLedger(t *testing.T, s *store.Store, ws string) billing.Balance {
 	t.Helper()
-	a, err := s.AuditLedger(context.Background(), ws)
+	a, err := accountsdb.New(s).AuditLedger(context.Background(), ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestCreditLimitLetsInvoicedWorkspacesRunWithoutPrepaying(t *testing.T) {
 	s, ctx := newStore(t), context.Background()
 	addWorkspace(t, s, "ws_a", 50, 50)
 	// The store learns the limit from the refused write and retries with it.
-	if _, err := s.SetCreditLimit(ctx, "ws_a", 2*billing.USD); err != nil {
+	if _, err := accountsdb.New(s).SetCreditLimit(ctx, "ws_a", 2*billing.USD); err != nil {
 		t.Fatal(err)
 	}
 	var created []*job.Job
@@ -207,7 +208,7 @@ func TestCreditLimitLetsInvoicedWorkspacesRunWithoutPrepaying(t *testing.T) {
 	if err := s.CreateJob(ctx, pricedJob("ws_a", t0.Add(time.Hour), 500_000)); err != nil {
 		t.Errorf("after paying: %v", err)
 	}
-	if _, err := s.SetCreditLimit(ctx, "ws_a", 0); err != nil {
+	if _, err := accountsdb.New(s).SetCreditLimit(ctx, "ws_a", 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CreateJob(ctx, pricedJob("ws_a", t0.Add(2*time.Hour), 500_000)); !errors.Is(err, billing.ErrInsufficientFunds) {
@@ -378,7 +379,7 @@ func TestRandomisedSoak(t *testing.T) {
 					}
 				case op < 5:
 					amount := billing.Micros(1+rng.Intn(5)) * billing.USD
-					if _, err := s.TopUp(ctx, ws, fmt.Sprintf("pay_%d_%d", w, i), amount, at); err != nil {
+					if _, err := accountsdb.New(s).TopUp(ctx, ws, fmt.Sprintf("pay_%d_%d", w, i), amount, at); err != nil {
 						t.Error(err)
 						return
 					}

@@ -1,18 +1,31 @@
-// Package store is the DynamoDB adapter: the only code that speaks to the
-// table. One table holds every entity, keyed by PK and SK:
+// Package store is the DynamoDB adapter's core: the table every entity
+// lives in, its primitives (Key, Get, PutNew, Transact, ConditionFailed,
+// CancelReason, the retry-aware client), and the job with the transactions
+// that move it, which the other aggregates build on. One table holds every
+// entity, keyed by PK and SK; each item is written by one package:
 //
-//	entity       PK                 SK                    indexes
-//	job          JOB#<job id>       JOB                   jobs-by-workspace (GSI1), jobs-by-status (GSI2, non-terminal only)
-//	workspace    WS#<ws id>         WS                    (balance and limits live on it: one conditional write)
-//	token        TOKEN#<sha256>     TOKEN                 (the lookup of every request)
-//	token index  WS#<ws id>         TOKEN#<token id>      (revocation by id)
-//	payment      WS#<ws id>         PAYMENT#<payment id>  (top-up idempotency)
-//	ledger       WS#<ws id>         LEDGER#<time>#<id>    (every balance movement)
-//	asset        ASSET#<asset id>   ASSET                 (an uploaded image's record; its bytes are in S3)
-//	delivery     JOB#<job id>       WEBHOOK               deliveries-due (GSI4, pending only: DUE#<shard> / <next attempt>#<job id>)
+//	entity        PK                 SK                    package
+//	job           JOB#<job id>       JOB                   store (pred_* attributes: submissionsdb)
+//	job request   JOB#<job id>       REQUEST               store
+//	idempotency   IDEM#<ws>#<sha256> IDEM                  store
+//	ledger        WS#<ws id>         LEDGER#<kind>#<time>#<id> store (reservations, settlements), accountsdb (top-ups)
+//	workspace     WS#<ws id>         WS                    accountsdb (store moves its balance and slot counters)
+//	token         TOKEN#<sha256>     TOKEN                 accountsdb
+//	token index   WS#<ws id>         TOKEN#<token id>      accountsdb
+//	payment       WS#<ws id>         PAYMENT#<payment id>  accountsdb
+//	asset         ASSET#<asset id>   ASSET                 assetsdb
+//	delivery      JOB#<job id>       WEBHOOK               deliveriesdb
+//	style, ...    STYLE#<id>         STYLE, SET#<set>      stylesdb
+//	lease         LEASE#<name>       LEASE                 leasedb
+//	console       WS#, USER#, SESSION#                     consoledb
 //
-// The styles' keys are described in package stylesdb; the table's definition, for
-// the local stack and the tests, is package schema.
+// A job's creation and its end are one transaction each over the job, the
+// workspace's balance and slot counters and a ledger entry: one consistency
+// boundary, so those writes live here (transition.go), and the ledger is
+// read here too. An aggregate package's DB embeds a *Store, so that a
+// consumer that needs its items and the job's gets both from one value.
+// The table's definition, for the local stack and the tests, is package
+// schema.
 package store
 
 import "hash/fnv"

@@ -34,7 +34,11 @@ func ledgerSK(kind billing.Kind, at time.Time, ref string) string {
 	return ledgerPrefix + string(kind) + "#" + stamp(at) + "#" + ref
 }
 
-func ledgerPut(table, ws string, e billing.Entry) (*types.Put, error) {
+// LedgerPut is the put of entry e of workspace ws's ledger, for the
+// transaction of the movement it records (a job's reservation and
+// settlement here, a top-up in package accountsdb): put once, on the
+// condition that it is new.
+func LedgerPut(table, ws string, e billing.Entry) (*types.Put, error) {
 	ref := e.JobID
 	if e.Kind == billing.TopUp {
 		ref = e.PaymentID
@@ -127,86 +131,4 @@ func (s *Store) JobOutcomes(ctx context.Context, ws string) (map[string]billing.
 		}
 	})
 	return outcomes, err
-}
-
-// Workspaces lists every workspace id. It scans the table: an operator's
-// audit (`ledger verify --all`), never a request path.
-func (s *Store) Workspaces(ctx context.Context) ([]string, error) {
-	in := &dynamodb.ScanInput{
-		TableName:                 aws.String(s.table),
-		FilterExpression:          aws.String("SK = :ws"),
-		ProjectionExpression:      aws.String("workspace_id"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":ws": str("WS")},
-	}
-	var ids []string
-	for {
-		out, err := s.db.Scan(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("list workspaces: %w", err)
-		}
-		for _, item := range out.Items {
-			var it struct {
-				ID string `dynamodbav:"workspace_id"`
-			}
-			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-				return nil, err
-			}
-			ids = append(ids, it.ID)
-		}
-		if out.LastEvaluatedKey == nil {
-			return ids, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-}
-
-// SetCreditLimit puts a workspace on Net 30 terms with this credit limit
-// (zero takes it off). Jobs in flight are not affected; a limit below what
-// is owed only stops new jobs until it is paid.
-func (s *Store) SetCreditLimit(ctx context.Context, ws string, limit billing.Micros) (billing.Balance, error) {
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       Key(WorkspacePK(ws), "WS"),
-		UpdateExpression:          aws.String("SET credit_limit_micros = :limit"),
-		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":limit": num64i(int64(limit))},
-		ReturnValues:              types.ReturnValueAllNew,
-	})
-	if isConditionFailed(err) {
-		return billing.Balance{}, ErrNotFound
-	}
-	if err != nil {
-		return billing.Balance{}, fmt.Errorf("set credit limit of %s: %w", ws, err)
-	}
-	var it workspaceItem
-	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
-		return billing.Balance{}, err
-	}
-	return it.balance(), nil
-}
-
-// Audit is a workspace's ledger check: the stored balance, the one its
-// ledger entries add up to, and every difference (billing.Audit).
-type Audit struct {
-	Stored, Ledger billing.Balance
-	Differences    []string
-}
-
-// AuditLedger recomputes a workspace's balance from its ledger and checks
-// every job's entries against its status. Exact when the workspace is quiet.
-func (s *Store) AuditLedger(ctx context.Context, ws string) (Audit, error) {
-	stored, err := s.Balance(ctx, ws)
-	if err != nil {
-		return Audit{}, err
-	}
-	entries, err := s.LedgerEntries(ctx, ws)
-	if err != nil {
-		return Audit{}, err
-	}
-	outcomes, err := s.JobOutcomes(ctx, ws)
-	if err != nil {
-		return Audit{}, err
-	}
-	ledger, diffs := billing.Audit(stored, entries, outcomes)
-	return Audit{Stored: stored, Ledger: ledger, Differences: diffs}, nil
 }

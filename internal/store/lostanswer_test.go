@@ -10,6 +10,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -72,7 +73,7 @@ func TestRetriedEndSettlesOnce(t *testing.T) {
 			s, direct, proxy := lossyStore(t, loss, "TransactWriteItems", "settlement")
 			ctx := context.Background()
 			addWorkspace(t, direct, "ws_a", 10, 10)
-			if _, err := direct.TopUp(ctx, "ws_a", "pay", billing.USD, t0); err != nil {
+			if _, err := accountsdb.New(direct).TopUp(ctx, "ws_a", "pay", billing.USD, t0); err != nil {
 				t.Fatal(err)
 			}
 			j := newJob("ws_a", t0)

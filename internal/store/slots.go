@@ -121,7 +121,7 @@ type Slots struct {
 
 // StoredSlots reads the counters on the workspace item.
 func (s *Store) StoredSlots(ctx context.Context, ws string) (Slots, error) {
-	var it workspaceItem
+	var it WorkspaceItem
 	if err := s.Get(ctx, WorkspacePK(ws), "WS", &it); err != nil {
 		return Slots{}, fmt.Errorf("workspace %s: %w", ws, err)
 	}

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/billing"
+	"genjobs/internal/job"
 )
 
 // ErrNotFound is returned for a missing item.
@@ -86,4 +90,53 @@ func (s *Store) PutNew(ctx context.Context, item any) error {
 		return ErrExists
 	}
 	return err
+}
+
+// WorkspaceItem is a workspace as stored: its record, limits and balance, and
+// the slot counters, so that a reservation and a concurrency slot can be
+// taken in one conditional write. Package accountsdb writes the record,
+// the limits and the top-ups; this package's transactions move the
+// balance and the counters.
+type WorkspaceItem struct {
+	PK, SK        string
+	WorkspaceID   string `dynamodbav:"workspace_id"`
+	Name          string `dynamodbav:"name"`
+	APIEnabled    bool   `dynamodbav:"api_enabled"`
+	MaxConcurrent int    `dynamodbav:"max_concurrent"`
+	MaxRunning    int    `dynamodbav:"max_running"`
+	CreatedAt     string `dynamodbav:"created_at"`
+	Available     int64  `dynamodbav:"available_micros"`
+	Reserved      int64  `dynamodbav:"reserved_micros"`
+	Spent         int64  `dynamodbav:"spent_micros"`
+	CreditLimit   int64  `dynamodbav:"credit_limit_micros"`
+	Active        int    `dynamodbav:"jobs_active"`
+	Running       int    `dynamodbav:"jobs_running"`
+}
+
+// Balance is the workspace's balance.
+func (it WorkspaceItem) Balance() billing.Balance {
+	return billing.Balance{
+		Available: billing.Micros(it.Available), Reserved: billing.Micros(it.Reserved),
+		Spent: billing.Micros(it.Spent), CreditLimit: billing.Micros(it.CreditLimit),
+	}
+}
+
+func stamp(t time.Time) string { return job.TimeOf(t).String() }
+
+func cancelReason(err error, i int) string { return CancelReason(err, i) }
+
+// ConditionFailed tells a write refused by its condition.
+func ConditionFailed(err error) bool {
+	var failed *types.ConditionalCheckFailedException
+	return errors.As(err, &failed)
+}
+
+// CancelReason is the cancellation code of item i of a cancelled
+// transaction, or "" when err is something else.
+func CancelReason(err error, i int) string {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || i >= len(tce.CancellationReasons) {
+		return ""
+	}
+	return aws.ToString(tce.CancellationReasons[i].Code)
 }

@@ -92,11 +92,11 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) error {
 		if old == nil {
 			return fmt.Errorf("create job %s: workspace %s: %w", j.ID, j.WorkspaceID, ErrNotFound)
 		}
-		var ws workspaceItem
+		var ws WorkspaceItem
 		if err := attributevalue.UnmarshalMap(old, &ws); err != nil {
 			return fmt.Errorf("create job %s: decode workspace: %w", j.ID, err)
 		}
-		switch b := ws.balance(); {
+		switch b := ws.Balance(); {
 		case b.CreditLimit != limit: // an operator changed it: judge again
 			limit = b.CreditLimit
 			s.limits.Store(j.WorkspaceID, limit)
@@ -133,7 +133,7 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 	if err != nil {
 		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
-	reserve, err := ledgerPut(s.table, j.WorkspaceID, billing.Entry{
+	reserve, err := LedgerPut(s.table, j.WorkspaceID, billing.Entry{
 		Kind: billing.Reserve, Amount: j.Price, At: j.CreatedAt, JobID: j.ID, Endpoint: j.Endpoint,
 	})
 	if err != nil {
@@ -296,7 +296,7 @@ func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now t
 		u.cond("attribute_not_exists(settlement) AND (price_micros = :price OR attribute_not_exists(price_micros))")
 		u.values[":price"] = num64i(int64(cur.Price))
 		var err error
-		entry, err = ledgerPut(s.table, cur.WorkspaceID, billing.Entry{
+		entry, err = LedgerPut(s.table, cur.WorkspaceID, billing.Entry{
 			Kind: kind, Amount: cur.Price, At: now, JobID: cur.ID, Endpoint: cur.Endpoint,
 		})
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"genjobs/internal/queue"
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/leasedb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/sweeper"
@@ -68,7 +69,7 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) workspace(id string, maxRunning int) {
-	if err := e.store.CreateWorkspace(e.ctx, auth.Workspace{ID: id, MaxConcurrent: 20, MaxRunning: maxRunning, CreatedAt: t0}); err != nil {
+	if err := accountsdb.New(e.store).CreateWorkspace(e.ctx, auth.Workspace{ID: id, MaxConcurrent: 20, MaxRunning: maxRunning, CreatedAt: t0}); err != nil {
 		e.t.Fatal(err)
 	}
 }

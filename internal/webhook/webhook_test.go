@@ -24,6 +24,7 @@ import (
 	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
@@ -87,10 +88,10 @@ func newEnv(t *testing.T, guard *netguard.Guard, timeout time.Duration) *env {
 		Render:   func(_ context.Context, j *job.Job) ([]byte, error) { return json.Marshal(j.Record(nil)) },
 		Schedule: fast, ClaimFor: webhook.DefaultClaimFor, Clock: clock.System{}, Log: log,
 	}
-	if err := e.store.CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", MaxConcurrent: 20, MaxRunning: 20, CreatedAt: time.Now()}); err != nil {
+	if err := accountsdb.New(e.store).CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", MaxConcurrent: 20, MaxRunning: 20, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.TopUp(ctx, "ws_a", "pay", 10*billing.USD, time.Now()); err != nil {
+	if _, err := accountsdb.New(e.store).TopUp(ctx, "ws_a", "pay", 10*billing.USD, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -39,6 +39,7 @@ import (
 	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
@@ -121,7 +122,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	s := store.New(db, table)
-	if err := s.CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", CreatedAt: time.Now()}); err != nil {
+	if err := accountsdb.New(s).CreateWorkspace(ctx, auth.Workspace{ID: "ws_a", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	sq := testenv.SQS(t)

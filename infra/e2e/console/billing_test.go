@@ -16,6 +16,7 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/checkout/stripedouble"
 	"genjobs/internal/member"
+	"genjobs/internal/store/accountsdb"
 )
 
 // startTopUp posts the top-up form and follows the browser to the Stripe
@@ -35,7 +36,7 @@ func startTopUp(t *testing.T, s *devstacktest.Stack, b *browser, amount string) 
 
 func balance(t *testing.T, s *devstacktest.Stack) billing.Micros {
 	t.Helper()
-	bal, err := s.Store.Balance(context.Background(), devstack.DemoWorkspace)
+	bal, err := accountsdb.New(s.Store).Balance(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func topUps(t *testing.T, s *devstacktest.Stack) billing.Micros {
 // audit is `ledger verify --workspace ws_demo`: no difference allowed.
 func audit(t *testing.T, s *devstacktest.Stack) {
 	t.Helper()
-	a, err := s.Store.AuditLedger(context.Background(), devstack.DemoWorkspace)
+	a, err := accountsdb.New(s.Store).AuditLedger(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

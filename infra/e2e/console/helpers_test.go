@@ -20,6 +20,7 @@ import (
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/auth"
 	"genjobs/internal/member"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/consoledb"
 	"genjobs/internal/testenv"
 )
@@ -152,7 +153,7 @@ func tokens(t *testing.T, s *devstacktest.Stack, ws string) []auth.Token {
 
 func apiEnabled(t *testing.T, s *devstacktest.Stack, ws string) bool {
 	t.Helper()
-	w, err := s.Store.Workspace(context.Background(), ws)
+	w, err := accountsdb.New(s.Store).Workspace(context.Background(), ws)
 	if err != nil {
 		t.Fatal(err)
 	}

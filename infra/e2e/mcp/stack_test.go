@@ -28,6 +28,7 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/job"
 	"genjobs/internal/mcpserver"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -201,14 +202,14 @@ func TestUnauthenticatedRequestsGet401BeforeAnyJSONRPCIsRead(t *testing.T) {
 	ctx, now := context.Background(), time.Now()
 
 	revoked, hash := auth.NewToken()
-	if err := s.Store.CreateToken(ctx, auth.Token{ID: "tok_revoked", WorkspaceID: devstack.DemoWorkspace, Name: "old", Hash: hash, CreatedAt: now}); err != nil {
+	if err := accountsdb.New(s.Store).CreateToken(ctx, auth.Token{ID: "tok_revoked", WorkspaceID: devstack.DemoWorkspace, Name: "old", Hash: hash, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Store.RevokeToken(ctx, devstack.DemoWorkspace, "tok_revoked", now); err != nil {
+	if err := accountsdb.New(s.Store).RevokeToken(ctx, devstack.DemoWorkspace, "tok_revoked", now); err != nil {
 		t.Fatal(err)
 	}
 	disabled := s.Workspace(t, "ws-mcp-off", 10*devstacktest.USD, 20, 5)
-	if err := s.Store.SetAPIEnabled(ctx, "ws-mcp-off", false); err != nil {
+	if err := accountsdb.New(s.Store).SetAPIEnabled(ctx, "ws-mcp-off", false); err != nil {
 		t.Fatal(err)
 	}
 	create := toolCall(imageTool, smallImage)
@@ -539,7 +540,7 @@ func TestTheSameIdempotencyKeyTwiceIsOneJob(t *testing.T) {
 	if n := len(jobsOf(t, s, devstack.DemoWorkspace)); n != 1 {
 		t.Errorf("%d jobs; want 1", n)
 	}
-	bal, err := s.Store.Balance(context.Background(), devstack.DemoWorkspace)
+	bal, err := accountsdb.New(s.Store).Balance(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/schema"
 )
@@ -456,8 +457,9 @@ func (s *Stack) FunctionConfig() aws.Config {
 // SeedDemo makes sure the demo workspace exists (created with API access),
 // has had its 25 USD top-up (once: the payment id is fixed) and a token, and returns the token. The token is kept in tokenFile so that
 // every run prints the same one.
-func SeedDemo(ctx context.Context, s *store.Store, tokenFile string) (string, error) {
+func SeedDemo(ctx context.Context, st *store.Store, tokenFile string) (string, error) {
 	now := time.Now()
+	s := accountsdb.New(st)
 	err := s.CreateWorkspace(ctx, auth.Workspace{
 		ID: DemoWorkspace, Name: "Demo", APIEnabled: true,
 		MaxConcurrent: auth.DefaultMaxConcurrent, MaxRunning: auth.DefaultMaxRunning, CreatedAt: now,
@@ -468,7 +470,7 @@ func SeedDemo(ctx context.Context, s *store.Store, tokenFile string) (string, er
 	if _, err := s.TopUp(ctx, DemoWorkspace, "demo-seed", demoBalance, now); err != nil {
 		return "", err
 	}
-	if err := seedStyles(ctx, s, now); err != nil { // and the demo's styles (styles.go)
+	if err := seedStyles(ctx, st, now); err != nil { // and the demo's styles (styles.go)
 		return "", err
 	}
 	token, err := readToken(tokenFile)
@@ -495,7 +497,7 @@ func SeedDemo(ctx context.Context, s *store.Store, tokenFile string) (string, er
 		if err := os.Remove(tokenFile); err != nil {
 			return "", err
 		}
-		return SeedDemo(ctx, s, tokenFile)
+		return SeedDemo(ctx, st, tokenFile)
 	}
 	if err := os.MkdirAll(filepath.Dir(tokenFile), 0o700); err != nil {
 		return "", err

@@ -24,6 +24,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/testenv"
 )
@@ -116,10 +117,10 @@ func TestSeedDemoKeepsItsTokenAcrossRuns(t *testing.T) {
 	if err != nil || second != first {
 		t.Fatalf("second run printed %q (%v); want the same token %q", second, err, first)
 	}
-	if b, _ := s.Balance(ctx, devstack.DemoWorkspace); b.Available != 25_000_000 {
+	if b, _ := accountsdb.New(s).Balance(ctx, devstack.DemoWorkspace); b.Available != 25_000_000 {
 		t.Errorf("demo balance %d micro-USD after two runs; want 25 USD once", b.Available)
 	}
-	p, err := auth.Authenticator{Dir: s}.Authenticate(ctx, "Bearer "+first)
+	p, err := auth.Authenticator{Dir: accountsdb.New(s)}.Authenticate(ctx, "Bearer "+first)
 	if err != nil || p.WorkspaceID != devstack.DemoWorkspace {
 		t.Errorf("the demo token does not authenticate: %+v %v", p, err)
 	}

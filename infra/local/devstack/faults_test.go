@@ -25,6 +25,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 )
 
 // Shape of the fault tests' load and waits.
@@ -388,12 +389,12 @@ func (f *faultStack) phase(t *testing.T, fault func() (ended time.Time, restart 
 	if stored != counted {
 		t.Errorf("workspace verify: counters %+v, jobs %+v", stored, counted)
 	}
-	workspaces, err := f.store.Workspaces(ctx)
+	workspaces, err := accountsdb.New(f.store).Workspaces(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ws := range workspaces {
-		a, err := f.store.AuditLedger(ctx, ws)
+		a, err := accountsdb.New(f.store).AuditLedger(ctx, ws)
 		if err != nil {
 			t.Fatal(err)
 		}

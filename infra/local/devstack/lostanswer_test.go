@@ -26,6 +26,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/provider/providertest"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
@@ -253,12 +254,12 @@ func TestLostAnswers(t *testing.T) {
 	if stored != counted {
 		t.Errorf("workspace verify: counters %+v, jobs %+v", stored, counted)
 	}
-	workspaces, err := direct.Workspaces(ctx)
+	workspaces, err := accountsdb.New(direct).Workspaces(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ws := range workspaces {
-		a, err := direct.AuditLedger(ctx, ws)
+		a, err := accountsdb.New(direct).AuditLedger(ctx, ws)
 		if err != nil {
 			t.Fatal(err)
 		}

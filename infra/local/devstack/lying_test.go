@@ -16,6 +16,7 @@ import (
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/engine/enginetest"
 	"genjobs/internal/job"
+	"genjobs/internal/store/accountsdb"
 )
 
 // Six concurrent enhance jobs whose input is a PNG of a hundred bytes
@@ -119,7 +120,7 @@ func TestConcurrentLyingInputsEndByTheirWorkers(t *testing.T) {
 			t.Errorf("job %s ended %s %+v; want failed with %s", id, rec.Status, rec.Error, job.CodeInvalidInput)
 		}
 	}
-	audit, err := st.AuditLedger(context.Background(), devstack.DemoWorkspace)
+	audit, err := accountsdb.New(st).AuditLedger(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"genjobs/internal/auth"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
@@ -81,7 +82,7 @@ func demoStyles() []demoStyle {
 // GET /styles shows something on a fresh `make run`: the service's,
 // the community's and the demo workspace's. It is idempotent.
 func seedStyles(ctx context.Context, s *store.Store, now time.Time) error {
-	err := s.CreateWorkspace(ctx, auth.Workspace{ID: CommunityWorkspace, Name: "Community", CreatedAt: now})
+	err := accountsdb.New(s).CreateWorkspace(ctx, auth.Workspace{ID: CommunityWorkspace, Name: "Community", CreatedAt: now})
 	if err != nil && !errors.Is(err, store.ErrExists) {
 		return err
 	}

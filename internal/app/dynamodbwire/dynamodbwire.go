@@ -7,6 +7,7 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/auth"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 )
 
 // Store is the table adapter, on a DynamoDB client of its own that follows
@@ -23,5 +24,6 @@ func Store(d app.Deps) *store.Store {
 // (auth.Uses). Build one per function and share it between its handlers.
 func API(d app.Deps) (*store.Store, auth.Authenticator) {
 	st := Store(d)
-	return st, auth.Authenticator{Dir: auth.NewCache(st, d.Clock), Uses: auth.NewUses(st, d.Clock)}
+	accounts := accountsdb.New(st)
+	return st, auth.Authenticator{Dir: auth.NewCache(accounts, d.Clock), Uses: auth.NewUses(accounts, d.Clock)}
 }

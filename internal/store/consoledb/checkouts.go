@@ -19,7 +19,7 @@ import (
 
 // A top-up by checkout is WS#<ws> / TOPUP#<id>: pending when the owner
 // asks for it, then paid, failed or expired by the payment provider's
-// webhook. The money itself moves only through store.TopUpWith, keyed on the
+// webhook. The money itself moves only through accountsdb.DB.TopUpWith, keyed on the
 // checkout session, in the same transaction as the item turns paid.
 type checkoutItem struct {
 	PK, SK      string

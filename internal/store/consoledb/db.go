@@ -1,8 +1,7 @@
 // Package consoledb keeps the console's records in the service's table:
-// memberships, sign-in sessions and top-ups by checkout. It is part of the
-// store adapter (a DB is a store.Store with these records besides), apart
-// only so that no package grows past what a reader holds; money still
-// moves through the store's ledger primitives (store.TopUpWith).
+// memberships, sign-in sessions and top-ups by checkout. A DB is the
+// accounts (accountsdb.DB, over the store) with these records besides;
+// money still moves through the accounts' top-up (accountsdb.DB.TopUpWith).
 package consoledb
 
 import (
@@ -18,13 +17,14 @@ import (
 
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
 
 // DB is the store with the console's records.
 type DB struct {
-	*store.Store
+	*accountsdb.DB
 	db     *dynamodb.Client
 	table  string
 	styles *stylesdb.DB
@@ -32,7 +32,7 @@ type DB struct {
 
 // New returns the console's records on st's table. It does no I/O.
 func New(st *store.Store) *DB {
-	return &DB{Store: st, db: st.Client(), table: st.Table(), styles: stylesdb.New(st)}
+	return &DB{DB: accountsdb.New(st), db: st.Client(), table: st.Table(), styles: stylesdb.New(st)}
 }
 
 // SharedStyle resolves a share link's token to its style, for the

@@ -25,6 +25,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -144,17 +145,17 @@ func (s *Stack) Workspace(t testing.TB, id string, balance billing.Micros, maxCo
 func Workspace(t testing.TB, st *store.Store, id string, balance billing.Micros, maxConcurrent, maxRunning int) string {
 	t.Helper()
 	ctx, now := context.Background(), time.Now()
-	if err := st.CreateWorkspace(ctx, auth.Workspace{ID: id, Name: id, APIEnabled: true,
+	if err := accountsdb.New(st).CreateWorkspace(ctx, auth.Workspace{ID: id, Name: id, APIEnabled: true,
 		MaxConcurrent: maxConcurrent, MaxRunning: maxRunning, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	if balance > 0 {
-		if _, err := st.TopUp(ctx, id, "pay_"+id, balance, now); err != nil {
+		if _, err := accountsdb.New(st).TopUp(ctx, id, "pay_"+id, balance, now); err != nil {
 			t.Fatal(err)
 		}
 	}
 	token, hash := auth.NewToken()
-	if err := st.CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: id, Name: "test", Hash: hash, CreatedAt: now}); err != nil {
+	if err := accountsdb.New(st).CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: id, Name: "test", Hash: hash, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	return token

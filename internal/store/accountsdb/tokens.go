@@ -1,9 +1,11 @@
-package store
+package accountsdb
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"genjobs/internal/store"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -15,16 +17,16 @@ import (
 // already: a conditional update, so that however many function instances
 // race, the item is written at most once an hour. written is false when the
 // condition held it back, or the token is gone.
-func (s *Store) RecordTokenUse(ctx context.Context, ws, tokenID string, at time.Time) (written bool, err error) {
+func (s *DB) RecordTokenUse(ctx context.Context, ws, tokenID string, at time.Time) (written bool, err error) {
 	hour := stamp(at.UTC().Truncate(time.Hour))
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       Key(WorkspacePK(ws), "TOKEN#"+tokenID),
+		Key:                       store.Key(store.WorkspacePK(ws), "TOKEN#"+tokenID),
 		UpdateExpression:          aws.String("SET last_used_at = :hour"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(last_used_at) OR last_used_at < :hour)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":hour": str(hour)},
 	})
-	if isConditionFailed(err) {
+	if store.ConditionFailed(err) {
 		return false, nil
 	}
 	if err != nil {

@@ -1,0 +1,167 @@
+package accountsdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/billing"
+	"genjobs/internal/store"
+)
+
+// ErrPaymentConflict is returned when a payment id is used again with
+// another amount.
+var ErrPaymentConflict = errors.New("store: payment id already used with another amount")
+
+// TopUp adds a payment to a workspace's available balance, once per payment
+// id: a repeated call with the same id and amount changes nothing.
+func (s *DB) TopUp(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time) (billing.Balance, error) {
+	if _, err := s.TopUpWith(ctx, ws, paymentID, amount, at); err != nil {
+		return billing.Balance{}, err
+	}
+	return s.Balance(ctx, ws)
+}
+
+// TopUpWith credits amount to ws once per paymentID, with extra written in
+// the same transaction (consoledb marks its top-up paid so). credited is
+// false when the payment was credited before (with the same amount; another
+// amount is ErrPaymentConflict), in which case extra was not written
+// either. Item 3 of a cancelled transaction is extra's first.
+func (s *DB) TopUpWith(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time, extra ...types.TransactWriteItem) (credited bool, err error) {
+	payment, err := attributevalue.MarshalMap(map[string]any{
+		"PK": store.WorkspacePK(ws), "SK": "PAYMENT#" + paymentID,
+		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": stamp(at),
+	})
+	if err != nil {
+		return false, err
+	}
+	ledger, err := store.LedgerPut(s.table, ws, billing.Entry{Kind: billing.TopUp, Amount: amount, At: at, PaymentID: paymentID})
+	if err != nil {
+		return false, err
+	}
+	err = s.Transact(ctx, append([]types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName: aws.String(s.table), Key: store.Key(store.WorkspacePK(ws), "WS"),
+			UpdateExpression:          aws.String("ADD available_micros :amount"),
+			ConditionExpression:       aws.String("attribute_exists(PK)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":amount": num64(int64(amount))},
+		}},
+		{Put: &types.Put{TableName: aws.String(s.table), Item: payment, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: ledger},
+	}, extra...))
+	switch {
+	case store.CancelReason(err, 0) == "ConditionalCheckFailed":
+		return false, store.ErrNotFound
+	case store.CancelReason(err, 1) == "ConditionalCheckFailed":
+		var prior struct {
+			Amount int64 `dynamodbav:"amount_micros"`
+		}
+		if err := s.Get(ctx, store.WorkspacePK(ws), "PAYMENT#"+paymentID, &prior); err != nil {
+			return false, err
+		}
+		if billing.Micros(prior.Amount) != amount {
+			return false, ErrPaymentConflict
+		}
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("top up %s: %w", ws, err)
+	}
+	return true, nil
+}
+
+// Balance reads a workspace's balance.
+func (s *DB) Balance(ctx context.Context, ws string) (billing.Balance, error) {
+	var it store.WorkspaceItem
+	if err := s.Get(ctx, store.WorkspacePK(ws), "WS", &it); err != nil {
+		return billing.Balance{}, err
+	}
+	return it.Balance(), nil
+}
+
+// Workspaces lists every workspace id. It scans the table: an operator's
+// audit (`ledger verify --all`), never a request path.
+func (s *DB) Workspaces(ctx context.Context) ([]string, error) {
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(s.table),
+		FilterExpression:          aws.String("SK = :ws"),
+		ProjectionExpression:      aws.String("workspace_id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":ws": str("WS")},
+	}
+	var ids []string
+	for {
+		out, err := s.db.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list workspaces: %w", err)
+		}
+		for _, item := range out.Items {
+			var it struct {
+				ID string `dynamodbav:"workspace_id"`
+			}
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return nil, err
+			}
+			ids = append(ids, it.ID)
+		}
+		if out.LastEvaluatedKey == nil {
+			return ids, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// SetCreditLimit puts a workspace on Net 30 terms with this credit limit
+// (zero takes it off). Jobs in flight are not affected; a limit below what
+// is owed only stops new jobs until it is paid.
+func (s *DB) SetCreditLimit(ctx context.Context, ws string, limit billing.Micros) (billing.Balance, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       store.Key(store.WorkspacePK(ws), "WS"),
+		UpdateExpression:          aws.String("SET credit_limit_micros = :limit"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":limit": num64(int64(limit))},
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if store.ConditionFailed(err) {
+		return billing.Balance{}, store.ErrNotFound
+	}
+	if err != nil {
+		return billing.Balance{}, fmt.Errorf("set credit limit of %s: %w", ws, err)
+	}
+	var it store.WorkspaceItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return billing.Balance{}, err
+	}
+	return it.Balance(), nil
+}
+
+// Audit is a workspace's ledger check: the stored balance, the one its
+// ledger entries add up to, and every difference (billing.Audit).
+type Audit struct {
+	Stored, Ledger billing.Balance
+	Differences    []string
+}
+
+// AuditLedger recomputes a workspace's balance from its ledger and checks
+// every job's entries against its status. Exact when the workspace is quiet.
+func (s *DB) AuditLedger(ctx context.Context, ws string) (Audit, error) {
+	stored, err := s.Balance(ctx, ws)
+	if err != nil {
+		return Audit{}, err
+	}
+	entries, err := s.LedgerEntries(ctx, ws)
+	if err != nil {
+		return Audit{}, err
+	}
+	outcomes, err := s.JobOutcomes(ctx, ws)
+	if err != nil {
+		return Audit{}, err
+	}
+	ledger, diffs := billing.Audit(stored, entries, outcomes)
+	return Audit{Stored: stored, Ledger: ledger, Differences: diffs}, nil
+}
