@@ -46,14 +46,14 @@ func (it checkoutItem) checkout() billing.Checkout {
 
 // CreateCheckout records a pending top-up. The workspace must exist.
 func (d *DB) CreateCheckout(ctx context.Context, c billing.Checkout) error {
-	item, err := attributevalue.MarshalMap(checkoutItem{PK: workspacePK(c.WorkspaceID), SK: checkoutPrefix + c.ID,
+	item, err := attributevalue.MarshalMap(checkoutItem{PK: store.WorkspacePK(c.WorkspaceID), SK: checkoutPrefix + c.ID,
 		TopUpID: c.ID, WorkspaceID: c.WorkspaceID, Status: string(billing.CheckoutPending), Requested: int64(c.Requested),
 		CreatedBy: c.CreatedBy, CreatedAt: stamp(c.CreatedAt), UpdatedAt: stamp(c.CreatedAt)})
 	if err != nil {
 		return err
 	}
 	err = d.transact(ctx, []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(d.table), Key: key(workspacePK(c.WorkspaceID), "WS"),
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(d.table), Key: store.Key(store.WorkspacePK(c.WorkspaceID), "WS"),
 			ConditionExpression: aws.String("attribute_exists(PK)")}},
 		{Put: &types.Put{TableName: aws.String(d.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 	})
@@ -72,7 +72,7 @@ func (d *DB) CreateCheckout(ctx context.Context, c billing.Checkout) error {
 func (d *DB) SetCheckoutSession(ctx context.Context, ws, id, sessionID string, at time.Time) error {
 	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(d.table),
-		Key:                 key(workspacePK(ws), checkoutPrefix+id),
+		Key:                 store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:    aws.String("SET session_id = if_not_exists(session_id, :sid), updated_at = :at"),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -88,7 +88,7 @@ func (d *DB) SetCheckoutSession(ctx context.Context, ws, id, sessionID string, a
 // Checkout reads one top-up of a workspace.
 func (d *DB) Checkout(ctx context.Context, ws, id string) (billing.Checkout, error) {
 	var it checkoutItem
-	if err := d.get(ctx, workspacePK(ws), checkoutPrefix+id, &it); err != nil {
+	if err := d.Get(ctx, store.WorkspacePK(ws), checkoutPrefix+id, &it); err != nil {
 		return billing.Checkout{}, err
 	}
 	return it.checkout(), nil
@@ -97,7 +97,7 @@ func (d *DB) Checkout(ctx context.Context, ws, id string) (billing.Checkout, err
 // Checkouts lists a workspace's top-ups by checkout, newest first.
 func (d *DB) Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error) {
 	var out []billing.Checkout
-	err := d.queryPrefix(ctx, workspacePK(ws), checkoutPrefix, func(item map[string]types.AttributeValue) error {
+	err := d.queryPrefix(ctx, store.WorkspacePK(ws), checkoutPrefix, func(item map[string]types.AttributeValue) error {
 		var it checkoutItem
 		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 			return err
@@ -120,7 +120,7 @@ func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amoun
 		return false, fmt.Errorf("credit top-up %s: amount %s is not positive", id, amount)
 	}
 	mark := types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(d.table), Key: key(workspacePK(ws), checkoutPrefix+id),
+		TableName: aws.String(d.table), Key: store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:          aws.String("SET #status = :paid, credited_micros = :amount, session_id = :sid, updated_at = :at"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(session_id) OR session_id = :sid)"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
@@ -138,7 +138,7 @@ func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amoun
 func (d *DB) EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (changed bool, err error) {
 	_, err = d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(d.table),
-		Key:                       key(workspacePK(ws), checkoutPrefix+id),
+		Key:                       store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:          aws.String("SET #status = :to, updated_at = :at"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND #status = :pending"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -41,46 +40,11 @@ func (d *DB) SharedStyle(ctx context.Context, token string) (style.Style, error)
 	return d.styles.SharedStyle(ctx, token)
 }
 
-func key(pk, sk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"PK": str(pk), "SK": str(sk)}
-}
-
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
-func stamp(t time.Time) string     { return job.TimeOf(t).String() }
-func workspacePK(ws string) string { return "WS#" + ws }
-
-// get reads one item strongly consistently into out: store.ErrNotFound
-// when there is none.
-func (d *DB) get(ctx context.Context, pk, sk string, out any) error {
-	res, err := d.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return fmt.Errorf("get %s/%s: %w", pk, sk, err)
-	}
-	if res.Item == nil {
-		return store.ErrNotFound
-	}
-	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
-		return fmt.Errorf("decode %s/%s: %w", pk, sk, err)
-	}
-	return nil
-}
-
-// putNew writes an item that must not exist yet: store.ErrExists if it does.
-func (d *DB) putNew(ctx context.Context, item any) error {
-	av, err := attributevalue.MarshalMap(item)
-	if err != nil {
-		return fmt.Errorf("encode item: %w", err)
-	}
-	_, err = d.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.table), Item: av,
-		ConditionExpression: aws.String("attribute_not_exists(PK)")})
-	if isConditionFailed(err) {
-		return store.ErrExists
-	}
-	return err
-}
+func stamp(t time.Time) string { return job.TimeOf(t).String() }
 
 // transact writes items in one transaction through the store (which retries
 // a TransactionConflict).

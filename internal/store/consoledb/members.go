@@ -45,7 +45,7 @@ func (it memberItem) membership() member.Membership {
 // memberPuts are the two items of m, each put on condition.
 func (d *DB) memberPuts(m member.Membership, condition string, values map[string]types.AttributeValue) ([]types.TransactWriteItem, error) {
 	var out []types.TransactWriteItem
-	for _, k := range [][2]string{{workspacePK(m.WorkspaceID), memberPrefix + m.UserID}, {userPK(m.UserID), memberPrefix + m.WorkspaceID}} {
+	for _, k := range [][2]string{{store.WorkspacePK(m.WorkspaceID), memberPrefix + m.UserID}, {userPK(m.UserID), memberPrefix + m.WorkspaceID}} {
 		item, err := attributevalue.MarshalMap(memberItem{PK: k[0], SK: k[1], WorkspaceID: m.WorkspaceID, WorkspaceName: m.WorkspaceName,
 			UserID: m.UserID, Email: m.Email, Role: string(m.Role), AddedAt: stamp(m.AddedAt)})
 		if err != nil {
@@ -64,7 +64,7 @@ func (d *DB) memberPuts(m member.Membership, condition string, values map[string
 // a decrease is conditioned on another owner remaining.
 func (d *DB) ownersChange(ws string, delta int) types.TransactWriteItem {
 	u := &types.Update{
-		TableName: aws.String(d.table), Key: key(workspacePK(ws), "WS"),
+		TableName: aws.String(d.table), Key: store.Key(store.WorkspacePK(ws), "WS"),
 		UpdateExpression:          aws.String("ADD owners :d"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":d": num(int64(delta))},
@@ -125,7 +125,7 @@ func notFound(err error) error {
 // Membership reads one person's membership of a workspace: member.ErrNotMember when none.
 func (d *DB) Membership(ctx context.Context, ws, user string) (member.Membership, error) {
 	var it memberItem
-	if err := d.get(ctx, workspacePK(ws), memberPrefix+user, &it); err != nil {
+	if err := d.Get(ctx, store.WorkspacePK(ws), memberPrefix+user, &it); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return member.Membership{}, member.ErrNotMember
 		}
@@ -181,13 +181,13 @@ func (d *DB) RemoveMember(ctx context.Context, ws, user string) error {
 		}
 		del := func(pk, sk string) types.TransactWriteItem {
 			return types.TransactWriteItem{Delete: &types.Delete{
-				TableName: aws.String(d.table), Key: key(pk, sk),
+				TableName: aws.String(d.table), Key: store.Key(pk, sk),
 				ConditionExpression:       aws.String("#role = :old"),
 				ExpressionAttributeNames:  map[string]string{"#role": "role"},
 				ExpressionAttributeValues: map[string]types.AttributeValue{":old": str(string(m.Role))},
 			}}
 		}
-		items := []types.TransactWriteItem{del(workspacePK(ws), memberPrefix+user), del(userPK(user), memberPrefix+ws)}
+		items := []types.TransactWriteItem{del(store.WorkspacePK(ws), memberPrefix+user), del(userPK(user), memberPrefix+ws)}
 		if m.Role == member.Owner {
 			items = append(items, d.ownersChange(ws, -1))
 		}
@@ -206,7 +206,7 @@ func (d *DB) RemoveMember(ctx context.Context, ws, user string) error {
 
 // Members lists a workspace's members by email.
 func (d *DB) Members(ctx context.Context, ws string) ([]member.Membership, error) {
-	out, err := d.memberships(ctx, workspacePK(ws))
+	out, err := d.memberships(ctx, store.WorkspacePK(ws))
 	sort.Slice(out, func(i, j int) bool { return out[i].Email < out[j].Email })
 	return out, err
 }

@@ -33,7 +33,7 @@ func sessionPK(hash string) string { return "SESSION#" + hash }
 
 // CreateSession stores a new session.
 func (d *DB) CreateSession(ctx context.Context, ses member.Session) error {
-	return d.putNew(ctx, sessionItem{PK: sessionPK(ses.Hash), SK: "SESSION", UserID: ses.UserID, Email: ses.Email,
+	return d.PutNew(ctx, sessionItem{PK: sessionPK(ses.Hash), SK: "SESSION", UserID: ses.UserID, Email: ses.Email,
 		WorkspaceID: ses.WorkspaceID, CSRF: ses.CSRF, CreatedAt: stamp(ses.CreatedAt), SeenAt: stamp(ses.SeenAt),
 		ExpiresAt: ses.Ends().Unix()})
 }
@@ -42,7 +42,7 @@ func (d *DB) CreateSession(ctx context.Context, ses member.Session) error {
 // valid at now.
 func (d *DB) Session(ctx context.Context, hash string, now time.Time) (member.Session, error) {
 	var it sessionItem
-	if err := d.get(ctx, sessionPK(hash), "SESSION", &it); err != nil {
+	if err := d.Get(ctx, sessionPK(hash), "SESSION", &it); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return member.Session{}, member.ErrSessionEnded
 		}
@@ -64,7 +64,7 @@ func (d *DB) Session(ctx context.Context, hash string, now time.Time) (member.Se
 func (d *DB) UpdateSession(ctx context.Context, ses member.Session) error {
 	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(d.table),
-		Key:                 key(sessionPK(ses.Hash), "SESSION"),
+		Key:                 store.Key(sessionPK(ses.Hash), "SESSION"),
 		UpdateExpression:    aws.String("SET seen_at = :seen, expires_at = :exp, workspace_id = :ws"),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -83,7 +83,7 @@ func (d *DB) UpdateSession(ctx context.Context, ses member.Session) error {
 // DeleteSession ends a session at once (sign-out). Deleting one that is
 // gone is not an error.
 func (d *DB) DeleteSession(ctx context.Context, hash string) error {
-	_, err := d.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.table), Key: key(sessionPK(hash), "SESSION")})
+	_, err := d.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.table), Key: store.Key(sessionPK(hash), "SESSION")})
 	if err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"genjobs/internal/auth"
 	"genjobs/internal/job"
+	"genjobs/internal/store"
 )
 
 // tokenRow is what the tokens page reads of a token's item under its
@@ -35,7 +36,7 @@ func (d *DB) Tokens(ctx context.Context, ws string) ([]auth.Token, error) {
 		t, _ := job.ParseTime(s)
 		return &t.Time
 	}
-	err := d.queryPrefix(ctx, workspacePK(ws), "TOKEN#", func(item map[string]types.AttributeValue) error {
+	err := d.queryPrefix(ctx, store.WorkspacePK(ws), "TOKEN#", func(item map[string]types.AttributeValue) error {
 		var r tokenRow
 		if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 			return err
