@@ -104,16 +104,16 @@ func toJobItem(j *job.Job) jobItem {
 		it.GSI2SK = statusSK(j.WorkspaceID, j.CreatedAt, j.ID)
 	}
 	if j.QueuedAt != nil {
-		it.QueuedAt = stamp(*j.QueuedAt)
+		it.QueuedAt = Stamp(*j.QueuedAt)
 	}
 	if j.CompletedAt != nil {
-		it.CompletedAt = stamp(*j.CompletedAt)
+		it.CompletedAt = Stamp(*j.CompletedAt)
 	}
 	if j.Error != nil {
 		it.ErrorCode, it.ErrorMessage = j.Error.Code, j.Error.Message
 	}
 	if j.Lease.ID != "" {
-		it.LeaseID, it.LeaseUntil = j.Lease.ID, stamp(j.Lease.Until)
+		it.LeaseID, it.LeaseUntil = j.Lease.ID, Stamp(j.Lease.Until)
 	}
 	return it
 }
@@ -280,17 +280,17 @@ func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page,
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(IndexJobsByWorkspace),
 		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(workspaceJobsPK(ws))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": String(workspaceJobsPK(ws))},
 		ScanIndexForward:          aws.Bool(false),
 	}
 	if after != "" {
 		in.KeyConditionExpression = aws.String("GSI1PK = :pk AND GSI1SK < :after")
-		in.ExpressionAttributeValues[":after"] = str(after)
+		in.ExpressionAttributeValues[":after"] = String(after)
 	}
 	if q.Status != "" {
 		in.FilterExpression = aws.String("#status = :status")
 		in.ExpressionAttributeNames = map[string]string{"#status": "status"}
-		in.ExpressionAttributeValues[":status"] = str(string(q.Status))
+		in.ExpressionAttributeValues[":status"] = String(string(q.Status))
 	}
 	var page job.Page
 	scanned := 0
@@ -342,4 +342,5 @@ func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page,
 	}
 }
 
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+// String is a string attribute value.
+func String(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -31,7 +31,7 @@ type ledgerItem struct {
 const ledgerPrefix = "LEDGER#"
 
 func ledgerSK(kind billing.Kind, at time.Time, ref string) string {
-	return ledgerPrefix + string(kind) + "#" + stamp(at) + "#" + ref
+	return ledgerPrefix + string(kind) + "#" + Stamp(at) + "#" + ref
 }
 
 // LedgerPut is the put of entry e of workspace ws's ledger, for the
@@ -46,7 +46,7 @@ func LedgerPut(table, ws string, e billing.Entry) (*types.Put, error) {
 	item, err := attributevalue.MarshalMap(ledgerItem{
 		PK: WorkspacePK(ws), SK: ledgerSK(e.Kind, e.At, ref),
 		Kind: string(e.Kind), Amount: int64(e.Amount), JobID: e.JobID, Endpoint: e.Endpoint,
-		PaymentID: e.PaymentID, CreatedAt: stamp(e.At),
+		PaymentID: e.PaymentID, CreatedAt: Stamp(e.At),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode ledger entry: %w", err)
@@ -80,7 +80,7 @@ func (s *Store) LedgerEntries(ctx context.Context, ws string) ([]billing.Entry, 
 // GET /usage reports.
 func (s *Store) Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error) {
 	prefix := ledgerPrefix + string(billing.Charge) + "#"
-	return s.ledger(ctx, ws, prefix+stamp(from), prefix+stamp(to)+"#\uffff")
+	return s.ledger(ctx, ws, prefix+Stamp(from), prefix+Stamp(to)+"#\uffff")
 }
 
 func (s *Store) ledger(ctx context.Context, ws, lo, hi string) ([]billing.Entry, error) {
@@ -88,7 +88,7 @@ func (s *Store) ledger(ctx context.Context, ws, lo, hi string) ([]billing.Entry,
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(WorkspacePK(ws)), ":lo": str(lo), ":hi": str(hi),
+			":pk": String(WorkspacePK(ws)), ":lo": String(lo), ":hi": String(hi),
 		},
 		ConsistentRead: aws.Bool(true),
 	}

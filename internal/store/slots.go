@@ -24,7 +24,7 @@ func (s *Store) Backlog(ctx context.Context, ws string, limit int) ([]*job.Job, 
 		IndexName:              aws.String(IndexJobsByStatus),
 		KeyConditionExpression: aws.String("GSI2PK = :pk AND begins_with(GSI2SK, :ws)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(statusPK(job.Backlogged, Shard(ws))), ":ws": str(ws + "#"),
+			":pk": String(statusPK(job.Backlogged, Shard(ws))), ":ws": String(ws + "#"),
 		},
 		ScanIndexForward: aws.Bool(true),
 		Limit:            aws.Int32(int32(limit)),
@@ -44,7 +44,7 @@ func (s *Store) EachUnfinished(ctx context.Context, st job.Status, fn func(*job.
 			TableName:                 aws.String(s.table),
 			IndexName:                 aws.String(IndexJobsByStatus),
 			KeyConditionExpression:    aws.String("GSI2PK = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(statusPK(st, shard))},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": String(statusPK(st, shard))},
 		}
 		if s.pageSize > 0 {
 			in.Limit = aws.Int32(s.pageSize)
@@ -104,7 +104,7 @@ func (s *Store) MarkEnqueued(ctx context.Context, j *job.Job, at time.Time) erro
 		UpdateExpression:          aws.String("SET enqueued_at = :at"),
 		ConditionExpression:       aws.String("#status = :status"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(stamp(at)), ":status": str(string(j.Status))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":at": String(Stamp(at)), ":status": String(string(j.Status))},
 	})
 	var failed *types.ConditionalCheckFailedException
 	if err != nil && !errors.As(err, &failed) {
@@ -155,7 +155,7 @@ func (s *Store) eachJobStatus(ctx context.Context, ws string, fn func(id string,
 		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
 		ProjectionExpression:      aws.String("job_id, #status"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(workspaceJobsPK(ws))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": String(workspaceJobsPK(ws))},
 	}
 	for {
 		out, err := s.db.Query(ctx, in)

@@ -121,7 +121,8 @@ func (it WorkspaceItem) Balance() billing.Balance {
 	}
 }
 
-func stamp(t time.Time) string { return job.TimeOf(t).String() }
+// Stamp is t as the table stores instants (job.TimeOf).
+func Stamp(t time.Time) string { return job.TimeOf(t).String() }
 
 func cancelReason(err error, i int) string { return CancelReason(err, i) }
 

@@ -147,9 +147,9 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 				"available_micros :unavailable, reserved_micros :price"),
 			ConditionExpression: aws.String("attribute_exists(PK) AND " + cond + " AND " + condFunds(limit)),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":one": num(1), ":running": num(running),
-				":price": num64i(int64(j.Price)), ":unavailable": num64i(-int64(j.Price)),
-				":limit": num64i(int64(limit)), ":needed": num64i(int64(j.Price - limit)),
+				":one": Number(1), ":running": Number(running),
+				":price": Number(int64(j.Price)), ":unavailable": Number(-int64(j.Price)),
+				":limit": Number(int64(limit)), ":needed": Number(int64(j.Price - limit)),
 			},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
@@ -158,7 +158,7 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 	if k := j.Idempotency; k != nil {
 		keyItem, err := attributevalue.MarshalMap(idempotencyItem{
 			PK: idempotencyPK(j.WorkspaceID, k.Key), SK: "IDEM",
-			RequestHash: k.RequestHash, JobID: j.ID, CreatedAt: stamp(j.CreatedAt), ExpiresAt: k.Expires.Unix(),
+			RequestHash: k.RequestHash, JobID: j.ID, CreatedAt: Stamp(j.CreatedAt), ExpiresAt: k.Expires.Unix(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("encode idempotency key: %w", err)
@@ -167,7 +167,7 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 			TableName: aws.String(s.table), Item: keyItem,
 			// An expired key is forgotten: TTL deletes it in its own time.
 			ConditionExpression:                 aws.String("attribute_not_exists(PK) OR expires_at < :now"),
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num64i(j.CreatedAt.Unix())},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": Number(j.CreatedAt.Unix())},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}})
 	}
@@ -276,7 +276,7 @@ var errStale = errors.New("store: job changed since read")
 func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now time.Time) (*job.Job, error) {
 	u := newJobUpdate(cur, c, now)
 	u.cond("#status = :from")
-	u.values[":from"] = str(string(cur.Status))
+	u.values[":from"] = String(string(cur.Status))
 	active, running := 0, 0
 	wsUpdate := "ADD jobs_active :active, jobs_running :running"
 	wsCond := "attribute_exists(PK)"
@@ -289,12 +289,12 @@ func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now t
 		}
 		kind, moves := settlement(c.To)
 		wsUpdate += ", " + moves
-		wsValues[":price"], wsValues[":unreserve"] = num64i(int64(cur.Price)), num64i(-int64(cur.Price))
-		u.set("settlement", str(string(kind)))
+		wsValues[":price"], wsValues[":unreserve"] = Number(int64(cur.Price)), Number(-int64(cur.Price))
+		u.set("settlement", String(string(kind)))
 		// The price settled is the one reserved: a caller's partial view of
 		// the job fails here and is read again.
 		u.cond("attribute_not_exists(settlement) AND (price_micros = :price OR attribute_not_exists(price_micros))")
-		u.values[":price"] = num64i(int64(cur.Price))
+		u.values[":price"] = Number(int64(cur.Price))
 		var err error
 		entry, err = LedgerPut(s.table, cur.WorkspaceID, billing.Entry{
 			Kind: kind, Amount: cur.Price, At: now, JobID: cur.ID, Endpoint: cur.Endpoint,
@@ -305,9 +305,9 @@ func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now t
 	} else { // backlogged -> queued
 		running = 1
 		wsCond += " AND jobs_running < max_running"
-		u.set("queued_at", str(stamp(now)))
+		u.set("queued_at", String(Stamp(now)))
 	}
-	wsValues[":active"], wsValues[":running"] = num(active), num(running)
+	wsValues[":active"], wsValues[":running"] = Number(active), Number(running)
 	items := []types.TransactWriteItem{
 		{Update: u.build(s.table)},
 		{Update: &types.Update{
@@ -346,7 +346,7 @@ func (s *Store) update(ctx context.Context, j *job.Job, c job.Change, now time.T
 	names := make([]string, len(from))
 	for i, st := range from {
 		names[i] = ":from" + strconv.Itoa(i)
-		u.values[names[i]] = str(string(st))
+		u.values[names[i]] = String(string(st))
 	}
 	u.cond("attribute_exists(PK) AND #status IN (" + strings.Join(names, ", ") + ")")
 	in := u.build(s.table)
@@ -404,15 +404,15 @@ func newJobUpdate(j *job.Job, c job.Change, now time.Time) *jobUpdate {
 		names:  map[string]string{"#status": "status"},
 		values: map[string]types.AttributeValue{},
 	}
-	u.set("#status", str(string(c.To)))
-	u.set("updated_at", str(stamp(now)))
+	u.set("#status", String(string(c.To)))
+	u.set("updated_at", String(Stamp(now)))
 	if c.To.Terminal() {
 		// Off the status index, and no lease to hold any more.
-		u.set("completed_at", str(stamp(now)))
+		u.set("completed_at", String(Stamp(now)))
 		u.remove = append(u.remove, "GSI2PK", "GSI2SK", "lease_id", "lease_until")
 	} else {
-		u.set("GSI2PK", str(statusPK(c.To, Shard(j.WorkspaceID))))
-		u.set("GSI2SK", str(statusSK(j.WorkspaceID, j.CreatedAt, j.ID)))
+		u.set("GSI2PK", String(statusPK(c.To, Shard(j.WorkspaceID))))
+		u.set("GSI2SK", String(statusSK(j.WorkspaceID, j.CreatedAt, j.ID)))
 	}
 	if c.Progress != nil {
 		u.set("progress", num64(*c.Progress))
@@ -420,30 +420,30 @@ func newJobUpdate(j *job.Job, c job.Change, now time.Time) *jobUpdate {
 	}
 	if c.Outputs != nil {
 		b, _ := json.Marshal(c.Outputs)
-		u.set("#result", str(string(b)))
+		u.set("#result", String(string(b)))
 		u.names["#result"] = "result"
 	}
 	if c.Error != nil {
-		u.set("error_code", str(c.Error.Code))
-		u.set("error_message", str(c.Error.Message))
+		u.set("error_code", String(c.Error.Code))
+		u.set("error_message", String(c.Error.Message))
 	}
 	switch {
 	case c.Holder != "":
 		u.cond("lease_id = :holder")
-		u.values[":holder"] = str(c.Holder)
+		u.values[":holder"] = String(c.Holder)
 	case c.Lease != nil: // a claim: only when no lease is in force
 		u.cond("(attribute_not_exists(lease_until) OR lease_until < :now)")
-		u.values[":now"] = str(stamp(now))
+		u.values[":now"] = String(Stamp(now))
 		u.adds = append(u.adds, "attempts :one")
-		u.values[":one"] = num(1)
+		u.values[":one"] = Number(1)
 	}
 	if c.Lane != "" && !c.To.Terminal() {
-		u.set("#lane", str(c.Lane))
+		u.set("#lane", String(c.Lane))
 		u.names["#lane"] = "lane"
 	}
 	if c.Lease != nil && !c.To.Terminal() {
-		u.set("lease_id", str(c.Lease.ID))
-		u.set("lease_until", str(stamp(c.Lease.Until)))
+		u.set("lease_id", String(c.Lease.ID))
+		u.set("lease_until", String(Stamp(c.Lease.Until)))
 	}
 	return u
 }
@@ -530,10 +530,9 @@ func cancelItem(err error, i int) map[string]types.AttributeValue {
 	return tce.CancellationReasons[i].Item
 }
 
-func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
-
-func num64i(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+// Number is a whole-number attribute value.
+func Number[N ~int | ~int64](n N) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(int64(n), 10)}
 }
 
 func num64(f float64) types.AttributeValue {

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,17 +28,12 @@ import (
 // DB is the store with the accounts besides.
 type DB struct {
 	*store.Store
-	db    *dynamodb.Client
-	table string
 }
 
 // New returns the accounts on st's table. It does no I/O.
 func New(st *store.Store) *DB {
-	return &DB{Store: st, db: st.Client(), table: st.Table()}
+	return &DB{Store: st}
 }
-
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func stamp(t time.Time) string          { return job.TimeOf(t).String() }
 
 type tokenItem struct {
 	PK, SK      string
@@ -68,7 +62,7 @@ func (s *DB) CreateWorkspace(ctx context.Context, w auth.Workspace) error {
 	err := s.PutNew(ctx, store.WorkspaceItem{
 		PK: store.WorkspacePK(w.ID), SK: "WS", WorkspaceID: w.ID, Name: w.Name,
 		APIEnabled: w.APIEnabled, MaxConcurrent: w.MaxConcurrent, MaxRunning: w.MaxRunning,
-		CreatedAt: stamp(w.CreatedAt),
+		CreatedAt: store.Stamp(w.CreatedAt),
 	})
 	if err != nil {
 		return fmt.Errorf("create workspace %s: %w", w.ID, err)
@@ -95,8 +89,8 @@ func (s *DB) Workspace(ctx context.Context, id string) (auth.Workspace, error) {
 
 // SetAPIEnabled switches API access of an existing workspace.
 func (s *DB) SetAPIEnabled(ctx context.Context, id string, enabled bool) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Table()),
 		Key:                       store.Key(store.WorkspacePK(id), "WS"),
 		UpdateExpression:          aws.String("SET api_enabled = :on"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
@@ -114,7 +108,7 @@ func (s *DB) SetAPIEnabled(ctx context.Context, id string, enabled bool) error {
 // workspace must exist.
 func (s *DB) CreateToken(ctx context.Context, t auth.Token) error {
 	byHash := tokenItem{PK: tokenPK(t.Hash), SK: "TOKEN", TokenID: t.ID, WorkspaceID: t.WorkspaceID,
-		Name: t.Name, Hash: t.Hash, Prefix: t.Prefix, CreatedAt: stamp(t.CreatedAt), CreatedBy: t.CreatedBy}
+		Name: t.Name, Hash: t.Hash, Prefix: t.Prefix, CreatedAt: store.Stamp(t.CreatedAt), CreatedBy: t.CreatedBy}
 	byID := byHash
 	byID.PK, byID.SK = store.WorkspacePK(t.WorkspaceID), "TOKEN#"+t.ID
 	a, err := attributevalue.MarshalMap(byHash)
@@ -125,11 +119,11 @@ func (s *DB) CreateToken(ctx context.Context, t auth.Token) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.table), Key: store.Key(store.WorkspacePK(t.WorkspaceID), "WS"),
+	_, err = s.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.Table()), Key: store.Key(store.WorkspacePK(t.WorkspaceID), "WS"),
 			ConditionExpression: aws.String("attribute_exists(PK)")}},
-		{Put: &types.Put{TableName: aws.String(s.table), Item: a, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
-		{Put: &types.Put{TableName: aws.String(s.table), Item: b, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(s.Table()), Item: a, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(s.Table()), Item: b, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 	}})
 	if reason := store.CancelReason(err, 0); reason == "ConditionalCheckFailed" {
 		return store.ErrNotFound
@@ -178,21 +172,17 @@ func (s *DB) RevokeToken(ctx context.Context, ws, tokenID string, at time.Time) 
 	}
 	update := func(pk, sk string) types.TransactWriteItem {
 		return types.TransactWriteItem{Update: &types.Update{
-			TableName: aws.String(s.table), Key: store.Key(pk, sk),
+			TableName: aws.String(s.Table()), Key: store.Key(pk, sk),
 			UpdateExpression:          aws.String("SET revoked_at = if_not_exists(revoked_at, :at)"),
 			ConditionExpression:       aws.String("attribute_exists(PK)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(stamp(at))},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":at": store.String(store.Stamp(at))},
 		}}
 	}
-	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	_, err := s.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		update(tokenPK(it.Hash), "TOKEN"), update(store.WorkspacePK(ws), "TOKEN#"+tokenID),
 	}})
 	if err != nil {
 		return fmt.Errorf("revoke token %s: %w", tokenID, err)
 	}
 	return nil
-}
-
-func num64(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }

@@ -36,23 +36,23 @@ func (s *DB) TopUp(ctx context.Context, ws, paymentID string, amount billing.Mic
 func (s *DB) TopUpWith(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time, extra ...types.TransactWriteItem) (credited bool, err error) {
 	payment, err := attributevalue.MarshalMap(map[string]any{
 		"PK": store.WorkspacePK(ws), "SK": "PAYMENT#" + paymentID,
-		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": stamp(at),
+		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": store.Stamp(at),
 	})
 	if err != nil {
 		return false, err
 	}
-	ledger, err := store.LedgerPut(s.table, ws, billing.Entry{Kind: billing.TopUp, Amount: amount, At: at, PaymentID: paymentID})
+	ledger, err := store.LedgerPut(s.Table(), ws, billing.Entry{Kind: billing.TopUp, Amount: amount, At: at, PaymentID: paymentID})
 	if err != nil {
 		return false, err
 	}
 	err = s.Transact(ctx, append([]types.TransactWriteItem{
 		{Update: &types.Update{
-			TableName: aws.String(s.table), Key: store.Key(store.WorkspacePK(ws), "WS"),
+			TableName: aws.String(s.Table()), Key: store.Key(store.WorkspacePK(ws), "WS"),
 			UpdateExpression:          aws.String("ADD available_micros :amount"),
 			ConditionExpression:       aws.String("attribute_exists(PK)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":amount": num64(int64(amount))},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":amount": store.Number(amount)},
 		}},
-		{Put: &types.Put{TableName: aws.String(s.table), Item: payment, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(s.Table()), Item: payment, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		{Put: ledger},
 	}, extra...))
 	switch {
@@ -88,14 +88,14 @@ func (s *DB) Balance(ctx context.Context, ws string) (billing.Balance, error) {
 // audit (`ledger verify --all`), never a request path.
 func (s *DB) Workspaces(ctx context.Context) ([]string, error) {
 	in := &dynamodb.ScanInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 aws.String(s.Table()),
 		FilterExpression:          aws.String("SK = :ws"),
 		ProjectionExpression:      aws.String("workspace_id"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":ws": str("WS")},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":ws": store.String("WS")},
 	}
 	var ids []string
 	for {
-		out, err := s.db.Scan(ctx, in)
+		out, err := s.Client().Scan(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("list workspaces: %w", err)
 		}
@@ -119,12 +119,12 @@ func (s *DB) Workspaces(ctx context.Context) ([]string, error) {
 // (zero takes it off). Jobs in flight are not affected; a limit below what
 // is owed only stops new jobs until it is paid.
 func (s *DB) SetCreditLimit(ctx context.Context, ws string, limit billing.Micros) (billing.Balance, error) {
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	out, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Table()),
 		Key:                       store.Key(store.WorkspacePK(ws), "WS"),
 		UpdateExpression:          aws.String("SET credit_limit_micros = :limit"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":limit": num64(int64(limit))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":limit": store.Number(int64(limit))},
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if store.ConditionFailed(err) {

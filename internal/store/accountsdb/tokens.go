@@ -18,13 +18,13 @@ import (
 // race, the item is written at most once an hour. written is false when the
 // condition held it back, or the token is gone.
 func (s *DB) RecordTokenUse(ctx context.Context, ws, tokenID string, at time.Time) (written bool, err error) {
-	hour := stamp(at.UTC().Truncate(time.Hour))
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	hour := store.Stamp(at.UTC().Truncate(time.Hour))
+	_, err = s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Table()),
 		Key:                       store.Key(store.WorkspacePK(ws), "TOKEN#"+tokenID),
 		UpdateExpression:          aws.String("SET last_used_at = :hour"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(last_used_at) OR last_used_at < :hour)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":hour": str(hour)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":hour": store.String(hour)},
 	})
 	if store.ConditionFailed(err) {
 		return false, nil

@@ -48,14 +48,14 @@ func (it checkoutItem) checkout() billing.Checkout {
 func (d *DB) CreateCheckout(ctx context.Context, c billing.Checkout) error {
 	item, err := attributevalue.MarshalMap(checkoutItem{PK: store.WorkspacePK(c.WorkspaceID), SK: checkoutPrefix + c.ID,
 		TopUpID: c.ID, WorkspaceID: c.WorkspaceID, Status: string(billing.CheckoutPending), Requested: int64(c.Requested),
-		CreatedBy: c.CreatedBy, CreatedAt: stamp(c.CreatedAt), UpdatedAt: stamp(c.CreatedAt)})
+		CreatedBy: c.CreatedBy, CreatedAt: store.Stamp(c.CreatedAt), UpdatedAt: store.Stamp(c.CreatedAt)})
 	if err != nil {
 		return err
 	}
 	err = d.transact(ctx, []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(d.table), Key: store.Key(store.WorkspacePK(c.WorkspaceID), "WS"),
+		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(d.Table()), Key: store.Key(store.WorkspacePK(c.WorkspaceID), "WS"),
 			ConditionExpression: aws.String("attribute_exists(PK)")}},
-		{Put: &types.Put{TableName: aws.String(d.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(d.Table()), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 	})
 	switch {
 	case cancelReason(err, 0) == "ConditionalCheckFailed":
@@ -70,13 +70,13 @@ func (d *DB) CreateCheckout(ctx context.Context, c billing.Checkout) error {
 
 // SetCheckoutSession records the checkout session made for a pending top-up.
 func (d *DB) SetCheckoutSession(ctx context.Context, ws, id, sessionID string, at time.Time) error {
-	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(d.table),
+	_, err := d.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(d.Table()),
 		Key:                 store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:    aws.String("SET session_id = if_not_exists(session_id, :sid), updated_at = :at"),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":sid": str(sessionID), ":at": str(stamp(at)),
+			":sid": store.String(sessionID), ":at": store.String(store.Stamp(at)),
 		},
 	})
 	if isConditionFailed(err) {
@@ -120,11 +120,11 @@ func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amoun
 		return false, fmt.Errorf("credit top-up %s: amount %s is not positive", id, amount)
 	}
 	mark := types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(d.table), Key: store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
+		TableName: aws.String(d.Table()), Key: store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:          aws.String("SET #status = :paid, credited_micros = :amount, session_id = :sid, updated_at = :at"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(session_id) OR session_id = :sid)"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":paid": str(string(billing.CheckoutPaid)), ":amount": num(int64(amount)), ":sid": str(sessionID), ":at": str(stamp(at))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":paid": store.String(string(billing.CheckoutPaid)), ":amount": store.Number(int64(amount)), ":sid": store.String(sessionID), ":at": store.String(store.Stamp(at))},
 	}}
 	credited, err = d.TopUpWith(ctx, ws, billing.PaymentID(sessionID), amount, at, mark)
 	if cancelReason(err, 3) == "ConditionalCheckFailed" || errors.Is(err, store.ErrNotFound) {
@@ -136,13 +136,13 @@ func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amoun
 // EndCheckout marks a pending top-up failed or expired; one that is paid
 // (or ended) already keeps its status. An unknown top-up is ErrNotFound.
 func (d *DB) EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (changed bool, err error) {
-	_, err = d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(d.table),
+	_, err = d.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(d.Table()),
 		Key:                       store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:          aws.String("SET #status = :to, updated_at = :at"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND #status = :pending"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":to": str(string(status)), ":pending": str(string(billing.CheckoutPending)), ":at": str(stamp(at))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":to": store.String(string(status)), ":pending": store.String(string(billing.CheckoutPending)), ":at": store.String(store.Stamp(at))},
 	})
 	if isConditionFailed(err) {
 		if _, rerr := d.Checkout(ctx, ws, id); rerr != nil {

@@ -7,14 +7,11 @@ package consoledb
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"genjobs/internal/job"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/stylesdb"
@@ -24,14 +21,12 @@ import (
 // DB is the store with the console's records.
 type DB struct {
 	*accountsdb.DB
-	db     *dynamodb.Client
-	table  string
 	styles *stylesdb.DB
 }
 
 // New returns the console's records on st's table. It does no I/O.
 func New(st *store.Store) *DB {
-	return &DB{DB: accountsdb.New(st), db: st.Client(), table: st.Table(), styles: stylesdb.New(st)}
+	return &DB{DB: accountsdb.New(st), styles: stylesdb.New(st)}
 }
 
 // SharedStyle resolves a share link's token to its style, for the
@@ -39,12 +34,6 @@ func New(st *store.Store) *DB {
 func (d *DB) SharedStyle(ctx context.Context, token string) (style.Style, error) {
 	return d.styles.SharedStyle(ctx, token)
 }
-
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func num(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-func stamp(t time.Time) string { return job.TimeOf(t).String() }
 
 // transact writes items in one transaction through the store (which retries
 // a TransactionConflict).
@@ -60,13 +49,13 @@ func cancelReason(err error, i int) string { return store.CancelReason(err, i) }
 // whose sort key starts with prefix.
 func (d *DB) queryPrefix(ctx context.Context, pk, prefix string, each func(map[string]types.AttributeValue) error) error {
 	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(d.table),
+		TableName:                 aws.String(d.Table()),
 		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :prefix)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":prefix": str(prefix)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": store.String(pk), ":prefix": store.String(prefix)},
 		ConsistentRead:            aws.Bool(true),
 	}
 	for {
-		out, err := d.db.Query(ctx, in)
+		out, err := d.Client().Query(ctx, in)
 		if err != nil {
 			return fmt.Errorf("query %s %s*: %w", pk, prefix, err)
 		}

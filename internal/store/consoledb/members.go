@@ -47,11 +47,11 @@ func (d *DB) memberPuts(m member.Membership, condition string, values map[string
 	var out []types.TransactWriteItem
 	for _, k := range [][2]string{{store.WorkspacePK(m.WorkspaceID), memberPrefix + m.UserID}, {userPK(m.UserID), memberPrefix + m.WorkspaceID}} {
 		item, err := attributevalue.MarshalMap(memberItem{PK: k[0], SK: k[1], WorkspaceID: m.WorkspaceID, WorkspaceName: m.WorkspaceName,
-			UserID: m.UserID, Email: m.Email, Role: string(m.Role), AddedAt: stamp(m.AddedAt)})
+			UserID: m.UserID, Email: m.Email, Role: string(m.Role), AddedAt: store.Stamp(m.AddedAt)})
 		if err != nil {
 			return nil, err
 		}
-		put := &types.Put{TableName: aws.String(d.table), Item: item, ConditionExpression: aws.String(condition)}
+		put := &types.Put{TableName: aws.String(d.Table()), Item: item, ConditionExpression: aws.String(condition)}
 		if len(values) > 0 {
 			put.ExpressionAttributeValues = values
 		}
@@ -64,14 +64,14 @@ func (d *DB) memberPuts(m member.Membership, condition string, values map[string
 // a decrease is conditioned on another owner remaining.
 func (d *DB) ownersChange(ws string, delta int) types.TransactWriteItem {
 	u := &types.Update{
-		TableName: aws.String(d.table), Key: store.Key(store.WorkspacePK(ws), "WS"),
+		TableName: aws.String(d.Table()), Key: store.Key(store.WorkspacePK(ws), "WS"),
 		UpdateExpression:          aws.String("ADD owners :d"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":d": num(int64(delta))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": store.Number(int64(delta))},
 	}
 	if delta < 0 {
 		u.ConditionExpression = aws.String("attribute_exists(PK) AND owners > :one")
-		u.ExpressionAttributeValues[":one"] = num(1)
+		u.ExpressionAttributeValues[":one"] = store.Number(1)
 	}
 	return types.TransactWriteItem{Update: u}
 }
@@ -144,7 +144,7 @@ func (d *DB) SetRole(ctx context.Context, ws, user string, role member.Role) (me
 		}
 		old := m.Role
 		m.Role = role
-		items, err := d.memberPuts(m, "#role = :old", map[string]types.AttributeValue{":old": str(string(old))})
+		items, err := d.memberPuts(m, "#role = :old", map[string]types.AttributeValue{":old": store.String(string(old))})
 		if err != nil {
 			return m, err
 		}
@@ -181,10 +181,10 @@ func (d *DB) RemoveMember(ctx context.Context, ws, user string) error {
 		}
 		del := func(pk, sk string) types.TransactWriteItem {
 			return types.TransactWriteItem{Delete: &types.Delete{
-				TableName: aws.String(d.table), Key: store.Key(pk, sk),
+				TableName: aws.String(d.Table()), Key: store.Key(pk, sk),
 				ConditionExpression:       aws.String("#role = :old"),
 				ExpressionAttributeNames:  map[string]string{"#role": "role"},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":old": str(string(m.Role))},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":old": store.String(string(m.Role))},
 			}}
 		}
 		items := []types.TransactWriteItem{del(store.WorkspacePK(ws), memberPrefix+user), del(userPK(user), memberPrefix+ws)}

@@ -34,7 +34,7 @@ func sessionPK(hash string) string { return "SESSION#" + hash }
 // CreateSession stores a new session.
 func (d *DB) CreateSession(ctx context.Context, ses member.Session) error {
 	return d.PutNew(ctx, sessionItem{PK: sessionPK(ses.Hash), SK: "SESSION", UserID: ses.UserID, Email: ses.Email,
-		WorkspaceID: ses.WorkspaceID, CSRF: ses.CSRF, CreatedAt: stamp(ses.CreatedAt), SeenAt: stamp(ses.SeenAt),
+		WorkspaceID: ses.WorkspaceID, CSRF: ses.CSRF, CreatedAt: store.Stamp(ses.CreatedAt), SeenAt: store.Stamp(ses.SeenAt),
 		ExpiresAt: ses.Ends().Unix()})
 }
 
@@ -62,13 +62,13 @@ func (d *DB) Session(ctx context.Context, hash string, now time.Time) (member.Se
 // workspace. A session deleted meanwhile (signed out) stays deleted:
 // member.ErrSessionEnded.
 func (d *DB) UpdateSession(ctx context.Context, ses member.Session) error {
-	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(d.table),
+	_, err := d.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(d.Table()),
 		Key:                 store.Key(sessionPK(ses.Hash), "SESSION"),
 		UpdateExpression:    aws.String("SET seen_at = :seen, expires_at = :exp, workspace_id = :ws"),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":seen": str(stamp(ses.SeenAt)), ":exp": num(ses.Ends().Unix()), ":ws": str(ses.WorkspaceID),
+			":seen": store.String(store.Stamp(ses.SeenAt)), ":exp": store.Number(ses.Ends().Unix()), ":ws": store.String(ses.WorkspaceID),
 		},
 	})
 	if isConditionFailed(err) {
@@ -83,7 +83,7 @@ func (d *DB) UpdateSession(ctx context.Context, ses member.Session) error {
 // DeleteSession ends a session at once (sign-out). Deleting one that is
 // gone is not an error.
 func (d *DB) DeleteSession(ctx context.Context, hash string) error {
-	_, err := d.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.table), Key: store.Key(sessionPK(hash), "SESSION")})
+	_, err := d.Client().DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.Table()), Key: store.Key(sessionPK(hash), "SESSION")})
 	if err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,18 +26,12 @@ import (
 // the job a delivery reports through it.
 type DB struct {
 	*store.Store
-	db    *dynamodb.Client
-	table string
 }
 
 // New returns the deliveries on st's table. It does no I/O.
 func New(st *store.Store) *DB {
-	return &DB{Store: st, db: st.Client(), table: st.Table()}
+	return &DB{Store: st}
 }
-
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func num(n int) types.AttributeValue    { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
-func stamp(t time.Time) string          { return job.TimeOf(t).String() }
 
 // A job's webhook delivery lives beside the job: JOB#<id> / WEBHOOK. The
 // table's stream sees its writes too; the notifier's filter keeps to SK JOB.
@@ -65,7 +58,7 @@ type deliveryItem struct {
 // workspace, as jobs-by-status does; duesK orders a shard by due time.
 func duePK(ws string) string { return fmt.Sprintf("DUE#%02d", store.Shard(ws)) }
 
-func dueSK(at time.Time, jobID string) string { return stamp(at) + "#" + jobID }
+func dueSK(at time.Time, jobID string) string { return store.Stamp(at) + "#" + jobID }
 
 type attemptItem struct {
 	Number     int    `dynamodbav:"attempt"`
@@ -82,12 +75,12 @@ type attemptItem struct {
 const deliverySK = "WEBHOOK"
 
 func toAttemptItem(a webhook.Attempt) attemptItem {
-	it := attemptItem{Number: a.Number, At: stamp(a.At), StatusCode: a.StatusCode, Error: a.Error}
+	it := attemptItem{Number: a.Number, At: store.Stamp(a.At), StatusCode: a.StatusCode, Error: a.Error}
 	if !a.EndedAt.IsZero() {
-		it.EndedAt = stamp(a.EndedAt)
+		it.EndedAt = store.Stamp(a.EndedAt)
 	}
 	if a.NextAt != nil {
-		it.NextAt = stamp(*a.NextAt)
+		it.NextAt = store.Stamp(*a.NextAt)
 	}
 	return it
 }
@@ -127,14 +120,14 @@ func (it *deliveryItem) delivery() *webhook.Delivery {
 func (s *DB) CreateDelivery(ctx context.Context, d *webhook.Delivery) (*webhook.Delivery, error) {
 	item, err := attributevalue.MarshalMap(deliveryItem{
 		PK: store.JobPK(d.JobID), SK: deliverySK, WebhookID: d.ID, JobID: d.JobID, WorkspaceID: d.WorkspaceID,
-		URL: d.URL, State: string(d.State), Attempts: []attemptItem{}, NextAt: stamp(d.NextAt), CreatedAt: stamp(d.CreatedAt),
+		URL: d.URL, State: string(d.State), Attempts: []attemptItem{}, NextAt: store.Stamp(d.NextAt), CreatedAt: store.Stamp(d.CreatedAt),
 		GSI4PK: duePK(d.WorkspaceID), GSI4SK: dueSK(d.NextAt, d.JobID),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode delivery: %w", err)
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.table), Item: item,
+	_, err = s.Client().PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.Table()), Item: item,
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	})
 	if err != nil && !store.ConditionFailed(err) {
@@ -159,16 +152,16 @@ func (s *DB) Delivery(ctx context.Context, jobID string) (*webhook.Delivery, err
 // recorded and no unexpired claim holds it. A retry of the write that meets
 // its own claim (the first answer was lost) succeeds.
 func (s *DB) ClaimAttempt(ctx context.Context, jobID string, n int, claim string, until, now time.Time) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.Table()),
 		Key:              store.Key(store.JobPK(jobID), deliverySK),
 		UpdateExpression: aws.String("SET claim_until = :until, claim_id = :claim"),
 		ConditionExpression: aws.String("#state = :pending AND size(attempts) = :done AND " +
 			"(attribute_not_exists(claim_until) OR claim_until < :now)"),
 		ExpressionAttributeNames: map[string]string{"#state": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":until": str(stamp(until)), ":now": str(stamp(now)), ":claim": str(claim),
-			":pending": str(string(webhook.Pending)), ":done": num(n - 1),
+			":until": store.String(store.Stamp(until)), ":now": store.String(store.Stamp(now)), ":claim": store.String(claim),
+			":pending": store.String(string(webhook.Pending)), ":done": store.Number(n - 1),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -201,15 +194,15 @@ func (s *DB) RecordAttempt(ctx context.Context, jobID string, claim string, a we
 	// Off deliveries-due once it has ended; due again at next otherwise.
 	update := "SET attempts = list_append(attempts, :a), #state = :state REMOVE claim_until, claim_id, next_attempt_at, GSI4PK, GSI4SK"
 	values := map[string]types.AttributeValue{
-		":a": av, ":state": str(string(state)), ":pending": str(string(webhook.Pending)), ":done": num(a.Number - 1),
+		":a": av, ":state": store.String(string(state)), ":pending": store.String(string(webhook.Pending)), ":done": store.Number(a.Number - 1),
 	}
 	if state == webhook.Pending {
 		update = "SET attempts = list_append(attempts, :a), #state = :state, next_attempt_at = :next, GSI4SK = :due REMOVE claim_until, claim_id"
-		values[":next"] = str(stamp(next))
-		values[":due"] = str(dueSK(next, jobID))
+		values[":next"] = store.String(store.Stamp(next))
+		values[":due"] = store.String(dueSK(next, jobID))
 	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
+	_, err = s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.Table()),
 		Key:                                 store.Key(store.JobPK(jobID), deliverySK),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String("#state = :pending AND size(attempts) = :done"),
@@ -241,16 +234,16 @@ func (s *DB) RecordAttempt(ctx context.Context, jobID string, claim string, a we
 // since d was read. token marks the write: a retry whose first answer was
 // lost finds it and succeeds.
 func (s *DB) Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.Table()),
 		Key:              store.Key(store.JobPK(d.JobID), deliverySK),
 		UpdateExpression: aws.String("SET #state = :pending, next_attempt_at = :now, GSI4PK = :pk, GSI4SK = :due, redelivery_id = :token"),
 		ConditionExpression: aws.String("attribute_exists(PK) AND #state <> :succeeded AND size(attempts) = :done AND " +
 			"(attribute_not_exists(claim_until) OR claim_until < :now)"),
 		ExpressionAttributeNames: map[string]string{"#state": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pending": str(string(webhook.Pending)), ":succeeded": str(string(webhook.Succeeded)), ":now": str(stamp(now)),
-			":pk": str(duePK(d.WorkspaceID)), ":due": str(dueSK(now, d.JobID)), ":token": str(token), ":done": num(len(d.Attempts)),
+			":pending": store.String(string(webhook.Pending)), ":succeeded": store.String(string(webhook.Succeeded)), ":now": store.String(store.Stamp(now)),
+			":pk": store.String(duePK(d.WorkspaceID)), ":due": store.String(dueSK(now, d.JobID)), ":token": store.String(token), ":done": store.Number(len(d.Attempts)),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -280,15 +273,15 @@ func (s *DB) Redeliver(ctx context.Context, d *webhook.Delivery, token string, n
 func (s *DB) EachOverdueDelivery(ctx context.Context, before time.Time, fn func(jobID string) error) error {
 	for shard := 0; shard < store.Shards; shard++ {
 		in := &dynamodb.QueryInput{
-			TableName:              aws.String(s.table),
+			TableName:              aws.String(s.Table()),
 			IndexName:              aws.String(store.IndexDeliveriesDue),
 			KeyConditionExpression: aws.String("GSI4PK = :pk AND GSI4SK < :before"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": str(fmt.Sprintf("DUE#%02d", shard)), ":before": str(stamp(before)),
+				":pk": store.String(fmt.Sprintf("DUE#%02d", shard)), ":before": store.String(store.Stamp(before)),
 			},
 		}
 		for {
-			out, err := s.db.Query(ctx, in)
+			out, err := s.Client().Query(ctx, in)
 			if err != nil {
 				return fmt.Errorf("overdue deliveries: %w", err)
 			}
@@ -315,14 +308,14 @@ func (s *DB) EachOverdueDelivery(ctx context.Context, before time.Time, fn func(
 // messages when it restarts, and for operators; never on a request path.
 func (s *DB) PendingDeliveries(ctx context.Context) ([]*webhook.Delivery, error) {
 	in := &dynamodb.ScanInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 aws.String(s.Table()),
 		FilterExpression:          aws.String("SK = :sk AND #state = :pending"),
 		ExpressionAttributeNames:  map[string]string{"#state": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":sk": str(deliverySK), ":pending": str(string(webhook.Pending))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":sk": store.String(deliverySK), ":pending": store.String(string(webhook.Pending))},
 	}
 	var pending []*webhook.Delivery
 	for {
-		out, err := s.db.Scan(ctx, in)
+		out, err := s.Client().Scan(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("list pending deliveries: %w", err)
 		}

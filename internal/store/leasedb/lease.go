@@ -19,13 +19,11 @@ import (
 // DB is the store with the leases besides.
 type DB struct {
 	*store.Store
-	db    *dynamodb.Client
-	table string
 }
 
 // New returns the leases on st's table. It does no I/O.
 func New(st *store.Store) *DB {
-	return &DB{Store: st, db: st.Client(), table: st.Table()}
+	return &DB{Store: st}
 }
 
 // A lease is a named item only one holder has at a time: the sweeper takes
@@ -43,8 +41,8 @@ func leaseKey(name string) map[string]types.AttributeValue {
 // unique to the taker: a retry of a take that succeeded finds its own
 // holder and succeeds again.
 func (s *DB) TakeLease(ctx context.Context, name, holder string, until, now time.Time) (bool, error) {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.Table()),
 		Key:                 leaseKey(name),
 		UpdateExpression:    aws.String("SET holder = :h, lease_until = :until, expires_at = :expires"),
 		ConditionExpression: aws.String("attribute_not_exists(PK) OR lease_until <= :now OR holder = :h"),
@@ -68,8 +66,8 @@ func (s *DB) TakeLease(ctx context.Context, name, holder string, until, now time
 // ReleaseLease ends holder's lease name at now, so that the next taker
 // need not wait for it to lapse; a lease someone else has is left alone.
 func (s *DB) ReleaseLease(ctx context.Context, name, holder string, now time.Time) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.Table()),
 		Key:                 leaseKey(name),
 		UpdateExpression:    aws.String("SET lease_until = :now"),
 		ConditionExpression: aws.String("holder = :h"),

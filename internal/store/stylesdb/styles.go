@@ -44,8 +44,6 @@ import (
 // DB is the store with the styles besides.
 type DB struct {
 	*store.Store
-	db    *dynamodb.Client
-	table string
 	// pageSize caps the items of one Query call (zero: DynamoDB's 1 MB
 	// pages), listScan the rejects of one listing (zero: style.MaxRejects);
 	// tests lower them.
@@ -55,11 +53,8 @@ type DB struct {
 
 // New returns the styles on st's table. It does no I/O.
 func New(st *store.Store) *DB {
-	return &DB{Store: st, db: st.Client(), table: st.Table()}
+	return &DB{Store: st}
 }
-
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func stamp(t time.Time) string          { return job.TimeOf(t).String() }
 
 // styleItem is a style as stored.
 type styleItem struct {
@@ -114,7 +109,7 @@ func toStyleItem(s *style.Style) styleItem {
 		OwnerKind: string(s.Owner.Kind), OwnerID: s.Owner.ID, OwnerName: s.Owner.Name,
 		Title: s.Title, Prompt: s.Prompt, URLs: s.URLs, Models: s.Models,
 		Public: s.Public, Approved: s.Approved, EditorsPick: s.EditorsPick, Gallery: s.Gallery,
-		SharedWith: s.SharedWith, LikeCount: s.LikeCount, CreatedAt: stamp(s.CreatedAt),
+		SharedWith: s.SharedWith, LikeCount: s.LikeCount, CreatedAt: store.Stamp(s.CreatedAt),
 	}
 }
 
@@ -144,7 +139,7 @@ func (s *DB) putItem(v any, condition string) (types.TransactWriteItem, error) {
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("encode item: %w", err)
 	}
-	p := &types.Put{TableName: aws.String(s.table), Item: av}
+	p := &types.Put{TableName: aws.String(s.Table()), Item: av}
 	if condition != "" {
 		p.ConditionExpression = aws.String(condition)
 	}
@@ -161,7 +156,7 @@ func (s *DB) CreateStyle(ctx context.Context, st style.Style) error {
 	var items []types.TransactWriteItem
 	if st.WorkspaceID != "" {
 		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-			TableName: aws.String(s.table), Key: store.Key(store.WorkspacePK(st.WorkspaceID), "WS"),
+			TableName: aws.String(s.Table()), Key: store.Key(store.WorkspacePK(st.WorkspaceID), "WS"),
 			ConditionExpression: aws.String("attribute_exists(PK)"),
 		}})
 	}
@@ -177,7 +172,7 @@ func (s *DB) CreateStyle(ctx context.Context, st style.Style) error {
 		}
 		items = append(items, it)
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	_, err = s.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	i := 0
 	if st.WorkspaceID != "" {
 		if store.CancelReason(err, 0) == "ConditionalCheckFailed" {
@@ -249,7 +244,7 @@ func (s *DB) changeStyle(ctx context.Context, id string, change func(*style.Styl
 			shared = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 		}
 		items := []types.TransactWriteItem{{Update: &types.Update{
-			TableName: aws.String(s.table), Key: store.Key(stylePK(id), styleSK),
+			TableName: aws.String(s.Table()), Key: store.Key(stylePK(id), styleSK),
 			UpdateExpression:    aws.String("SET approved = :a, editors_pick = :e, gallery = :g, shared_with = :sw, version = :next"),
 			ConditionExpression: aws.String("version = :v"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -270,11 +265,11 @@ func (s *DB) changeStyle(ctx context.Context, id string, change func(*style.Styl
 		for _, set := range before {
 			if !slices.Contains(after, set) {
 				items = append(items, types.TransactWriteItem{Delete: &types.Delete{
-					TableName: aws.String(s.table), Key: store.Key(stylePK(id), "SET#"+set),
+					TableName: aws.String(s.Table()), Key: store.Key(stylePK(id), "SET#"+set),
 				}})
 			}
 		}
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		_, err = s.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if store.CancelReason(err, 0) == "ConditionalCheckFailed" {
 			continue // another change came first: apply ours to its result
 		}
@@ -328,14 +323,14 @@ func (s *DB) LikeStyle(ctx context.Context, c style.Caller, id string, at time.T
 		return style.Style{}, false, style.ErrNotFound
 	}
 	entry := toSetItem(&st, style.LikedSet(c.UserID))
-	entry.At = stamp(at)
+	entry.At = store.Stamp(at)
 	put, err := s.putItem(entry, "attribute_not_exists(PK)")
 	if err != nil {
 		return style.Style{}, false, err
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	_, err = s.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
-			TableName: aws.String(s.table), Key: store.Key(stylePK(id), styleSK),
+			TableName: aws.String(s.Table()), Key: store.Key(stylePK(id), styleSK),
 			UpdateExpression:          aws.String("ADD like_count :one"),
 			ConditionExpression:       aws.String("attribute_exists(PK)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": styleNum(1)},
@@ -372,17 +367,17 @@ func (s *DB) ShareLink(ctx context.Context, id, owner, token string, at time.Tim
 		if it.ShareToken != "" {
 			return it.ShareToken, false, nil
 		}
-		link, err := s.putItem(linkItem{PK: styleLinkPK(token), SK: "LINK", StyleID: id, CreatedAt: stamp(at)}, "attribute_not_exists(PK)")
+		link, err := s.putItem(linkItem{PK: styleLinkPK(token), SK: "LINK", StyleID: id, CreatedAt: store.Stamp(at)}, "attribute_not_exists(PK)")
 		if err != nil {
 			return "", false, err
 		}
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		_, err = s.Client().TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Update: &types.Update{
-				TableName: aws.String(s.table), Key: store.Key(stylePK(id), styleSK),
+				TableName: aws.String(s.Table()), Key: store.Key(stylePK(id), styleSK),
 				UpdateExpression:    aws.String("SET share_token = :t, share_created_at = :at"),
 				ConditionExpression: aws.String("attribute_exists(PK) AND owner_id = :owner AND attribute_not_exists(share_token)"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":t": str(token), ":at": str(stamp(at)), ":owner": str(owner),
+					":t": store.String(token), ":at": store.String(store.Stamp(at)), ":owner": store.String(owner),
 				},
 			}},
 			link,
@@ -542,8 +537,8 @@ func (s *DB) batchGet(ctx context.Context, keys []map[string]types.AttributeValu
 // with the short backoff DynamoDB asks for.
 func (s *DB) batchGetChunk(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
 	var out []map[string]types.AttributeValue
-	req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-	for attempt := 0; len(req[s.table].Keys) > 0; attempt++ {
+	req := map[string]types.KeysAndAttributes{s.Table(): {Keys: keys, ConsistentRead: aws.Bool(true)}}
+	for attempt := 0; len(req[s.Table()].Keys) > 0; attempt++ {
 		if attempt > 0 {
 			if attempt > 8 {
 				// DynamoDB leaves keys unprocessed when it is throttling.
@@ -556,11 +551,11 @@ func (s *DB) batchGetChunk(ctx context.Context, keys []map[string]types.Attribut
 				return nil, ctx.Err()
 			}
 		}
-		res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		res, err := s.Client().BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 		if err != nil {
 			return nil, fmt.Errorf("read styles: %w", err)
 		}
-		out = append(out, res.Responses[s.table]...)
+		out = append(out, res.Responses[s.Table()]...)
 		req = res.UnprocessedKeys
 	}
 	return out, nil
@@ -571,10 +566,10 @@ func (s *DB) batchGetChunk(ctx context.Context, keys []map[string]types.Attribut
 func (ss styleSets) SetEntries(ctx context.Context, set, after string, want int, from any) ([]style.Entry, any, error) {
 	s := ss.s
 	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
+		TableName:                 aws.String(s.Table()),
 		IndexName:                 aws.String(store.IndexStylesBySet),
 		KeyConditionExpression:    aws.String("GSI3PK = :set"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":set": str(styleSetPK(set))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":set": store.String(styleSetPK(set))},
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(int32(min(max(want, 1), style.MaxLimit+1))),
 	}
@@ -583,12 +578,12 @@ func (ss styleSets) SetEntries(ctx context.Context, set, after string, want int,
 	}
 	if after != "" {
 		in.KeyConditionExpression = aws.String("GSI3PK = :set AND GSI3SK < :after")
-		in.ExpressionAttributeValues[":after"] = str(after)
+		in.ExpressionAttributeValues[":after"] = store.String(after)
 	}
 	if s.pageSize > 0 && *in.Limit > s.pageSize {
 		in.Limit = aws.Int32(s.pageSize)
 	}
-	out, err := s.db.Query(ctx, in)
+	out, err := s.Client().Query(ctx, in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list styles of %s: %w", set, err)
 	}

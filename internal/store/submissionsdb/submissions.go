@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,18 +26,12 @@ import (
 // runner and the callbacks move the job through it (store.Transition).
 type DB struct {
 	*store.Store
-	db    *dynamodb.Client
-	table string
 }
 
 // New returns the submissions on st's table. It does no I/O.
 func New(st *store.Store) *DB {
-	return &DB{Store: st, db: st.Client(), table: st.Table()}
+	return &DB{Store: st}
 }
-
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func num(n int) types.AttributeValue    { return &types.AttributeValueMemberN{Value: strconv.Itoa(n)} }
-func stamp(t time.Time) string          { return job.TimeOf(t).String() }
 
 // submissionItem is a routed job's prediction state, kept on the job's own
 // item beside its status (job.Submission). None of it is a status: status
@@ -84,7 +77,7 @@ const notEnded = "#status IN (:s0, :s1, :s2, :s3, :s4, :s5)"
 
 func notEndedValues(v map[string]types.AttributeValue) map[string]types.AttributeValue {
 	for i, st := range []job.Status{job.Backlogged, job.Queued, job.Scheduled, job.Processing, job.Sampling, job.IntermediateComplete} {
-		v[fmt.Sprintf(":s%d", i)] = str(string(st))
+		v[fmt.Sprintf(":s%d", i)] = store.String(string(st))
 	}
 	return v
 }
@@ -99,17 +92,17 @@ func notEndedValues(v map[string]types.AttributeValue) map[string]types.Attribut
 func (s *DB) MarkSubmission(ctx context.Context, jobID, previous, marker, tokenHash, subKey string, at time.Time) error {
 	cond := "attribute_exists(PK) AND attribute_not_exists(pred_id) AND " + notEnded
 	values := notEndedValues(map[string]types.AttributeValue{
-		":marker": str(marker), ":at": str(stamp(at)), ":one": num(1), ":key": str(subKey),
+		":marker": store.String(marker), ":at": store.String(store.Stamp(at)), ":one": store.Number(1), ":key": store.String(subKey),
 		":token": &types.AttributeValueMemberSS{Value: []string{tokenHash}},
 	})
 	if previous == "" {
 		cond += " AND attribute_not_exists(pred_marker)"
 	} else {
 		cond += " AND pred_marker = :previous"
-		values[":previous"] = str(previous)
+		values[":previous"] = store.String(previous)
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Table()),
 		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_marker = :marker, pred_marked_at = :at, pred_key = if_not_exists(pred_key, :key) ADD pred_tries :one, pred_tokens :token"),
 		ConditionExpression:       aws.String(cond),
@@ -122,12 +115,12 @@ func (s *DB) MarkSubmission(ctx context.Context, jobID, previous, marker, tokenH
 // AddCallbackToken adds the hash of another callback token to a job whose
 // prediction is submitted again (Cog): the earlier tokens stay valid.
 func (s *DB) AddCallbackToken(ctx context.Context, jobID, tokenHash string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Table()),
 		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("ADD pred_tokens :token, pred_tries :one"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":token": &types.AttributeValueMemberSS{Value: []string{tokenHash}}, ":one": num(1)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":token": &types.AttributeValueMemberSS{Value: []string{tokenHash}}, ":one": store.Number(1)},
 	})
 	return s.judge(ctx, jobID, err, func(job.Submission) bool { return false })
 }
@@ -137,12 +130,12 @@ func (s *DB) AddCallbackToken(ctx context.Context, jobID, tokenHash string) erro
 // (its cancellation needs the id). job.ErrConflict: another submission's
 // marker or another id is stored.
 func (s *DB) RecordPrediction(ctx context.Context, jobID, marker, predictionID string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Table()),
 		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_id = :id"),
 		ConditionExpression:       aws.String("pred_marker = :marker AND (attribute_not_exists(pred_id) OR pred_id = :id)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(predictionID), ":marker": str(marker)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":id": store.String(predictionID), ":marker": store.String(marker)},
 	})
 	return s.judge(ctx, jobID, err, func(sub job.Submission) bool { return sub.PredictionID == predictionID })
 }
@@ -151,13 +144,13 @@ func (s *DB) RecordPrediction(ctx context.Context, jobID, marker, predictionID s
 // ended the prediction, for the next step to act on; only while the job
 // has not ended.
 func (s *DB) StashCallback(ctx context.Context, jobID, blobKey string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Table()),
 		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_callback = :key"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND " + notEnded),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: notEndedValues(map[string]types.AttributeValue{":key": str(blobKey)}),
+		ExpressionAttributeValues: notEndedValues(map[string]types.AttributeValue{":key": store.String(blobKey)}),
 	})
 	return s.judge(ctx, jobID, err, func(sub job.Submission) bool { return sub.Callback == blobKey })
 }
@@ -166,12 +159,12 @@ func (s *DB) StashCallback(ctx context.Context, jobID, blobKey string) error {
 // outputs failed to copy for good, or it was unreadable), if it is still
 // the one stashed.
 func (s *DB) DropCallback(ctx context.Context, jobID, blobKey string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Table()),
 		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("REMOVE pred_callback"),
 		ConditionExpression:       aws.String("pred_callback = :key"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":key": str(blobKey)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":key": store.String(blobKey)},
 	})
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {
@@ -183,8 +176,8 @@ func (s *DB) DropCallback(ctx context.Context, jobID, blobKey string) error {
 // MarkProviderCancelled records that the provider answered the
 // cancellation of the job's prediction.
 func (s *DB) MarkProviderCancelled(ctx context.Context, jobID string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
+	_, err := s.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Table()),
 		Key:                       store.Key(store.JobPK(jobID), "JOB"),
 		UpdateExpression:          aws.String("SET pred_cancelled = :yes"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
