@@ -14,6 +14,7 @@ import (
 // Fixed texts those handlers share.
 const (
 	MsgNotFound         = msgNotFound
+	MsgJobNotFound      = msgJobNotFound
 	MsgTooManyJobs      = msgTooManyJobs
 	InvalidBodyPrefix   = invalidBodyPrefix
 	InvalidHeaderPrefix = invalidHeaderPrefix

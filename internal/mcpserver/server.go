@@ -14,6 +14,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,11 +120,12 @@ type front struct {
 // Fixed texts of /mcp's own refusals (docs/mcp.md), and JSON-RPC's codes
 // for them.
 const (
-	msgMethod   = "/mcp takes POST only: MCP's Streamable HTTP transport, stateless."
-	msgParse    = "Parse error: the body is not a JSON object."
-	msgBatch    = "Invalid request: JSON-RPC batches are not supported; send one message per request."
-	codeParse   = -32700
-	codeInvalid = -32600
+	msgMethod          = "/mcp takes POST only: MCP's Streamable HTTP transport, stateless."
+	msgParse           = "Parse error: the body is not a JSON object."
+	msgBatch           = "Invalid request: JSON-RPC batches are not supported; send one message per request."
+	codeParse          = -32700
+	codeInvalid        = -32600
+	codeMethodNotFound = -32601
 )
 
 var msgTooLarge = "The request body is too large: at most " + strconv.Itoa(MaxBodyBytes) + " bytes."
@@ -162,7 +164,66 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), hostKey{}, r.Host))
 	r.Body = readCloser{bytes.NewReader(body)}
 	r.ContentLength = int64(len(body))
-	f.next.ServeHTTP(w, r)
+	mw := &methodWriter{ResponseWriter: w}
+	f.next.ServeHTTP(mw, r)
+	mw.finish(body)
+}
+
+// notHandled begins the SDK's plain-text 400 for a method it does not
+// have (its jsonrpc2.ErrNotHandled), which it sends before the message
+// reaches the server for every protocol version before 2026-07-28.
+const notHandled = "JSON RPC not handled"
+
+// methodWriter passes the SDK's answer through, except a plain-text 400,
+// which it holds: finish turns one for an unknown method into JSON-RPC's
+// -32601 and writes any other as it was.
+type methodWriter struct {
+	http.ResponseWriter
+	held   bool
+	status int
+	body   bytes.Buffer
+}
+
+func (w *methodWriter) WriteHeader(code int) {
+	if code == http.StatusBadRequest && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.held, w.status = true, code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *methodWriter) Write(b []byte) (int, error) {
+	if w.held {
+		return w.body.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// finish writes what was held. A request (a message with an id) for an
+// unknown method is answered 200 with the error and its id, as any
+// JSON-RPC error answering a request, so that the client reads it as the
+// answer to its call; a notification, which no answer can carry, 400 with
+// id null.
+func (w *methodWriter) finish(msg []byte) {
+	if !w.held {
+		return
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if !bytes.HasPrefix(w.body.Bytes(), []byte(notHandled)) || json.Unmarshal(msg, &m) != nil {
+		w.ResponseWriter.WriteHeader(w.status)
+		_, _ = w.ResponseWriter.Write(w.body.Bytes())
+		return
+	}
+	status := http.StatusBadRequest
+	if len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null")) {
+		status = http.StatusOK
+	} else {
+		m.ID = nil
+	}
+	writeRPCError(w.ResponseWriter, status, m.ID, codeMethodNotFound, "Method not found: "+m.Method+" is not a method of this server.")
 }
 
 var errTooLarge = errors.New("body over the bound")
@@ -192,17 +253,24 @@ func firstByte(b []byte) byte {
 // protocolError answers a JSON-RPC error that belongs to no request (id
 // null), as JSON-RPC 2.0 answers a parse error or an invalid request.
 func protocolError(w http.ResponseWriter, code int, msg string) {
-	httpapi.WriteJSON(w, http.StatusBadRequest, struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      *int   `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", Error: struct {
+	writeRPCError(w, http.StatusBadRequest, nil, code, msg)
+}
+
+// writeRPCError answers a JSON-RPC error response: id is the request's
+// (nil: null).
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	type rpcError struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
-	}{code, msg}})
+	}
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	httpapi.WriteJSON(w, status, struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{code, msg}})
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

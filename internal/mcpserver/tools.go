@@ -377,6 +377,9 @@ func (t *tools) query(q queryTool) mcp.ToolHandler {
 			switch {
 			case !ok:
 			case p.path:
+				if !job.ValidID(strings.ToLower(v)) {
+					return refusal(httpapi.MsgJobNotFound), nil
+				}
 				route = strings.Replace(route, "{id}", url.PathEscape(v), 1)
 			default:
 				values.Set(p.name, v)
@@ -401,6 +404,9 @@ func (t *tools) waitJob(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 			return refusal(invalidArgs + "timeout_seconds must be an integer between 1 and 20"), nil
 		}
 		timeout = time.Duration(n) * time.Second
+	}
+	if !job.ValidID(strings.ToLower(args["job_id"])) {
+		return refusal(httpapi.MsgJobNotFound), nil
 	}
 	a := t.call(ctx, req, http.MethodGet, "/jobs/"+url.PathEscape(args["job_id"]), nil, nil, nil)
 	if a.status == http.StatusOK {
@@ -489,12 +495,13 @@ func (w *recorder) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 
-// result is the tool result of a REST answer: a refusal is an error result
-// with the API's message; a success is its JSON as structured content and
+// result is the tool result of a REST answer: anything but a 2xx is an
+// error result with the API's message (its status text where the answer
+// has none: a redirect); a success is its JSON as structured content and
 // as text, and, for a completed job's record (withLinks), one resource link
 // per result URL.
 func (a answer) result(withLinks bool) *mcp.CallToolResult {
-	if a.status >= 400 || a.status == 0 {
+	if a.status < 200 || a.status > 299 {
 		var e struct {
 			Error   string `json:"error"`
 			Message string `json:"message"`
@@ -503,6 +510,9 @@ func (a answer) result(withLinks bool) *mcp.CallToolResult {
 		text := strings.TrimSpace(e.Error + " " + e.Message)
 		if text == "" {
 			text = http.StatusText(a.status)
+		}
+		if text == "" {
+			text = "Internal server error."
 		}
 		return refusal(text)
 	}

@@ -597,3 +597,63 @@ func TestAWebhookURLIsTheJobsWebhook(t *testing.T) {
 		t.Errorf("webhook URL %q; want %q byte for byte", j.WebhookURL, hook)
 	}
 }
+
+// A job_id that is not a job id is the API's 404 as a tool error, for
+// every tool that takes one: "." and ".." once reached the in-process
+// router as /jobs/. and /jobs/.., which answered a 301 that the tools took
+// for a success (an empty result).
+func TestAJobIDThatIsNotAnIDIsJobNotFound(t *testing.T) {
+	s := devstacktest.Start(t)
+	cs := connect(t, s, s.Token)
+	mine := recordOf(t, call(t, cs, imageTool, with(smallImage, "style_images", []any{stall(t)})))
+	for _, id := range []string{".", "..", "./", "../jobs", mine.JobID + "/", mine.JobID + "/..", "%2e", "?x=1", "#", " "} {
+		for _, tool := range []string{"get_job", "cancel_job", "wait_job"} {
+			args := map[string]any{"job_id": id}
+			if tool == "wait_job" {
+				args["timeout_seconds"] = 1
+			}
+			if res := call(t, cs, tool, args); !res.IsError || text(res) != "Job not found." || res.StructuredContent != nil {
+				t.Errorf("%s %q: isError %v, %q, structured %v; want a tool error: Job not found.", tool, id, res.IsError, text(res), res.StructuredContent)
+			}
+		}
+	}
+	if got := recordOf(t, call(t, cs, "get_job", map[string]any{"job_id": strings.ToUpper(mine.JobID)})); got.JobID != mine.JobID || got.Status == "cancelled" {
+		t.Errorf("get_job of the id in upper case: %+v; want the job, not cancelled", got)
+	}
+}
+
+// A JSON-RPC request for a method the server does not have is answered
+// with a JSON-RPC error -32601 carrying the request's id, as JSON, so that
+// a client reads it as the answer to its request.
+func TestAnUnknownMethodIsAJSONRPCMethodNotFound(t *testing.T) {
+	s := devstacktest.Start(t)
+	for _, c := range []struct {
+		name string
+		body string
+		id   string
+	}{
+		{"a number id", `{"jsonrpc":"2.0","id":7,"method":"tools/run","params":{}}`, "7"},
+		{"a string id, no params", `{"jsonrpc":"2.0","id":"abc","method":"jobs/list"}`, `"abc"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, h, body := post(t, s, s.Token, []byte(c.body))
+			var rpc struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   struct {
+					Code    int
+					Message string
+				}
+			}
+			if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "application/json") || json.Unmarshal(body, &rpc) != nil ||
+				rpc.JSONRPC != "2.0" || string(rpc.ID) != c.id || rpc.Error.Code != -32601 || !strings.HasPrefix(rpc.Error.Message, "Method not found") {
+				t.Errorf("%d %s %s; want 200, a JSON-RPC error -32601 Method not found with id %s", status, h.Get("Content-Type"), body, c.id)
+			}
+		})
+	}
+	// A notification has no answer to carry it: a 400, as JSON-RPC.
+	status, h, body := post(t, s, s.Token, []byte(`{"jsonrpc":"2.0","method":"notifications/nothing"}`))
+	if status != http.StatusBadRequest || !strings.HasPrefix(h.Get("Content-Type"), "application/json") || !strings.Contains(string(body), `"code":-32601`) {
+		t.Errorf("an unknown notification: %d %s %s; want 400, a JSON-RPC error -32601", status, h.Get("Content-Type"), body)
+	}
+}
