@@ -29,7 +29,7 @@ type Callbacks struct {
 	Blobs   Blobs
 	Queue   Queue
 	Secrets Secrets
-	Clients map[string]Client
+	Clients map[string]Client // by route: its endpoint path
 	Routes  Routes
 	Clock   clock.Clock
 	Log     *slog.Logger
@@ -58,7 +58,7 @@ func (c *Callbacks) Receive(ctx context.Context, providerName, jobID, token stri
 	if !known || !routed || j.Provider != providerName || route.Provider != providerName {
 		return ErrUnverified
 	}
-	client := c.Clients[providerName]
+	client := c.Clients[route.Endpoint]
 	if client == nil {
 		return ErrUnverified
 	}

@@ -30,10 +30,7 @@ import (
 	"genjobs/internal/lifecycle"
 	"genjobs/internal/netguard"
 	"genjobs/internal/provider"
-	"genjobs/internal/provider/cog"
-	"genjobs/internal/provider/fal"
 	"genjobs/internal/provider/providertest"
-	"genjobs/internal/provider/replicate"
 	"genjobs/internal/queue"
 	"genjobs/internal/queue/providerqueue"
 	"genjobs/internal/secrets"
@@ -151,13 +148,14 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 		}
 	}
 	sec := providerwire.SecretStore{S: secrets.New(sm, prefix)}
-	hc := &http.Client{Timeout: 5 * time.Second}
-	clients := map[string]provider.Client{provider.Replicate: replicate.New(hc), provider.Cog: cog.New(hc), provider.Fal: fal.New(hc)}
 	timings := provider.DefaultTimings
 	timings.FirstPoll, timings.MaxPoll, timings.RetryBase = 0, 0, 0
 	timings.StepFor, timings.InFlight = time.Minute, 30*time.Second
 	timings.MaxOutputBytes = 1 << 20
 	guard := &netguard.Guard{AllowPrivate: true}
+	// The routes' clients as the functions build them, each reaching its
+	// own route's server.
+	clients := providerwire.RouteClients(rs, http.DefaultTransport, guard.Transport(), nil, nil)
 	e.runner = &provider.Runner{
 		Store: st, Ender: e.life, Queue: providerqueue.New(sq, pq), Blobs: providerwire.Blobs{Store: e.blobs}, Assets: assetsdb.New(st.Store),
 		Secrets: sec, Clients: clients, Routes: rs, Catalog: e.cat,

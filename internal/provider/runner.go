@@ -92,7 +92,7 @@ type Runner struct {
 	Blobs   Blobs
 	Assets  Assets
 	Secrets Secrets
-	Clients map[string]Client // by provider name
+	Clients map[string]Client // by route: its endpoint path (providerwire.Clients)
 	Routes  Routes
 	Catalog *catalog.Catalog
 	// Fetch is the network guard's transport, for output URLs; Trusted
@@ -191,7 +191,7 @@ func (r *Runner) Step(ctx context.Context, m Message) error {
 	route, routed := r.Routes.For(j.Endpoint)
 	var client Client
 	if routed {
-		client = r.Clients[route.Provider]
+		client = r.Clients[route.Endpoint]
 	}
 	s := &step{r: r, j: j, sub: sub, route: route, client: client, log: log, request: j.Request}
 	m = m.Legacy(j)

@@ -1,10 +1,12 @@
 package provider
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 // TrustedHosts is the transport of every request to a provider or for a
@@ -53,23 +55,62 @@ func HostPort(u *url.URL) string {
 	return host + ":" + port
 }
 
-// Hosts are the HostPorts of the routes' base_urls: the servers the
-// operator configured.
-func (rs Routes) Hosts() []string {
-	var out []string
-	for _, r := range rs {
-		if h := r.HostPort(); h != "" && !slices.Contains(out, h) {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // HostPort is the HostPort of the route's base_url.
-func (r *Route) HostPort() string {
-	u, err := url.Parse(r.BaseURL)
-	if err != nil {
+func (r *Route) HostPort() string { return hostPortOf(r.BaseURL) }
+
+// JWKSHostPort is the HostPort of a fal route's jwks_url; "" for others.
+func (r *Route) JWKSHostPort() string { return hostPortOf(r.JWKSURL) }
+
+func hostPortOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
 		return ""
 	}
 	return HostPort(u)
+}
+
+// HTTPClient is the client of the requests a route makes to one server:
+// hosts (its base_url's HostPort; fal's JWKS has a client of its own) are
+// reached through trusted, without the guard, anything else through
+// guarded, hop by hop (TrustedHosts). trace, when not nil, wraps the
+// transport (X-Ray). A redirect away from the first request's host and
+// port never carries its credentials (DropCredentials).
+func HTTPClient(hosts []string, trusted, guarded http.RoundTripper, trace func(http.RoundTripper) http.RoundTripper, timeout time.Duration) *http.Client {
+	var rt http.RoundTripper = &TrustedHosts{Hosts: hosts, Trusted: trusted, Guarded: guarded}
+	if trace != nil {
+		rt = trace(rt)
+	}
+	return &http.Client{Timeout: timeout, Transport: rt, CheckRedirect: DropCredentials}
+}
+
+// Credentials are the headers a request's credentials travel in: every
+// provider's (Replicate's and Cog's "Bearer", fal's "Key") is
+// Authorization.
+var Credentials = []string{"Authorization", "Proxy-Authorization", "Cookie", "Cookie2"}
+
+// maxRedirects is how many redirects a provider request follows, as
+// net/http's default.
+const maxRedirects = 10
+
+// DropCredentials is an http.Client's CheckRedirect: once a redirect has
+// left the first request's host and port, the next hops carry none of
+// its Credentials. net/http drops them only for another host name: it
+// keeps them for the same name at another port (127.0.0.1:5000 to
+// 127.0.0.1:5001), and for a subdomain, both of which may be another
+// route's server.
+func DropCredentials(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return errors.New("stopped after 10 redirects")
+	}
+	first := HostPort(via[0].URL)
+	left := HostPort(req.URL) != first
+	for _, r := range via[1:] {
+		left = left || HostPort(r.URL) != first
+	}
+	if left || first == "" {
+		for _, h := range Credentials {
+			req.Header.Del(h)
+		}
+	}
+	return nil
 }

@@ -3,9 +3,11 @@ package provider_test
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"genjobs/internal/netguard"
 	"genjobs/internal/provider"
@@ -71,5 +73,54 @@ func TestHostPortNamesTheServer(t *testing.T) {
 		if got := provider.HostPort(u); got != want {
 			t.Errorf("HostPort(%s) = %q; want %q", raw, got, want)
 		}
+	}
+}
+
+// A redirect to the same host name at another port (another route's
+// server on the same machine), which net/http would send the
+// Authorization header to, arrives without it when the guard lets it
+// through; a redirect within the server keeps it.
+func TestRedirectElsewhereDropsCredentials(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]string{}
+	record := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got[name+r.URL.Path] = r.Header.Get("Authorization")
+			mu.Unlock()
+		})
+	}
+	other := providertest.Listen(t, record("other"))
+	api := providertest.Listen(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.URL+"/stolen", http.StatusFound)
+		case "/within":
+			http.Redirect(w, r, "/kept", http.StatusFound)
+		default:
+			record("api").ServeHTTP(w, r)
+		}
+	}))
+	ou, _ := url.Parse(other.URL)
+	au, _ := url.Parse(api.URL)
+	exempt := netip.MustParseAddrPort(ou.Host) // the other server, let through the guard
+	guard := &netguard.Guard{Exempt: []netip.AddrPort{exempt}}
+	client := provider.HTTPClient([]string{provider.HostPort(au)}, http.DefaultTransport, guard.Transport(), nil, 5*time.Second)
+	for _, path := range []string{"/away", "/within"} {
+		req, _ := http.NewRequest(http.MethodGet, api.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer route-token")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if a, ok := got["other/stolen"]; !ok || a != "" {
+		t.Errorf("the other server got the redirect %v with Authorization %q; want it without", ok, a)
+	}
+	if got["api/kept"] != "Bearer route-token" {
+		t.Errorf("a redirect within the route's server lost its credentials: %q", got["api/kept"])
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/blob"
 	"genjobs/internal/catalog"
+	"genjobs/internal/metrics"
 	"genjobs/internal/provider"
 	"genjobs/internal/provider/cog"
 	"genjobs/internal/provider/fal"
@@ -20,19 +21,42 @@ import (
 	"genjobs/internal/xray"
 )
 
-// Clients are the adapters by provider name. Their requests go to the
-// routes' base_url, which the operator configured, without the network
-// guard; a redirect elsewhere goes through it (provider.TrustedHosts).
-// Every request is timed (ProviderLatency) and, in a sampled invocation,
-// in its X-Ray trace.
+// Clients are the routes' adapters, one for each route by its endpoint
+// path. Each route's requests reach its own base_url's host and port (as
+// HostPort gives it), which the operator configured, without the network
+// guard; any other host, another route's included, is a new destination
+// the guard judges, and is never sent the route's credentials
+// (provider.HTTPClient). A fal route's JWKS fetches reach only its
+// jwks_url's host so. Every request is timed (ProviderLatency) and, in a
+// sampled invocation, in its X-Ray trace.
 func Clients(d app.Deps, routes provider.Routes) map[string]provider.Client {
-	t := &provider.TrustedHosts{Hosts: routes.Hosts(), Trusted: TrustedTransport(), Guarded: d.Network.Guard().Transport()}
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: xray.Lambda.Transport(t)}
-	return map[string]provider.Client{
-		provider.Replicate: provider.Timed(replicate.New(hc), d.Metrics),
-		provider.Cog:       provider.Timed(cog.New(hc), d.Metrics),
-		provider.Fal:       provider.Timed(fal.New(hc), d.Metrics),
+	return RouteClients(routes, TrustedTransport(), d.Network.Guard().Transport(), xray.Lambda.Transport, d.Metrics)
+}
+
+// RouteClients builds Clients over the given transports: trusted for a
+// route's own host, guarded for every other; trace (nil: none) wraps each
+// client's transport; m (nil: none) times the requests.
+func RouteClients(routes provider.Routes, trusted, guarded http.RoundTripper, trace func(http.RoundTripper) http.RoundTripper, m *metrics.Emitter) map[string]provider.Client {
+	const timeout = 30 * time.Second
+	out := make(map[string]provider.Client, len(routes))
+	for path, r := range routes {
+		hc := provider.HTTPClient([]string{r.HostPort()}, trusted, guarded, trace, timeout)
+		var c provider.Client
+		switch r.Provider {
+		case provider.Replicate:
+			c = replicate.New(hc)
+		case provider.Cog:
+			c = cog.New(hc)
+		case provider.Fal:
+			f := fal.New(hc)
+			f.JWKS = provider.HTTPClient([]string{r.JWKSHostPort()}, trusted, guarded, trace, timeout)
+			c = f
+		default:
+			continue // ParseRoutes names no other
+		}
+		out[path] = provider.Timed(c, m)
 	}
+	return out
 }
 
 // TrustedTransport is the transport of the requests to the hosts the

@@ -28,6 +28,9 @@ import (
 // Client is fal's adapter (provider.Client).
 type Client struct {
 	HTTP *http.Client
+	// JWKS fetches the route's signing keys, and reaches only the
+	// jwks_url's host without the guard; nil: HTTP.
+	JWKS *http.Client
 
 	mu   sync.Mutex
 	keys map[string]*keySet // by JWKS URL
@@ -406,7 +409,11 @@ func (c *Client) fetchKeys(ctx context.Context, u string) ([]ed25519.PublicKey, 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.HTTP.Do(req)
+	hc := c.JWKS
+	if hc == nil {
+		hc = c.HTTP
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

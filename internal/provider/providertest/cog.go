@@ -51,7 +51,7 @@ func NewCog(t testing.TB, prefix string) *Cog {
 	mux := http.NewServeMux()
 	mux.HandleFunc("PUT "+prefix+"/predictions/{id}", c.put)
 	mux.HandleFunc("POST "+prefix+"/predictions/{id}/cancel", c.cancel)
-	c.URL = Listen(t, mux).URL + prefix
+	c.URL = Listen(t, c.keep(mux)).URL + prefix
 	return c
 }
 
@@ -81,9 +81,7 @@ func (c *Cog) put(w http.ResponseWriter, req *http.Request) {
 	c.puts++
 	if f := c.nextFault(); f != nil {
 		c.mu.Unlock()
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
+		f.headers(w)
 		w.WriteHeader(f.Status)
 		_, _ = w.Write([]byte(f.Body))
 		return

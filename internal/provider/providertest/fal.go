@@ -66,7 +66,7 @@ func NewFal(t testing.TB) *Fal {
 	mux.HandleFunc("GET /{owner}/{app}/requests/{id}", f.result)
 	mux.HandleFunc("PUT /{owner}/{app}/requests/{id}/cancel", f.cancel)
 	mux.HandleFunc("POST /{model...}", f.submit)
-	srv := Listen(t, mux)
+	srv := Listen(t, f.keep(mux))
 	f.URL, f.JWKSURL = srv.URL, srv.URL+"/.well-known/jwks.json"
 	return f
 }
@@ -163,9 +163,7 @@ func (f *Fal) submit(w http.ResponseWriter, req *http.Request) {
 	fault := f.nextFault()
 	if fault != nil && !fault.Lose {
 		f.mu.Unlock()
-		if fault.RetryAfter != "" {
-			w.Header().Set("Retry-After", fault.RetryAfter)
-		}
+		fault.headers(w)
 		writeJSON(w, fault.Status, map[string]any{"detail": fault.Body})
 		return
 	}

@@ -16,6 +16,15 @@ type Fault struct {
 	// before any answer: a submission whose answer is lost (Replicate and
 	// fal).
 	Lose bool
+	// Location is sent as the answer's Location header: with a 3xx
+	// Status, a redirect.
+	Location string
+}
+
+// Request is one request a fake was sent, as it arrived.
+type Request struct {
+	Method, Path  string
+	Authorization string
 }
 
 // record is what every fake keeps of the calls it was sent, under the lock
@@ -26,6 +35,34 @@ type record struct {
 	faults  []Fault
 	creates int
 	cancels []string
+	seen    []Request
+}
+
+// Requests lists every request the fake was sent, in order.
+func (r *record) Requests() []Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Request(nil), r.seen...)
+}
+
+// keep records each request before h answers it.
+func (r *record) keep(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.seen = append(r.seen, Request{Method: req.Method, Path: req.URL.Path, Authorization: req.Header.Get("Authorization")})
+		r.mu.Unlock()
+		h.ServeHTTP(w, req)
+	})
+}
+
+// headers writes a fault's Retry-After and Location.
+func (f *Fault) headers(w http.ResponseWriter) {
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	if f.Location != "" {
+		w.Header().Set("Location", f.Location)
+	}
 }
 
 // FailNext queues answers given to the next creations instead of their own.

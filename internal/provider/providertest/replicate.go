@@ -84,7 +84,7 @@ func NewReplicate(t testing.TB) *Replicate {
 	mux.HandleFunc("GET /v1/predictions", r.list)
 	mux.HandleFunc("GET /v1/predictions/{id}", r.get)
 	mux.HandleFunc("POST /v1/predictions/{id}/cancel", r.cancel)
-	r.URL = Listen(t, mux).URL
+	r.URL = Listen(t, r.keep(mux)).URL
 	r.Files.URL = r.URL
 	return r
 }
@@ -153,9 +153,7 @@ func (r *Replicate) create(w http.ResponseWriter, req *http.Request) {
 	f := r.nextFault()
 	if f != nil && !f.Lose {
 		r.mu.Unlock()
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
+		f.headers(w)
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(f.Status)
 		_, _ = w.Write([]byte(f.Body))
