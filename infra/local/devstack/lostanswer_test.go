@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/auth"
@@ -28,6 +30,8 @@ import (
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
+	"genjobs/internal/store/stylesdb"
+	"genjobs/internal/style"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
 )
@@ -73,10 +77,13 @@ const (
 	pathSubmissionMark   = "provider submission mark"
 	pathPredictionRecord = "provider prediction record"
 	pathProviderCancel   = "provider cancel mark"
+	pathShareLink        = "style share link creation"
+	pathStyleChange      = "style flags change"
 )
 
 var lostPaths = []string{pathCreation, pathIdempotent, pathEnd, pathPromotion, pathClaim, pathHeartbeat,
-	pathDeliveryClaim, pathDeliveryRecord, pathDeliveryCreation, pathSubmissionMark, pathPredictionRecord, pathProviderCancel}
+	pathDeliveryClaim, pathDeliveryRecord, pathDeliveryCreation, pathSubmissionMark, pathPredictionRecord, pathProviderCancel,
+	pathShareLink, pathStyleChange}
 
 // lostPath names the write path of a DynamoDB call by what its request
 // carries (the expressions the store writes); "" for the calls that are
@@ -95,6 +102,10 @@ func lostPath(op string, body []byte) (string, float64) {
 			path = pathEnd
 		case has("jobs_running < max_running"):
 			path = pathPromotion
+		case has("attribute_not_exists(share_token)"):
+			path = pathShareLink
+		case has("version = :v"):
+			path = pathStyleChange
 		}
 	case "UpdateItem":
 		switch {
@@ -171,7 +182,11 @@ func TestLostAnswers(t *testing.T) {
 	devstacktest.Serve(t, ln, local, tpl, log)
 
 	recv := newHookReceiver(t)
+	styles := lostStyles(t, direct, emulator.DynamoDBClient(proxy.URL), local.Table)
+	var wg sync.WaitGroup
+	wg.Go(func() { styles.load("http://"+ln.Addr().String(), token) })
 	jobs := lostLoad(t, "http://"+ln.Addr().String(), token, recv.url)
+	wg.Wait()
 	if len(jobs) == 0 {
 		t.Fatal("no job was created")
 	}
@@ -267,6 +282,7 @@ func TestLostAnswers(t *testing.T) {
 			t.Errorf("ledger verify of %s: %s", ws, strings.Join(a.Differences, "; "))
 		}
 	}
+	styles.check()
 	t.Logf("outcomes: %d jobs (%s); slowest queued-to-completed %s; webhooks: %d POSTs for %d jobs (%d duplicates, which receivers drop by X-Service-Webhook-Id)",
 		len(jobs), outcomeCounts(outcomes), slowest.Round(time.Millisecond), recv.total(), len(jobs), recv.total()-recv.distinct())
 }
@@ -418,4 +434,97 @@ func outcomeCounts(m map[job.Status]int) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// lostStyleLoad makes styles' share links through the API and changes
+// their flags as the operator CLI does (stylesdb through the proxy), each
+// once: every answer must be the write's own success.
+type lostStyleLoad struct {
+	t      *testing.T
+	direct *stylesdb.DB
+	lossy  *stylesdb.DB
+	ids    []string
+	links  map[string]string // style id -> the link its first request answered
+}
+
+// lostStyleCount is how many styles the load shares and changes: enough
+// for the 15% draws to lose some answers beside each path's first.
+const lostStyleCount = 30
+
+func lostStyles(t *testing.T, direct *store.Store, lossyDB *dynamodb.Client, table string) *lostStyleLoad {
+	t.Helper()
+	l := &lostStyleLoad{t: t, direct: stylesdb.New(direct), lossy: stylesdb.New(store.New(lossyDB, table)), links: map[string]string{}}
+	now := time.Now()
+	for i := range lostStyleCount {
+		st := style.Style{ID: style.NewID(), Title: fmt.Sprintf("lost %d", i), Prompt: "a river", Models: []string{"model-e-4"},
+			CreatedAt: now.Add(time.Duration(i) * time.Millisecond), WorkspaceID: lostWorkspace, Owner: style.APIOwner(lostWorkspace), Public: true}
+		if err := l.direct.CreateStyle(context.Background(), st); err != nil {
+			t.Fatal(err)
+		}
+		l.ids = append(l.ids, st.ID)
+	}
+	return l
+}
+
+// load asks each style's share link twice (201 is_new, then 200 the same
+// link) and approves and features it, paced over the jobs' load.
+func (l *lostStyleLoad) load(api, token string) {
+	client := &http.Client{Timeout: 20 * time.Second}
+	link := func(id string) (int, string, bool) {
+		req, _ := http.NewRequest("GET", api+"/styles/"+id+"/share/link", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			l.t.Errorf("share link of %s: %v", id, err)
+			return 0, "", false
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Link  string `json:"share_link"`
+			IsNew bool   `json:"is_new"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out.Link, out.IsNew
+	}
+	ctx := context.Background()
+	pace := lostLoadFor / lostStyleCount
+	for _, id := range l.ids {
+		time.Sleep(pace)
+		status, first, isNew := link(id)
+		if status != http.StatusCreated || !isNew || first == "" {
+			l.t.Errorf("the first share link request of %s: %d, %q, is_new %v; want 201, a link, is_new true", id, status, first, isNew)
+		}
+		l.links[id] = first
+		if status, again, isNew := link(id); status != http.StatusOK || isNew || again != first {
+			l.t.Errorf("the second share link request of %s: %d, %q, is_new %v; want 200, %q, is_new false", id, status, again, isNew, first)
+		}
+		if st, err := l.lossy.ApproveStyle(ctx, id); err != nil || !st.Approved {
+			l.t.Errorf("approve %s: %v, %v; want approved", id, st.Approved, err)
+		}
+		if st, err := l.lossy.FeatureStyle(ctx, id, true, false); err != nil || !st.EditorsPick || !st.Approved {
+			l.t.Errorf("feature %s: pick %v, approved %v, %v; want both", id, st.EditorsPick, st.Approved, err)
+		}
+	}
+}
+
+// check: each style's link resolves to it, and its two changes landed,
+// once each (the style's version counts its changes).
+func (l *lostStyleLoad) check() {
+	ctx := context.Background()
+	for _, id := range l.ids {
+		token := l.links[id][strings.LastIndex(l.links[id], "/")+1:]
+		if st, err := l.direct.SharedStyle(ctx, token); err != nil || st.ID != id {
+			l.t.Errorf("the share link of %s resolves to %q, %v", id, st.ID, err)
+		}
+		st, err := l.direct.Style(ctx, id)
+		if err != nil || !st.Approved || !st.EditorsPick {
+			l.t.Errorf("style %s: approved %v, pick %v, %v; want both", id, st.Approved, st.EditorsPick, err)
+		}
+		var stored struct {
+			Version int `dynamodbav:"version"`
+		}
+		if err := l.direct.Get(ctx, "STYLE#"+id, "STYLE", &stored); err != nil || stored.Version != 2 {
+			l.t.Errorf("style %s: version %d, %v; want 2, one for each change", id, stored.Version, err)
+		}
+	}
 }
