@@ -68,6 +68,8 @@ type Store interface {
 
 	Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
 	SharedStyle(ctx context.Context, token string) (style.Style, error)
+
+	OnceStore
 }
 
 // Identity signs people in (cognito.Client).

@@ -17,6 +17,7 @@ const CookieName = "console_session"
 // and the one it acts on.
 type request struct {
 	session member.Session
+	cookie  string // the session cookie's value: the key to what it holds (holdOnce)
 	all     []member.Membership
 	current member.Membership // zero when the person is in no workspace
 }
@@ -53,7 +54,7 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*request, bo
 		c.internalError(w, r, "read memberships", err)
 		return nil, false
 	}
-	req := &request{session: ses, all: all}
+	req := &request{session: ses, cookie: ck.Value, all: all}
 	for _, m := range all {
 		if m.WorkspaceID == ses.WorkspaceID {
 			req.current = m

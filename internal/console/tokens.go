@@ -13,10 +13,12 @@ type tokensData struct {
 	Tokens     []auth.Token
 	APIEnabled bool
 	CanManage  bool
-	// NewToken is the value of the token just created: shown in this one
-	// answer, never stored, never shown again.
+	// NewToken is the value of the token just created, taken from the
+	// holder for this one display (holdOnce); ShownOnce names a token
+	// whose display was had already (a reload) or came too late.
 	NewToken     string
 	NewTokenName string
+	ShownOnce    string
 	Name         string // the name field, kept after an error
 	NameError    string
 }
@@ -51,10 +53,39 @@ func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request, req *reques
 		c.internalError(w, r, "read tokens", err)
 		return
 	}
+	if id := r.URL.Query().Get("created"); id != "" {
+		if err := c.showNewToken(r, req, &data, id); err != nil {
+			c.internalError(w, r, "show the new token", err)
+			return
+		}
+	}
 	v := c.view(req, "tokens", "API tokens")
 	v.Notice, v.Data = notices[r.URL.Query().Get("done")], data
 	c.render(w, r, http.StatusOK, "tokens", v)
 }
+
+// showNewToken puts the value held for token id's one display in data, or
+// says it was shown (for an id that is one of the workspace's tokens).
+func (c *Console) showNewToken(r *http.Request, req *request, data *tokensData, id string) error {
+	for _, t := range data.Tokens {
+		if t.ID != id {
+			continue
+		}
+		value, ok, err := c.takeOnce(r.Context(), req, onceToken(id))
+		if err != nil {
+			return err
+		}
+		if ok {
+			data.NewToken, data.NewTokenName = value, t.Name
+		} else {
+			data.ShownOnce = t.Name
+		}
+	}
+	return nil
+}
+
+// onceToken is the holder's id of a new token's value.
+func onceToken(id string) string { return "token:" + id }
 
 // MaxTokenName is the longest token name, in characters.
 const MaxTokenName = 100
@@ -83,22 +114,22 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, req *reque
 	token, hash := auth.NewToken()
 	t := auth.Token{ID: auth.NewID("tok_"), WorkspaceID: req.current.WorkspaceID, Name: name, Hash: hash,
 		Prefix: auth.Prefix(token), CreatedAt: c.Clock.Now(), CreatedBy: req.session.Email}
+	// The value is held before the token exists, so that a token is never
+	// made whose value nobody can be shown; the page after the redirect
+	// shows it once, and a reload of that page makes nothing.
+	if err := c.holdOnce(r.Context(), req, onceToken(t.ID), token); err != nil {
+		c.internalError(w, r, "hold the new token", err)
+		return
+	}
 	if err := c.Store.CreateToken(r.Context(), t); err != nil {
+		// What was held is of no token: removed if the table answers, else
+		// unreadable without this browser and gone within OnceLife.
+		_, _, _ = c.takeOnce(r.Context(), req, onceToken(t.ID))
 		c.internalError(w, r, "create token", err)
 		return
 	}
 	c.logger(r).Info("token created", "workspace_id", t.WorkspaceID, "token_id", t.ID, "user_id", req.session.UserID)
-	data, err := c.tokensData(r, req)
-	if err != nil {
-		c.internalError(w, r, "read tokens", err)
-		return
-	}
-	// Rendered in this answer rather than after a redirect: the value is
-	// never stored anywhere it could be shown from again.
-	data.NewToken, data.NewTokenName = token, name
-	v := c.view(req, "tokens", "API tokens")
-	v.Data = data
-	c.render(w, r, http.StatusCreated, "tokens", v)
+	http.Redirect(w, r, Base+"/settings/api-tokens?created="+t.ID, http.StatusSeeOther)
 }
 
 type revokeData struct{ Token auth.Token }

@@ -8,10 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"genjobs/infra/local/devstack"
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/member"
+	"genjobs/internal/store"
 )
 
 func TestAMemberSeesNoActionsAndIsRefusedTokenAndAccessForms(t *testing.T) {
@@ -58,8 +63,8 @@ func TestAnAdminCannotTopUp(t *testing.T) {
 		t.Errorf("an admin's refused top-up left %d top-ups and %d checkout sessions", len(cos), s.Stripe.Created())
 	}
 	// An admin does manage tokens.
-	if p := b.post("/app/settings/api-tokens", b.form(devstack.DemoWorkspace, "name", "admin's")); p.status != http.StatusCreated {
-		t.Errorf("an admin's token creation: %d, want 201", p.status)
+	if p := b.post("/app/settings/api-tokens", b.form(devstack.DemoWorkspace, "name", "admin's")); p.status != http.StatusSeeOther {
+		t.Errorf("an admin's token creation: %d, want 303", p.status)
 	}
 }
 
@@ -207,15 +212,53 @@ func TestEndedAndForgedSessionsGoBackToSignIn(t *testing.T) {
 func TestATokenIsShownOnceAndRevokedWithinTheCacheAge(t *testing.T) {
 	s, b := signedIn(t, member.Owner)
 	p := b.post("/app/settings/api-tokens", b.form(devstack.DemoWorkspace, "name", "ci"))
-	if p.status != http.StatusCreated {
-		t.Fatalf("create: %d", p.status)
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, "/app/settings/api-tokens?created=tok_") {
+		t.Fatalf("create: %d %q; want 303 to the page that shows it", p.status, p.location)
 	}
-	token := between(p.body, `id="new-token-value">`, "<")
-	if !strings.HasPrefix(token, auth.TokenPrefix) || len(token) != len(auth.TokenPrefix)+43 {
-		t.Fatalf("the page shows %q as the new token", token)
+	if strings.Contains(p.body, auth.TokenPrefix) {
+		t.Error("the POST's answer holds a token")
+	}
+	// What waits for the display is sealed, never the value itself.
+	var held []byte
+	cookie := b.client.Jar.Cookies(mustURL(s.URL + "/app/"))[0].Value
+	out, err := s.Store.Client().GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(s.Store.Table()),
+		Key: store.Key("SESSION#"+member.HashSecret(cookie), "ONCE#token:"+strings.TrimPrefix(p.location, "/app/settings/api-tokens?created="))})
+	if err != nil || out.Item == nil {
+		t.Fatalf("nothing held for the display: %v", err)
+	}
+	if v, ok := out.Item["sealed"].(*types.AttributeValueMemberB); ok {
+		held = v.Value
+	}
+	// Another session of the same person gets nothing from the address.
+	other := newBrowser(t, s)
+	other.signIn("owner@example.com", password)
+	if q := other.get(p.location); strings.Contains(q.body, `id="new-token-value"`) {
+		t.Error("another session is shown the token")
+	}
+	shown := b.get(p.location)
+	token := between(shown.body, `id="new-token-value">`, "<")
+	if shown.status != http.StatusOK || !strings.HasPrefix(token, auth.TokenPrefix) || len(token) != len(auth.TokenPrefix)+43 {
+		t.Fatalf("the page after the redirect: %d, shows %q as the new token", shown.status, token)
+	}
+	if len(held) == 0 || strings.Contains(string(held), token) || strings.Contains(string(held), token[len(auth.TokenPrefix):]) {
+		t.Errorf("the table held %q for the display; want the value sealed", held)
+	}
+	// A reload shows it no more, says so, and makes no other token.
+	again := b.get(p.location)
+	if strings.Contains(again.body, token) || !strings.Contains(again.body, `id="token-shown-once"`) {
+		t.Errorf("the reload: shows the token again or does not say it was shown once:\n%s", again.body)
 	}
 	if again := b.get("/app/settings/api-tokens"); strings.Contains(again.body, token) {
 		t.Error("the token is shown again on the next visit")
+	}
+	made := 0
+	for _, tk := range tokens(t, s, devstack.DemoWorkspace) {
+		if tk.Name == "ci" {
+			made++
+		}
+	}
+	if made != 1 {
+		t.Errorf("%d tokens named ci after one creation and two displays; want 1", made)
 	}
 	if code := api(t, s, token, "/jobs"); code != http.StatusOK {
 		t.Fatalf("GET /jobs with the new token: %d", code)
@@ -261,10 +304,11 @@ func TestNamesAndTitlesShowAsText(t *testing.T) {
 	s, b := signedIn(t, member.Owner)
 	for _, name := range []string{`<script>alert(1)</script>`, `"><img src=x onerror=alert(1)>`} {
 		p := b.post("/app/settings/api-tokens", b.form(devstack.DemoWorkspace, "name", name))
-		if p.status != http.StatusCreated {
+		if p.status != http.StatusSeeOther {
 			t.Fatalf("create %q: %d", name, p.status)
 		}
-		for _, page := range []page{p, b.get("/app/settings/api-tokens")} {
+		shown := b.get(p.location)
+		for _, page := range []page{shown, b.get(p.location), b.get("/app/settings/api-tokens")} {
 			if strings.Contains(page.body, name) {
 				t.Errorf("the tokens page holds %q unescaped", name)
 			}

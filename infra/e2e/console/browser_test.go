@@ -44,7 +44,8 @@ func screenshotDir(t *testing.T) string {
 
 // TestTheConsoleInABrowser walks the console's journey in Chromium against
 // the local stack: the demo owner signs in, creates a token and reads it
-// once, calls the API with it, revokes it, switches API access off and on,
+// once (a reload makes no other and shows it no more), calls the API with
+// it, revokes it, switches API access off and on,
 // tops up 25 USD through the Stripe double, reads the usage chart, signs
 // out; a member then sees no create or revoke action.
 func TestTheConsoleInABrowser(t *testing.T) {
@@ -148,6 +149,21 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		t.Fatalf("GET /jobs with the token from the page: %d", code)
 	}
 
+	// The form posted, redirected, and the page after it showed the value:
+	// reloading that page posts nothing again and shows the value no more.
+	do("reload the page that showed it", chromedp.Reload(), chromedp.WaitVisible(css(`#tokens`)), shot("03b-token-reloaded"))
+	if body := html(); strings.Contains(body, `id="new-token-value"`) || !strings.Contains(body, `id="token-shown-once"`) {
+		t.Error("the reloaded page shows a token value again, or does not say the value was shown once")
+	}
+	made := 0
+	for _, tk := range tokens(t, s, devstack.DemoWorkspace) {
+		if tk.Name == "browser test" {
+			made++
+		}
+	}
+	if made != 1 {
+		t.Errorf("%d tokens named \"browser test\" after creating one and reloading; want 1", made)
+	}
 	do("the tokens page again", chromedp.Navigate(app+"/settings/api-tokens"), chromedp.WaitVisible(css(`#tokens`)))
 	if body := html(); strings.Contains(body, token) {
 		t.Error("the token is shown again")
