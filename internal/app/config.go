@@ -78,7 +78,9 @@ type Buckets struct {
 type API struct {
 	BaseURL string // BASE_URL: the API's public address, without a trailing slash
 	// AppURL (APP_URL) is the web application's address, without a
-	// trailing slash: share links, avatars and the console's pages.
+	// trailing slash: share links, avatars and the console's pages. Empty
+	// (the template's default), each request's own API domain and /app
+	// stand for it (httpapi.AppURL).
 	AppURL string
 	// PricesJSON (PRICES_JSON) overrides entries of the default price list
 	// (prices.Load); empty keeps the defaults.

@@ -102,7 +102,7 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 		c.internalError(w, r, "record top-up", err)
 		return
 	}
-	s, err := c.Payments.CreateSession(r.Context(), checkoutRequest(c.AppURL, co))
+	s, err := c.Payments.CreateSession(r.Context(), checkoutRequest(c.appURL(r), co))
 	if err != nil {
 		// The top-up is marked failed: the browser never saw a page to pay on.
 		if _, merr := c.Store.EndCheckout(r.Context(), co.WorkspaceID, co.ID, billing.CheckoutFailed, now); merr != nil {

@@ -36,7 +36,7 @@ import (
 
 // Base is the path the console is served under, on the API's own domain
 // (template.yaml routes /app and /app/{proxy+} to it).
-const Base = "/app"
+const Base = httpapi.AppPath
 
 // Store is what the console reads and writes: the same primitives as the
 // operator CLI (store.Store).
@@ -95,13 +95,15 @@ type Config struct {
 	// AppURL is the console's public address ({app_url}, ending in /app
 	// when served by the API): Stripe's return URLs are made from it, and
 	// its origin is trusted for forms besides the request's own host.
+	// Empty, it is https://{the request's API domain}/app (appURL), and
+	// forms are trusted from the request's own host only.
 	AppURL string
 }
 
 // Console serves the pages.
 type Console struct {
 	Config
-	secure bool // AppURL is https: Secure cookies, HSTS
+	secure bool // AppURL is https, or empty (API Gateway serves only HTTPS): Secure cookies, HSTS
 	cop    *http.CrossOriginProtection
 	pages  map[string]*pageTemplate
 	css    string // the stylesheet's URL, with its hash for caching
@@ -116,20 +118,24 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Clock == nil || cfg.Log == nil {
 		return nil, errors.New("console: Store, Identity, Payments, Clock and Log are required")
 	}
-	u, err := url.Parse(cfg.AppURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("console: APP_URL must be an absolute http(s) URL, not %q", cfg.AppURL)
-	}
 	cfg.AppURL = strings.TrimSuffix(cfg.AppURL, "/")
-	c := &Console{Config: cfg, secure: u.Scheme == "https", cop: http.NewCrossOriginProtection()}
-	if err := c.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
-		return nil, fmt.Errorf("console: %w", err)
+	c := &Console{Config: cfg, secure: true, cop: http.NewCrossOriginProtection()}
+	if cfg.AppURL != "" {
+		u, err := url.Parse(cfg.AppURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("console: APP_URL must be an absolute http(s) URL, not %q", cfg.AppURL)
+		}
+		c.secure = u.Scheme == "https"
+		if err := c.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
 	}
 	// Stripe's webhook is no browser's form: its signature is its check.
 	c.cop.AddInsecureBypassPattern("POST /webhooks/stripe")
 	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusForbidden, "This form did not come from the console's own pages. Open the page again and resend it.")
 	}))
+	var err error
 	if c.css, err = assetURL("app.css"); err != nil {
 		return nil, err
 	}
@@ -248,6 +254,10 @@ func (c *Console) internalError(w http.ResponseWriter, r *http.Request, what str
 	c.logger(r).Error(what, "error", err.Error())
 	c.fail(w, r, http.StatusInternalServerError, "Something went wrong on our side. Nothing was changed unless the page says so; try again in a moment.")
 }
+
+// appURL is the console's public address for r: Config.AppURL, or else
+// the API domain r reached and Base (httpapi.AppURL).
+func (c *Console) appURL(r *http.Request) string { return httpapi.AppURL(c.AppURL, r) }
 
 // logger is the request's logger (httpapi.Middleware's, with the request id).
 func (c *Console) logger(r *http.Request) *slog.Logger { return httpapi.Logger(r.Context()) }

@@ -49,3 +49,20 @@ func publicBaseURL(configured string, r *http.Request) string {
 	}
 	return "https://" + r.Host
 }
+
+// AppPath is where the web application (the console) is served on the API's
+// own domain: template.yaml routes /app and /app/{proxy+} to it.
+const AppPath = "/app"
+
+// AppURL is the web application's public address, {app_url}: the configured
+// one (APP_URL, the template's AppUrl), or else the API's own domain the
+// request reached and AppPath (https://{api domain}/app). Stripe's return
+// URLs, share links and avatars are made from it, so that an AppUrl left
+// empty sends payers and link holders back to the deployment that serves
+// them.
+func AppURL(configured string, r *http.Request) string {
+	if configured != "" {
+		return configured
+	}
+	return publicBaseURL("", r) + AppPath
+}

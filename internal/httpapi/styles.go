@@ -26,7 +26,9 @@ type Styles struct {
 	Auth   Authenticator
 	Styles StyleStore
 	Clock  clock.Clock
-	AppURL string // the web application's address: share links and avatars
+	// AppURL is the web application's address (APP_URL): share links and
+	// avatars. Empty, it is https://{the request's API domain}/app (AppURL).
+	AppURL string
 }
 
 // msgStyleNotFound is the 404 of a share link (docs/api.md, "Styles").
@@ -69,8 +71,9 @@ func (h *Styles) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := styleList{Items: make([]style.Record, 0, len(page.Styles))}
+	app := AppURL(h.AppURL, r)
 	for _, st := range page.Styles {
-		out.Items = append(out.Items, st.Record(h.AppURL))
+		out.Items = append(out.Items, st.Record(app))
 	}
 	if page.Next != "" {
 		next := c.Cursor(q, page.Next)
@@ -109,7 +112,7 @@ func (h *Styles) shareLink(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 		logger(r.Context()).Info("style share link created", "style_id", id, "workspace_id", p.WorkspaceID)
 	}
-	writeJSON(w, status, shareLink{ShareLink: style.ShareLink(h.AppURL, token), IsNew: isNew})
+	writeJSON(w, status, shareLink{ShareLink: style.ShareLink(AppURL(h.AppURL, r), token), IsNew: isNew})
 }
 
 // Query errors of GET /styles, after invalidQueryPrefix.

@@ -147,6 +147,11 @@ type Stack struct {
 	// false refuses private destinations exactly as AWS does by default
 	// (ALLOW_PRIVATE_DESTINATIONS=false make run).
 	AllowPrivateDestinations bool
+	// AppURLFromRequest leaves the template's AppUrl empty, its default in
+	// AWS: the functions then make the web application's address from each
+	// request's API domain (https://{domain}/app). false (New's) gives
+	// them BaseURL + AppPath, the http:// address `make run` serves.
+	AppURLFromRequest bool
 }
 
 // New returns the stack of the usual local names on the given clients; the
@@ -349,7 +354,7 @@ func (s *Stack) Resolve() map[string]string {
 		"AssetsBucket":                 s.AssetsBucket,
 		"BaseUrl":                      s.BaseURL,
 		"AllowPrivateDestinations":     strconv.FormatBool(s.AllowPrivateDestinations),
-		"AppUrl":                       s.BaseURL + AppPath,
+		"AppUrl":                       s.appURL(),
 		"ProviderRoutes":               s.ProviderRoutes,
 		"ConsoleUserPool":              s.Pool.PoolID,
 		"ConsoleUserPoolClient":        s.Pool.ClientID,
@@ -359,6 +364,14 @@ func (s *Stack) Resolve() map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// appURL is the template's AppUrl here (AppURLFromRequest).
+func (s *Stack) appURL() string {
+	if s.AppURLFromRequest {
+		return ""
+	}
+	return s.BaseURL + AppPath
 }
 
 // QueueURL is the local URL of a queue of the template, by logical id.

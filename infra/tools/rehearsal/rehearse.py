@@ -41,7 +41,8 @@ print = functools.partial(print, flush=True)  # in order with the errors
 REGION = "us-east-1"
 CODE_BUCKET = "rehearsal-artifacts"
 CODE_KEY = "bootstrap.zip"
-PARAMETERS = {"AppUrl": "https://app.example.com"}
+# Every parameter at its default: what a first deploy on a new account gives.
+PARAMETERS = {}
 # The Lambda memory an account new to Lambda may give a function: AWS
 # starts new accounts with a reduced memory quota and raises it with use.
 NEW_ACCOUNT_MEMORY_MB = 3008

@@ -22,7 +22,7 @@ import (
 // keys are read at first use.
 func Build(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{
-		"TABLE_NAME": d.Table, "APP_URL": d.API.AppURL, "COGNITO_USER_POOL_ID": d.Console.UserPoolID,
+		"TABLE_NAME": d.Table, "COGNITO_USER_POOL_ID": d.Console.UserPoolID,
 		"COGNITO_CLIENT_ID": d.Console.ClientID, "STRIPE_SECRET_ID": d.Console.StripeSecretID,
 	}); err != nil {
 		return nil, err

@@ -8,9 +8,9 @@ import (
 	"genjobs/internal/app/stylesfn"
 )
 
-func TestStylesNeedsAnAppURL(t *testing.T) {
+func TestStylesChecksAnAppURLWhenSet(t *testing.T) {
 	for appURL, want := range map[string]string{
-		"":                               "APP_URL is not set",
+		"":                               "",
 		"app.example.com":                "APP_URL must be an absolute http(s) URL",
 		"ftp://app.example.com":          "APP_URL must be an absolute http(s) URL",
 		"https://app.example.com/?a=1":   "APP_URL must be an absolute http(s) URL",

@@ -39,15 +39,16 @@ type Stack struct {
 	Stripe *stripedouble.Double
 }
 
-// Start serves a stack until the test ends. The package's tests must run
+// Start serves a stack until the test ends; configure may change the stack
+// before it is provisioned (as Provision's). The package's tests must run
 // under testenv.Main.
-func Start(t testing.TB) *Stack {
+func Start(t testing.TB, configure ...func(*devstack.Stack)) *Stack {
 	t.Helper()
 	ctx := context.Background()
 	ln := Listen(t)
 	baseURL := "http://" + ln.Addr().String()
 	local := devstack.New(testenv.DynamoDB(t), testenv.SQS(t), testenv.S3(t), baseURL)
-	tpl := Provision(t, local)
+	tpl := Provision(t, local, configure...)
 	st := store.New(local.DynamoDB, local.Table)
 	token, err := devstack.SeedDemo(ctx, st, filepath.Join(t.TempDir(), "demo-token"))
 	if err != nil {
