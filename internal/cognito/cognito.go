@@ -40,12 +40,18 @@ type Identity struct {
 	Email  string
 }
 
-// Result is what a sign-in step gives: an Identity, or a challenge the
-// person must answer first (NewPasswordRequired, with Session to answer it).
+// Result is what a sign-in step gives: an Identity with the person's
+// Tokens, or a challenge the person must answer first (NewPasswordRequired,
+// MFARequired or MFASetupRequired, with Session to answer it).
 type Result struct {
 	Identity            Identity
+	Tokens              Tokens
 	NewPasswordRequired bool
-	Session             string
+	// MFARequired: SOFTWARE_TOKEN_MFA, a code from the person's
+	// authenticator (AnswerMFA). MFASetupRequired: MFA_SETUP, a pool that
+	// requires MFA and a person without it (BeginMFASetup, FinishMFASetup).
+	MFARequired, MFASetupRequired bool
+	Session                       string
 }
 
 // Client is a user pool and its app client.
@@ -121,6 +127,9 @@ func (c *Client) result(ctx context.Context, challenge types.ChallengeNameType, 
 	if challenge == types.ChallengeNameTypeNewPasswordRequired {
 		return Result{NewPasswordRequired: true, Session: aws.ToString(session)}, nil
 	}
+	if r, ok := mfaChallenge(challenge, session); ok {
+		return r, nil
+	}
 	if challenge != "" || auth == nil || auth.IdToken == nil {
 		return Result{}, fmt.Errorf("cognito: sign-in ended with the unsupported challenge %q", challenge)
 	}
@@ -128,7 +137,7 @@ func (c *Client) result(ctx context.Context, challenge types.ChallengeNameType, 
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Identity: id}, nil
+	return Result{Identity: id, Tokens: tokens(auth)}, nil
 }
 
 func signInError(err error) error {

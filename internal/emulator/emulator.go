@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // Static credentials for every local client. DynamoDB Local runs with
@@ -77,6 +78,9 @@ func localConfig() aws.Config {
 	return aws.Config{
 		Region:      Region,
 		Credentials: credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+		// Cognito's calls as moto takes them (motocognito.go); no other
+		// service is touched.
+		APIOptions: []func(*middleware.Stack) error{motoCognito},
 	}
 }
 

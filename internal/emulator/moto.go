@@ -136,7 +136,12 @@ func motoSpec(o MotoOptions) spec {
 		},
 		// moto reads MOTO_PORT when it writes its own URLs; a different
 		// value inherited from `make run`'s environment must not apply.
-		env:     func(port int) []string { return []string{"MOTO_PORT=" + strconv.Itoa(port), "PYTHONUNBUFFERED=1"} },
+		// MOTO_COGNITO_IDP_USER_POOL_ENABLE_TOTP makes its Cognito check
+		// TOTP codes (VerifySoftwareToken, SOFTWARE_TOKEN_MFA) against the
+		// secret it gives, as AWS does; without it any code passes.
+		env: func(port int) []string {
+			return []string{"MOTO_PORT=" + strconv.Itoa(port), "PYTHONUNBUFFERED=1", "MOTO_COGNITO_IDP_USER_POOL_ENABLE_TOTP=true"}
+		},
 		dir:     filepath.Dir(o.LogFile),
 		logFile: o.LogFile,
 		port:    o.Port,
