@@ -45,6 +45,7 @@ type Store interface {
 	Session(ctx context.Context, hash string, now time.Time) (member.Session, error)
 	UpdateSession(ctx context.Context, s member.Session) error
 	DeleteSession(ctx context.Context, hash string) error
+	SessionSecurity
 
 	Memberships(ctx context.Context, user string) ([]member.Membership, error)
 	Members(ctx context.Context, ws string) ([]member.Membership, error)
@@ -77,6 +78,7 @@ type Identity interface {
 	SignIn(ctx context.Context, email, password string) (cognito.Result, error)
 	SetNewPassword(ctx context.Context, email, session, password string) (cognito.Result, error)
 	EnsureUser(ctx context.Context, email string) (cognito.User, bool, error)
+	Security
 }
 
 // Payments is Stripe Checkout (checkout.Stripe).
@@ -170,6 +172,7 @@ func (c *Console) Routes() http.Handler {
 	mux.HandleFunc("POST "+Base+"/set-password", c.setPassword)
 	mux.HandleFunc("POST "+Base+"/sign-out", c.form(c.signOut, nil))
 	mux.HandleFunc("POST "+Base+"/workspace", c.switchWorkspace)
+	c.securityRoutes(mux)
 
 	mux.HandleFunc("GET "+Base+"/settings/api-tokens", c.page(c.tokensPage))
 	mux.HandleFunc("POST "+Base+"/settings/api-tokens", c.form(c.createToken, member.Role.ManagesTokens))

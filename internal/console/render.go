@@ -38,7 +38,7 @@ func (c *Console) view(req *request, nav, title string) *view {
 
 type pageTemplate struct{ t *template.Template }
 
-var pageNames = []string{"error", "noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared"}
+var pageNames = []string{"error", "noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared", "mfa", "security"}
 
 var funcs = template.FuncMap{
 	"usd":  func(m billing.Micros) string { return m.Dollars() },

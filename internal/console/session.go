@@ -49,6 +49,9 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*request, bo
 		c.internalError(w, r, "read session", err)
 		return nil, false
 	}
+	if !c.recheck(w, r, &ses, ck.Value, now) { // security.go
+		return nil, false
+	}
 	all, err := c.Store.Memberships(r.Context(), ses.UserID)
 	if err != nil {
 		c.internalError(w, r, "read memberships", err)

@@ -99,11 +99,16 @@ func (c *Console) afterCognito(w http.ResponseWriter, r *http.Request, data sign
 		data.Challenge, data.Error = res.Session, ""
 		c.render(w, r, http.StatusOK, "setpassword", &view{Title: "Choose a password", Data: data})
 		return
+	case res.MFARequired, res.MFASetupRequired:
+		c.mfaStep(w, r, data, res) // mfa.go
+		return
 	}
 	now := c.Clock.Now()
 	value := member.NewSecret()
+	// Signing in is itself a check of the person (CheckedAt); the refresh
+	// token lets later checks see a sign-out everywhere (security.go).
 	ses := member.Session{Hash: member.HashSecret(value), UserID: res.Identity.UserID, Email: member.NormalizeEmail(res.Identity.Email),
-		CSRF: member.NewSecret(), CreatedAt: now, SeenAt: now}
+		CSRF: member.NewSecret(), CreatedAt: now, SeenAt: now, CheckedAt: now, Refresh: member.SealRefresh(value, res.Tokens.Refresh)}
 	if all, err := c.Store.Memberships(r.Context(), ses.UserID); err == nil && len(all) > 0 {
 		ses.WorkspaceID = all[0].WorkspaceID
 	}

@@ -105,6 +105,14 @@ type Session struct {
 	CSRF      string
 	CreatedAt time.Time
 	SeenAt    time.Time
+	// Refresh is the person's Cognito refresh token, sealed with a key
+	// only the browser's cookie gives (SealRefresh): the stored item alone
+	// cannot be used. Empty for a session that has none to check.
+	Refresh string
+	// CheckedAt is when the person was last found still enabled and not
+	// signed out everywhere in Cognito (at sign-in, then every
+	// RecheckEvery).
+	CheckedAt time.Time
 }
 
 // Ends is when the session stops working unless it is used before.

@@ -26,16 +26,23 @@ type sessionItem struct {
 	CSRF        string `dynamodbav:"csrf"`
 	CreatedAt   string `dynamodbav:"created_at"`
 	SeenAt      string `dynamodbav:"seen_at"`
+	Refresh     string `dynamodbav:"refresh,omitempty"` // sealed (member.SealRefresh)
+	CheckedAt   string `dynamodbav:"checked_at,omitempty"`
 	ExpiresAt   int64  `dynamodbav:"expires_at"`
 }
 
 func sessionPK(hash string) string { return "SESSION#" + hash }
 
-// CreateSession stores a new session.
+// CreateSession stores a new session, and its entry in the person's list
+// of sessions (userSessionItem) first: an entry whose session was never
+// written only costs EndOtherSessions a delete of nothing.
 func (d *DB) CreateSession(ctx context.Context, ses member.Session) error {
+	if err := d.putUserSession(ctx, ses); err != nil {
+		return err
+	}
 	return d.PutNew(ctx, sessionItem{PK: sessionPK(ses.Hash), SK: "SESSION", UserID: ses.UserID, Email: ses.Email,
 		WorkspaceID: ses.WorkspaceID, CSRF: ses.CSRF, CreatedAt: store.Stamp(ses.CreatedAt), SeenAt: store.Stamp(ses.SeenAt),
-		ExpiresAt: ses.Ends().Unix()})
+		Refresh: ses.Refresh, CheckedAt: store.Stamp(ses.CheckedAt), ExpiresAt: ses.Ends().Unix()})
 }
 
 // Session reads the session whose cookie hashes to hash, if it is still
@@ -51,7 +58,10 @@ func (d *DB) Session(ctx context.Context, hash string, now time.Time) (member.Se
 	created, _ := job.ParseTime(it.CreatedAt)
 	seen, _ := job.ParseTime(it.SeenAt)
 	ses := member.Session{Hash: hash, UserID: it.UserID, Email: it.Email, WorkspaceID: it.WorkspaceID, CSRF: it.CSRF,
-		CreatedAt: created.Time, SeenAt: seen.Time}
+		CreatedAt: created.Time, SeenAt: seen.Time, Refresh: it.Refresh, CheckedAt: created.Time}
+	if checked, err := job.ParseTime(it.CheckedAt); err == nil && it.CheckedAt != "" {
+		ses.CheckedAt = checked.Time
+	}
 	if !ses.Valid(now) {
 		return member.Session{}, member.ErrSessionEnded
 	}
