@@ -407,6 +407,9 @@ func action(pkg, typeName string) string {
 	switch {
 	case svc == "cognitoidentityprovider" && (op == "InitiateAuth" || op == "RespondToAuthChallenge"):
 		return "" // an app client's own calls, which IAM does not authorise
+	case svc == "cognitoidentityprovider" && (op == "AssociateSoftwareToken" || op == "VerifySoftwareToken" ||
+		op == "SetUserMFAPreference" || op == "ChangePassword" || op == "GlobalSignOut"):
+		return "" // a person's calls on their own account, authorised by their access token (or a challenge's session), not IAM
 	case svc == "cognitoidentityprovider":
 		return "cognito-idp:" + op
 	case svc == "dynamodb" && (op == "TransactWriteItems" || op == "TransactGetItems"):
