@@ -26,7 +26,7 @@ func motoCognito(stack *middleware.Stack) error {
 		func(ctx context.Context, in middleware.SerializeInput, next middleware.SerializeHandler) (middleware.SerializeOutput, middleware.Metadata, error) {
 			op := awsmiddleware.GetOperationName(ctx)
 			if req, ok := in.Request.(*smithyhttp.Request); ok && isCognito(ctx) && (op == "SetUserMFAPreference" || op == "AdminSetUserMFAPreference") {
-				if body, ok := req.GetStream().(io.Reader); ok && body != nil {
+				if body := req.GetStream(); body != nil {
 					b, err := io.ReadAll(body)
 					if err != nil {
 						return middleware.SerializeOutput{}, middleware.Metadata{}, err

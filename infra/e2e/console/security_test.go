@@ -76,17 +76,6 @@ func totpOn(t testing.TB, s *devstacktest.Stack, email string) bool {
 	return p.TOTP
 }
 
-// enrol turns TOTP MFA on from the security page and returns the key.
-func (b *browser) enrol(ws string) string {
-	b.t.Helper()
-	p := b.post("/app/settings/security/mfa/start", b.form(ws, "password", password))
-	secret := shownSecret(b.t, p)
-	if p := b.post("/app/settings/security/mfa/confirm", b.form(ws, "secret", secret, "code", code(b.t, secret))); p.status != http.StatusSeeOther {
-		b.t.Fatalf("confirm the first code: %d\n%s", p.status, p.body)
-	}
-	return secret
-}
-
 func TestAnAuthenticatorIsAddedWithItsCodeAndThenAskedForAtSignIn(t *testing.T) {
 	s, b := signedIn(t, member.Member)
 	const email, ws = "member@example.com", devstack.DemoWorkspace
