@@ -72,6 +72,24 @@ func (s *Store) PutResult(ctx context.Context, key, contentType string, data []b
 	return up.Close()
 }
 
+// PutAttachment stores a result that is no media file (at most PartSize
+// bytes) as application/octet-stream with Content-Disposition: attachment,
+// so that a browser following its URL saves it rather than renders it.
+func (s *Store) PutAttachment(ctx context.Context, key string, data []byte) error {
+	_, err := s.s3.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:             aws.String(s.results),
+		Key:                aws.String(key),
+		Body:               bytes.NewReader(data),
+		ContentType:        aws.String("application/octet-stream"),
+		ContentDisposition: aws.String("attachment"),
+		ContentLength:      aws.Int64(int64(len(data))),
+	})
+	if err != nil {
+		return fmt.Errorf("put s3://%s/%s: %w", s.results, key, err)
+	}
+	return nil
+}
+
 // ResultURL is a presigned GET of a result, valid for ResultURLLifetime.
 func (s *Store) ResultURL(ctx context.Context, key string) (string, error) {
 	return s.getURL(ctx, s.results, key, ResultURLLifetime)

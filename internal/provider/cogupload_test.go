@@ -3,16 +3,32 @@ package provider_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"genjobs/internal/app/providerwire"
+	"genjobs/internal/blob"
 	"genjobs/internal/job"
 	"genjobs/internal/provider"
 	"genjobs/internal/provider/providertest"
+	"genjobs/internal/testenv"
 )
 
 var png2 = append(bytes.Clone(pngBytes), "another image"...)
+
+// uploadURL is the --upload-url a Cog server of the route is started with:
+// the upload store, the route's webhook_token as the URL's password (Cog's
+// uploader sends no header of its own).
+func (e *env) uploadURL() string {
+	return strings.Replace(e.baseURL, "http://", "http://cog:cog-webhook-token@", 1) + "/callbacks/cog/uploads/"
+}
 
 // TestCogOutputModes: a Cog server reports its files as Cog's releases do:
 // data: URIs complete the job; with --upload-url pointing at the upload
@@ -27,7 +43,7 @@ func TestCogOutputModes(t *testing.T) {
 		mode providertest.CogMode
 	}{{"data: URIs", providertest.CogDataURI}, {"--upload-url", providertest.CogUpload}, {"paths", providertest.CogPath}} {
 		e.drain() // the steps left by the job before
-		e.cog.Mode, e.cog.UploadURL = c.mode, e.baseURL+"/callbacks/cog/uploads/"
+		e.cog.Mode, e.cog.UploadURL = c.mode, e.uploadURL()
 		j := e.create(imageEndpoint, fox)
 		if got := e.steps(j.ID, 1); got.Status != job.Scheduled {
 			t.Fatalf("%s: job %s; want scheduled\n%s", c.name, got.Status, e.logs.String())
@@ -63,8 +79,9 @@ func TestCogOutputModes(t *testing.T) {
 
 // TestCogUploadStoreRefuses: a PUT without a prediction id, with one this
 // service never chose, for a job that has ended, with another job's id and
-// this job's key, with a wrong bearer token, or over the size bound is
-// refused, and nothing is stored.
+// this job's key, without the route's webhook token (its secret has one),
+// with a wrong one (Bearer or Basic), or over the size bound is refused,
+// and nothing is stored.
 func TestCogUploadStoreRefuses(t *testing.T) {
 	e := newEnv(t, cogRoutes)
 	j := e.create(imageEndpoint, fox)
@@ -79,6 +96,8 @@ func TestCogUploadStoreRefuses(t *testing.T) {
 	own := provider.PredictionID(j.ID, e.sub(j.ID).Key)
 	mixed := provider.PredictionID(k.ID, e.sub(j.ID).Key)
 	url := e.baseURL + "/callbacks/cog/uploads/out.png"
+	const token = "Bearer cog-webhook-token"
+	var lastBody string
 	put := func(predictionID, auth string, body []byte) int {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPut, url, bytes.NewReader(body))
@@ -93,23 +112,33 @@ func TestCogUploadStoreRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		lastBody = string(b)
 		return resp.StatusCode
+	}
+	basic := func(password string) string {
+		return "Basic " + base64.StdEncoding.EncodeToString([]byte("cog:"+password))
 	}
 	for _, c := range []struct {
 		name, id, auth string
 		body           []byte
 		want           int
 	}{
-		{"no prediction id", "", "", pngBytes, http.StatusUnauthorized},
-		{"the job id alone", provider.PredictionID(j.ID, ""), "", pngBytes, http.StatusUnauthorized},
-		{"a job that ended", provider.PredictionID(ended.ID, e.sub(ended.ID).Key), "", pngBytes, http.StatusUnauthorized},
-		{"another job's id with this job's key", mixed, "", pngBytes, http.StatusUnauthorized},
+		{"no prediction id", "", token, pngBytes, http.StatusUnauthorized},
+		{"the job id alone", provider.PredictionID(j.ID, ""), token, pngBytes, http.StatusUnauthorized},
+		{"a job that ended", provider.PredictionID(ended.ID, e.sub(ended.ID).Key), token, pngBytes, http.StatusUnauthorized},
+		{"another job's id with this job's key", mixed, token, pngBytes, http.StatusUnauthorized},
+		{"no webhook token", own, "", pngBytes, http.StatusUnauthorized},
 		{"a wrong bearer token", own, "Bearer nope", pngBytes, http.StatusUnauthorized},
-		{"over the size bound", own, "", bytes.Repeat([]byte{1}, provider.MaxUploadBytes+1), http.StatusRequestEntityTooLarge},
+		{"a wrong password", own, basic("nope"), pngBytes, http.StatusUnauthorized},
+		{"over the size bound", own, token, bytes.Repeat([]byte{1}, provider.MaxUploadBytes+1), http.StatusRequestEntityTooLarge},
 	} {
 		if code := put(c.id, c.auth, c.body); code != c.want {
 			t.Errorf("%s: answered %d; want %d", c.name, code, c.want)
+		}
+		if c.name == "no webhook token" && !strings.Contains(lastBody, "webhook token is required") {
+			t.Errorf("an upload without the token was answered %s; want the error naming the token", lastBody)
 		}
 	}
 	for _, x := range []*job.Job{j, k, ended} {
@@ -117,13 +146,15 @@ func TestCogUploadStoreRefuses(t *testing.T) {
 			t.Errorf("job %s holds %v after refused uploads", x.ID, keys)
 		}
 	}
-	// The job's own prediction id, and the callbacks' bearer token where
-	// the server sends it: stored.
-	if code := put(own, "Bearer cog-webhook-token", pngBytes); code != http.StatusCreated {
-		t.Fatalf("a genuine upload answered %d", code)
-	}
-	if keys := e.objects("results/" + j.ID + "/"); len(keys) != 1 {
-		t.Fatalf("the job holds %v; want the one upload", keys)
+	// The job's own prediction id, and the route's webhook token as a
+	// bearer token or as Basic credentials' password: stored.
+	for i, auth := range []string{token, basic("cog-webhook-token")} {
+		if code := put(own, auth, pngBytes); code != http.StatusCreated {
+			t.Fatalf("a genuine upload (%s) answered %d", strings.Fields(auth)[0], code)
+		}
+		if keys := e.objects("results/" + j.ID + "/"); len(keys) != i+1 {
+			t.Fatalf("the job holds %v; want %d uploads", keys, i+1)
+		}
 	}
 }
 
@@ -134,7 +165,7 @@ func TestCogUploadStoreRefuses(t *testing.T) {
 // the winner completed the job with.
 func TestCogUploadSurvivesRacingCopies(t *testing.T) {
 	e := newEnv(t, cogRoutes)
-	e.cog.Mode, e.cog.UploadURL = providertest.CogUpload, e.baseURL+"/callbacks/cog/uploads/"
+	e.cog.Mode, e.cog.UploadURL = providertest.CogUpload, e.uploadURL()
 	j := e.create(imageEndpoint, fox)
 	if got := e.steps(j.ID, 1); got.Status != job.Scheduled {
 		t.Fatalf("job %s; want scheduled\n%s", got.Status, e.logs.String())
@@ -178,4 +209,101 @@ func (r *racingEnder) End(ctx context.Context, j *job.Job, c job.Change) (*job.J
 		f()
 	}
 	return r.Ender.End(ctx, j, c)
+}
+
+// TestCogUploadsAreKeptAsTheirBytesShow: the upload store keeps a file as
+// the media type its bytes show, whatever the uploader declared: an HTML
+// page declared text/html is kept as application/octet-stream with
+// Content-Disposition: attachment (a browser saves it, never renders it
+// as a page of the service's); a PNG, an MP4, a WebM and a glTF binary
+// declared text/html are kept as what they are. The result's download URL
+// serves the kept type.
+func TestCogUploadsAreKeptAsTheirBytesShow(t *testing.T) {
+	e := newEnv(t, cogRoutes)
+	// The callbacks' S3 requests, as sent to the emulator: fauxqs keeps no
+	// Content-Disposition, S3 does and serves it.
+	sent := &sentHeaders{h: map[string]string{}}
+	s3c := s3.New(e.s3.Options(), func(o *s3.Options) { o.HTTPClient = sent })
+	e.cb.Blobs = providerwire.Blobs{Store: blob.New(s3c, e.results, testenv.NewBucket(t))}
+	j := e.create(imageEndpoint, fox)
+	e.steps(j.ID, 1)
+	own := provider.PredictionID(j.ID, e.sub(j.ID).Key)
+	for _, c := range []struct {
+		name, want, disposition string
+		data                    []byte
+	}{
+		{"page.html", "application/octet-stream", "attachment", []byte("<!doctype html><html><script>alert(document.cookie)</script></html>")},
+		{"image.png", "image/png", "", pngBytes},
+		{"clip.mp4", "video/mp4", "", []byte("\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom")},
+		{"clip.webm", "video/webm", "", []byte("\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01webm")},
+		{"mesh.glb", "model/gltf-binary", "", append([]byte("glTF\x02\x00\x00\x00\x14\x00\x00\x00"), make([]byte, 8)...)},
+	} {
+		req, _ := http.NewRequest(http.MethodPut, e.baseURL+"/callbacks/cog/uploads/"+c.name, bytes.NewReader(c.data))
+		req.Header.Set("Content-Type", "text/html")
+		req.Header.Set("X-Prediction-ID", own)
+		req.Header.Set("Authorization", "Bearer cog-webhook-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("%s: answered %d", c.name, resp.StatusCode)
+		}
+		var key string
+		for _, k := range e.objects("results/" + j.ID + "/") {
+			if strings.HasSuffix(k, "-"+c.name) {
+				key = k
+			}
+		}
+		head, err := e.s3.HeadObject(e.ctx, &s3.HeadObjectInput{Bucket: aws.String(e.results), Key: aws.String(key)})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := aws.ToString(head.ContentType); got != c.want {
+			t.Errorf("%s declared text/html is kept as %q; want %q", c.name, got, c.want)
+		}
+		if got := sent.get(key); got != c.disposition {
+			t.Errorf("%s is kept with Content-Disposition %q; want %q", c.name, got, c.disposition)
+		}
+		u, err := e.blobs.ResultURL(e.ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Body.Close()
+		if ct := got.Header.Get("Content-Type"); ct != c.want {
+			t.Errorf("%s is served as %q; want %q", c.name, ct, c.want)
+		}
+	}
+}
+
+// sentHeaders is an S3 client's HTTP client that records the
+// Content-Disposition of each PUT, by key.
+type sentHeaders struct {
+	mu sync.Mutex
+	h  map[string]string
+}
+
+func (s *sentHeaders) Do(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut {
+		s.mu.Lock()
+		s.h[strings.TrimPrefix(r.URL.Path, "/")] = r.Header.Get("Content-Disposition")
+		s.mu.Unlock()
+	}
+	return http.DefaultClient.Do(r)
+}
+
+func (s *sentHeaders) get(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for path, d := range s.h {
+		if strings.HasSuffix(path, "/"+key) {
+			return d
+		}
+	}
+	return "<no PUT>"
 }

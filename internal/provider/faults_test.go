@@ -457,7 +457,7 @@ func TestRandomisedRoutedJobs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	out := e.files.Put("/out/r.png", providertest.File{ContentType: "image/png", Data: pngBytes})
 	files := []providertest.CogFile{{Name: "a.png", ContentType: "image/png", Data: pngBytes}, {Name: "b.png", ContentType: "image/png", Data: png2}}
-	e.cog.UploadURL = e.baseURL + "/callbacks/cog/uploads/"
+	e.cog.UploadURL = e.uploadURL()
 	type jobCase struct {
 		id, provider, pid string
 		kind              int

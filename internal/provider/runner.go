@@ -74,6 +74,9 @@ type Upload interface {
 type Blobs interface {
 	CreateResult(ctx context.Context, key, contentType string) Upload
 	PutResult(ctx context.Context, key, contentType string, data []byte) error
+	// PutAttachment stores a result that is no media file of the
+	// service's: served as application/octet-stream, as an attachment.
+	PutAttachment(ctx context.Context, key string, data []byte) error
 	ReadResult(ctx context.Context, key string, max int64) ([]byte, error)
 	DeleteResult(ctx context.Context, key string) error
 	SharedAssetURL(ctx context.Context, key string) (string, error)

@@ -3,10 +3,10 @@ package provider
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"regexp"
 	"strings"
@@ -33,6 +33,9 @@ const UploadsPath = "/callbacks/cog/uploads/"
 var (
 	// ErrUploadTooLarge: the file is over MaxUploadBytes.
 	ErrUploadTooLarge = fmt.Errorf("the file is larger than %s", size(MaxUploadBytes))
+	// ErrUploadToken: the route's secret has a webhook_token and the
+	// upload carries none.
+	ErrUploadToken = fmt.Errorf("%w: the route's webhook_token is required", ErrUnverified)
 	// ErrUploadName: the file name is not one the store keeps.
 	ErrUploadName = errors.New("the file name may hold letters, digits, '.', '_' and '-' only, at most 200")
 )
@@ -43,9 +46,14 @@ var uploadName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$`)
 // Upload stores one file a Cog server PUT to the upload store and returns
 // the Location to answer. The proof is the prediction id this service
 // chose (X-Prediction-ID): unguessable, bound to one job, accepted while
-// that job runs on a route to a Cog server; and the bearer token of the
-// route's secret (webhook_token) when the request carries one. ErrUnverified
-// when either does not hold; nothing is stored then.
+// that job runs on a route to a Cog server; and, when the route's secret
+// has a webhook_token, that token (ErrUploadToken without it): as
+// "Authorization: Bearer {token}", or as the password of Basic
+// credentials, which Cog's uploader, sending no header of its own, sends
+// for an --upload-url of the form https://cog:{token}@{API host}/....
+// ErrUnverified when a proof does not hold; nothing is stored then. The
+// file is kept as the media type its bytes show (StoredType), whatever
+// the uploader declared; anything else as an attachment.
 func (c *Callbacks) Upload(ctx context.Context, name string, h http.Header, contentLength int64, body io.Reader) (string, error) {
 	if !uploadName.MatchString(name) {
 		return "", ErrUploadName
@@ -74,17 +82,18 @@ func (c *Callbacks) Upload(ctx context.Context, name string, h http.Header, cont
 	case j.Status.Terminal():
 		return "", fmt.Errorf("%w: the prediction's job has ended", ErrUnverified)
 	}
-	if auth := h.Get("Authorization"); auth != "" {
-		var secret Secret
-		if route.Secret != "" {
-			if secret, err = c.Secrets.Get(ctx, route.Secret); err != nil {
-				return "", fmt.Errorf("secret %s: %w", route.Secret, err)
-			}
+	var secret Secret
+	if route.Secret != "" {
+		if secret, err = c.Secrets.Get(ctx, route.Secret); err != nil {
+			return "", fmt.Errorf("secret %s: %w", route.Secret, err)
 		}
-		got, bearer := strings.CutPrefix(auth, "Bearer ")
-		if !bearer || secret.WebhookToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(secret.WebhookToken)) != 1 {
-			return "", fmt.Errorf("%w: the bearer token does not match", ErrUnverified)
-		}
+	}
+	got, given := uploadToken(h.Get("Authorization"))
+	switch {
+	case secret.WebhookToken != "" && !given:
+		return "", ErrUploadToken
+	case given && (secret.WebhookToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(secret.WebhookToken)) != 1):
+		return "", fmt.Errorf("%w: the upload's token is not the route's webhook_token", ErrUnverified)
 	}
 	data, err := io.ReadAll(io.LimitReader(body, MaxUploadBytes+1))
 	if err != nil {
@@ -93,16 +102,39 @@ func (c *Callbacks) Upload(ctx context.Context, name string, h http.Header, cont
 	if len(data) > MaxUploadBytes {
 		return "", ErrUploadTooLarge
 	}
-	contentType, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	if err != nil || contentType == "" {
-		contentType = "application/octet-stream"
-	}
 	stored := newID()[:8] + "-" + name
-	if err := c.Blobs.PutResult(ctx, uploadKey(j.ID, stored), contentType, data); err != nil {
+	contentType, media := StoredType(data)
+	if media {
+		err = c.Blobs.PutResult(ctx, uploadKey(j.ID, stored), contentType, data)
+	} else {
+		err = c.Blobs.PutAttachment(ctx, uploadKey(j.ID, stored), data)
+	}
+	if err != nil {
 		return "", err
 	}
-	c.Log.Info("a Cog server uploaded an output", "job_id", j.ID, "workspace_id", j.WorkspaceID, "file", stored, "bytes", len(data))
+	c.Log.Info("a Cog server uploaded an output", "job_id", j.ID, "workspace_id", j.WorkspaceID, "file", stored, "bytes", len(data),
+		"content_type", contentType, "declared_type", h.Get("Content-Type"))
 	return j.BaseURL + UploadsPath + j.ID + "/" + stored, nil
+}
+
+// uploadToken reads the token of an upload's Authorization header: a
+// Bearer token, or the password of Basic credentials. given is false when
+// the header is absent; a header of another form gives an empty token.
+func uploadToken(auth string) (token string, given bool) {
+	if auth == "" {
+		return "", false
+	}
+	if t, ok := strings.CutPrefix(auth, "Bearer "); ok {
+		return t, true
+	}
+	if b64, ok := strings.CutPrefix(auth, "Basic "); ok {
+		if raw, err := base64.StdEncoding.DecodeString(b64); err == nil {
+			if _, pw, ok := strings.Cut(string(raw), ":"); ok {
+				return pw, true
+			}
+		}
+	}
+	return "", true
 }
 
 func uploadKey(jobID, stored string) string { return "results/" + jobID + "/upload-" + stored }

@@ -43,6 +43,9 @@ func (c *Handler) Routes() *http.ServeMux {
 func (c *Handler) upload(w http.ResponseWriter, r *http.Request) {
 	loc, err := c.Receiver.Upload(r.Context(), r.PathValue("name"), r.Header, r.ContentLength, r.Body)
 	switch {
+	case errors.Is(err, provider.ErrUploadToken):
+		httpapi.Logger(r.Context()).Warn("upload refused", "reason", err.Error())
+		httpapi.WriteError(w, http.StatusUnauthorized, "The route's webhook token is required: give it as the password of the upload URL (--upload-url https://cog:{webhook_token}@{host}/callbacks/cog/uploads/) or as Authorization: Bearer {webhook_token}.")
 	case errors.Is(err, provider.ErrUnverified):
 		httpapi.Logger(r.Context()).Warn("upload refused", "reason", err.Error())
 		httpapi.WriteError(w, http.StatusUnauthorized, "The upload could not be verified.")
