@@ -22,6 +22,7 @@ import (
 
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
+	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/openapi"
 )
@@ -161,7 +162,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.InternalError(w, r, "build the MCP tools", f.err)
 		return
 	}
-	r = r.WithContext(context.WithValue(r.Context(), hostKey{}, r.Host))
+	tools, cancel := fault.Reserve(r.Context(), ToolMargin)
+	defer cancel()
+	ctx := context.WithValue(r.Context(), hostKey{}, r.Host)
+	r = r.WithContext(context.WithValue(ctx, toolsKey{}, tools))
 	r.Body = readCloser{bytes.NewReader(body)}
 	r.ContentLength = int64(len(body))
 	mw := &methodWriter{ResponseWriter: w}
@@ -285,6 +289,33 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 type hostKey struct{}
+
+// ToolMargin is kept between the end of a request's tools and the request's
+// own: a tool whose dependency hangs gives up that much earlier, so that
+// the SDK, which answers nothing once the request's context has ended,
+// still writes the tool's error (the client would read an empty 200).
+const ToolMargin = 500 * time.Millisecond
+
+type toolsKey struct{}
+
+// toolContext is the context a tool runs under: the SDK hands tools a
+// context without the request's deadline or cancellation, so the request's
+// (fault.Reserve(r.Context(), ToolMargin), set by front) is put back: its
+// deadline, and its end.
+func toolContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	req, ok := ctx.Value(toolsKey{}).(context.Context)
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	var cancel context.CancelFunc
+	if d, ok := req.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(ctx, d)
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	stop := context.AfterFunc(req, cancel)
+	return ctx, func() { stop(); cancel() }
+}
 
 // hostOf is the host the MCP request reached (the api-proxy sets it from
 // the event's domain name): the REST handlers make the public base URL of

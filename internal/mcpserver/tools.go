@@ -574,10 +574,13 @@ func resultLink(i int, raw string) *mcp.ResourceLink {
 		Description: "A result file of the job: a presigned download URL, valid for an hour."}
 }
 
-// guard turns a panic in a tool into an error result with the fixed
-// message, logged: the SDK runs tools without a recover.
+// guard runs a tool under its request's deadline (toolContext), and turns
+// a panic in it into an error result with the fixed message, logged: the
+// SDK runs tools without a recover.
 func guard(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		ctx, cancel := toolContext(ctx)
+		defer cancel()
 		defer func() {
 			if p := recover(); p != nil {
 				httpapi.Logger(ctx).Error("mcp: panic in a tool", "tool", req.Params.Name, "panic", fmt.Sprint(p))
