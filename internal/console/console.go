@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"genjobs/internal/checkout"
 	"genjobs/internal/clock"
 	"genjobs/internal/cognito"
+	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/member"
 	"genjobs/internal/style"
@@ -252,8 +254,18 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, msg s
 	c.render(w, r, status, "error", &view{Title: http.StatusText(status), Message: msg})
 }
 
-// internalError logs err with the request's id and answers a fixed page.
+// internalError logs err with the request's id and answers a fixed page. A
+// dependency's outage (fault.IsUnavailable: DynamoDB or Cognito throttled,
+// timed out, unreachable or failing, or this request's deadline) is a 503
+// with Retry-After, as the API answers one, logged with the dependency's
+// code; anything else is our bug, a 500.
 func (c *Console) internalError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if fault.IsUnavailable(err) {
+		c.logger(r).Warn(what+": dependency unavailable", "code", fault.Code(err), "error", err.Error())
+		w.Header().Set("Retry-After", strconv.Itoa(httpapi.RetryAfter))
+		c.fail(w, r, http.StatusServiceUnavailable, "A service the console depends on did not answer just now, so this was not done. Try again in a moment.")
+		return
+	}
 	c.logger(r).Error(what, "error", err.Error())
 	c.fail(w, r, http.StatusInternalServerError, "Something went wrong on our side. Nothing was changed unless the page says so; try again in a moment.")
 }
