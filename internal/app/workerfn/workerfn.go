@@ -19,9 +19,11 @@ import (
 	"genjobs/internal/catalog"
 	"genjobs/internal/engine/reference"
 	"genjobs/internal/fetch"
+	"genjobs/internal/netguard"
 	"genjobs/internal/queue"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/worker"
+	"genjobs/internal/xray"
 )
 
 // Build builds the handler of a worker's queue: functions/worker and
@@ -45,7 +47,7 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		Ender:     sqswire.Lifecycle(d, st, jobs),
 		Catalog:   cat,
 		Engines:   reference.Engines(),
-		Inputs:    fetch.New(d.Network.Guard()),
+		Inputs:    Inputs(d.Network.Guard(), xray.Lambda),
 		Blobs:     Blobs{s3wire.Store(d)},
 		Assets:    assetsdb.New(st),
 		Clock:     d.Clock,
@@ -60,6 +62,16 @@ func Build(d app.Deps) (app.SQSHandler, error) {
 		w.MaxSourcePixels, w.Handover = d.Worker.MaxSourcePixels, jobs
 	}
 	return w.HandleSQS, nil
+}
+
+// Inputs is the worker's fetcher of input URLs: through the guard g, each
+// request of a sampled invocation in its X-Ray trace (daemon d; nil: none),
+// as the provider function's calls are. A subsegment names the URL's scheme
+// and host only: a client's URL may carry its token in its path.
+func Inputs(g *netguard.Guard, d *xray.Daemon) *fetch.Fetcher {
+	f := fetch.New(g)
+	f.Client.Transport = d.HostTransport(f.Client.Transport)
+	return f
 }
 
 // Blobs is the S3 adapter as the worker uses it: its uploads as
