@@ -352,3 +352,28 @@ func newGray(w, h int) *image.Gray {
 	}
 	return img
 }
+
+// On a terminal, the progress bar of a job that completes reads 100%
+// from the moment it says completed: the last record's progress (a few
+// percent for a job that ends between two reads) is not the bar's.
+func TestTheBarOfACompletedJobReads100(t *testing.T) {
+	st := devstacktest.Start(t)
+	for i := range 3 {
+		var out, errOut syncBuffer
+		env := map[string]string{"GENJOBS_TOKEN": st.Token, "GENJOBS_API_URL": st.URL}
+		c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, stderrTTY: true, getenv: func(k string) string { return env[k] }}
+		if code := c.run(context.Background(), []string{"generate", "image/vendor-b/model-e-4", "prompt=a red bicycle", "width=64", "height=64", "--wait"}); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		shown := regexp.MustCompile(`completed\s+(\d+)%`).FindAllStringSubmatch(errOut.String(), -1)
+		if len(shown) == 0 {
+			t.Fatalf("run %d: no bar says completed: %q", i, errOut.String())
+		}
+		for _, m := range shown {
+			if m[1] != "100" {
+				t.Errorf("run %d: the bar reads completed %s%%: %q; want 100%% once completed", i, m[1], errOut.String())
+				break
+			}
+		}
+	}
+}

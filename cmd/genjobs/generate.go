@@ -242,10 +242,17 @@ func (c *cli) waitAndSave(ctx context.Context, cl *client.Client, id, out string
 		bar = progressbar.NewOptions(100, progressbar.OptionSetWriter(c.stderr), progressbar.OptionSetDescription("queued"),
 			progressbar.OptionSetPredictTime(false), progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetWidth(30))
 		o.OnUpdate = func(j *client.Job) {
-			bar.Describe(string(j.Status))
-			if j.Progress != nil {
+			// A completed job's bar is full: its record's progress is the
+			// last one the engine reported (a few percent for a job that
+			// ended between two reads). The bar is set before it is
+			// described, so that no frame says completed at less.
+			switch {
+			case j.Status == client.StatusCompleted:
+				_ = bar.Set(100)
+			case j.Progress != nil:
 				_ = bar.Set(int(*j.Progress * 100))
 			}
+			bar.Describe(string(j.Status))
 		}
 	}
 	j, err := cl.Jobs.Wait(ctx, id, o)

@@ -92,6 +92,12 @@ func TestOwnersManageMembersAndKeepAnOwner(t *testing.T) {
 	if p.status != http.StatusCreated {
 		t.Fatalf("add: %d", p.status)
 	}
+	if !strings.Contains(p.body, "new.person@example.com is now an admin</h2>") {
+		t.Errorf("the added member's heading: %q; want new.person@example.com is now an admin", between(p.body, `id="member-added">`, "</h2>"))
+	}
+	if p := b.post("/app/settings/members", b.form(devstack.DemoWorkspace, "email", "third@example.com", "role", "member")); !strings.Contains(p.body, "third@example.com is now a member</h2>") {
+		t.Errorf("the added member's heading: %q; want third@example.com is now a member", between(p.body, `id="member-added">`, "</h2>"))
+	}
 	// The page writes it as escaped text: a + in it reads &#43; in the HTML.
 	temp := html.UnescapeString(between(p.body, `id="temp-password">`, "<"))
 	if temp == "" {
