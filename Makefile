@@ -231,3 +231,5 @@ build-MCPFunction:
 	$(call lambda_build,mcp)
 build-ConsoleFunction:
 	$(call lambda_build,console)
+build-StripeWebhookFunction:
+	$(call lambda_build,stripewebhook)

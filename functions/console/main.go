@@ -1,5 +1,5 @@
 // Command console is the Console Lambda function: the web application's
-// settings pages and Stripe's webhook; internal/app/consolefn wires it.
+// settings pages; internal/app/consolefn wires it.
 package main
 
 import (

@@ -153,7 +153,8 @@ func TestTemplateGrantsWhatTheCodeReachesAndNothingElse(t *testing.T) {
 // job promotes the backlog, whose routed jobs go to the provider queue; the
 // provider reads callbacks' bodies but no results, and writes results but
 // no callbacks; the notifier sends to the deliveries queue alone (its
-// DLQ is Lambda's on-failure destination, which SAM grants).
+// DLQ is Lambda's on-failure destination, which SAM grants); Stripe's
+// webhook reaches none of the console's Cognito calls.
 func TestTheAnalysisFindsWhatTheAuditFound(t *testing.T) {
 	fns := analyzed(t)
 	has := func(fn, action, env, suffix string) bool {
@@ -180,6 +181,12 @@ func TestTheAnalysisFindsWhatTheAuditFound(t *testing.T) {
 		{"jwks", "kms:GetPublicKey", "SIGNING_PREVIOUS_KEY_ID", "", true},
 		{"jobs", "dynamodb:Query", "TABLE_NAME", "/index/jobs-by-workspace", true},
 		{"styles", "dynamodb:BatchGetItem", "TABLE_NAME", "", true},
+		// Stripe's webhook, public, reads its keys and the table only: no
+		// Cognito grant (the console's) is within reach of its requests.
+		{"stripewebhook", "secretsmanager:GetSecretValue", "STRIPE_SECRET_ID", "*", true},
+		{"stripewebhook", "dynamodb:PutItem", "TABLE_NAME", "", true},
+		{"stripewebhook", "cognito-idp:AdminCreateUser", "COGNITO_USER_POOL_ID", "", false},
+		{"console", "cognito-idp:AdminCreateUser", "COGNITO_USER_POOL_ID", "", true},
 	} {
 		if got := has(c.fn, c.action, c.env, c.suffix); got != c.want {
 			t.Errorf("%s: %s on %s%s found = %v, want %v; it found %v", c.fn, c.action, c.env, c.suffix, got, c.want, fns[c.fn].Accesses)

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,9 +40,21 @@ type Stripe struct {
 	backend stripe.Backend
 }
 
+// A call of Stripe's API is tried at most Retries+1 times, each for at
+// most RequestTimeout, with stripe-go's pause between tries (0.75 to 1 s
+// before the first retry): MaxCallTime in all, which the console's
+// function timeout in template.yaml holds with room for its table calls
+// (a test of the template checks it).
+const (
+	RequestTimeout = 3 * time.Second
+	Retries        = 1
+	retryPause     = time.Second
+	MaxCallTime    = (Retries+1)*RequestTimeout + Retries*retryPause
+)
+
 // New returns a client that reads its keys from keys. It does no I/O.
 func New(keys Keys, apiBase string) *Stripe {
-	return &Stripe{keys: keys, apiBase: apiBase, http: &http.Client{Timeout: 8 * time.Second}}
+	return &Stripe{keys: keys, apiBase: apiBase, http: &http.Client{Timeout: RequestTimeout}}
 }
 
 func (s *Stripe) api() stripe.Backend {
@@ -49,7 +63,7 @@ func (s *Stripe) api() stripe.Backend {
 	if s.backend == nil {
 		cfg := &stripe.BackendConfig{
 			HTTPClient:        s.http,
-			MaxNetworkRetries: stripe.Int64(1),
+			MaxNetworkRetries: stripe.Int64(Retries),
 			// Our own log lines say what failed; stripe-go's would print
 			// request details to standard error.
 			LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
@@ -113,9 +127,15 @@ func (s *Stripe) CreateSession(ctx context.Context, r SessionRequest) (Session, 
 	return Session{ID: cs.ID, URL: cs.URL}, nil
 }
 
-// ErrBadSignature: a webhook whose Stripe-Signature is missing, wrong or
-// older than the tolerance (300 s). Nothing of it may be acted on.
+// ErrBadSignature: a webhook whose Stripe-Signature is missing or wrong, or
+// whose signed timestamp is more than Tolerance away from now, before or
+// after. Nothing of it may be acted on.
 var ErrBadSignature = errors.New("checkout: the webhook's signature does not verify")
+
+// Tolerance is how far a webhook's signed timestamp may be from now, either
+// way: Stripe's 300 s against a replay of an old event, and the same
+// against one signed in the future (stripe-go checks only the past).
+const Tolerance = 300 * time.Second
 
 // Event is a verified webhook event about a Checkout Session.
 type Event struct {
@@ -146,18 +166,29 @@ const (
 
 // VerifyEvent checks payload against its Stripe-Signature header with the
 // endpoint's signing secret (stripe-go's webhook package: HMAC-SHA256 of
-// "{t}.{payload}", any v1 of the header, 300 s tolerance) and reads it. The
-// event's API version may differ from stripe-go's: only fields stable
-// across versions are read.
-func (s *Stripe) VerifyEvent(ctx context.Context, payload []byte, header string) (Event, error) {
+// "{t}.{payload}", any v1 of the header) and its signed timestamp against
+// now (Tolerance, both ways), and reads it. The event's API version may
+// differ from stripe-go's: only fields stable across versions are read.
+func (s *Stripe) VerifyEvent(ctx context.Context, payload []byte, header string, now time.Time) (Event, error) {
 	keys, err := s.keys.Keys(ctx)
 	if err != nil {
 		return Event{}, err
 	}
+	// stripe-go's own tolerance reads the wall clock and lets a future
+	// timestamp through: the signature only, then the time here.
 	ev, err := webhook.ConstructEventWithOptions(payload, header, keys.WebhookSecret,
-		webhook.ConstructEventOptions{IgnoreAPIVersionMismatch: true})
+		webhook.ConstructEventOptions{IgnoreAPIVersionMismatch: true, IgnoreTolerance: true})
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrBadSignature, err)
+	}
+	signed, ok := signedAt(header)
+	switch {
+	case !ok:
+		return Event{}, fmt.Errorf("%w: no timestamp", ErrBadSignature)
+	case now.Sub(signed) > Tolerance:
+		return Event{}, fmt.Errorf("%w: signed %s before now", ErrBadSignature, now.Sub(signed).Round(time.Second))
+	case signed.Sub(now) > Tolerance:
+		return Event{}, fmt.Errorf("%w: signed %s in the future", ErrBadSignature, signed.Sub(now).Round(time.Second))
 	}
 	out := Event{ID: ev.ID, Type: string(ev.Type)}
 	if ev.Data == nil || len(ev.Data.Raw) == 0 {
@@ -178,4 +209,23 @@ func (s *Stripe) VerifyEvent(ctx context.Context, payload []byte, header string)
 	out.Session = EventSession{ID: obj.ID, PaymentStatus: obj.PaymentStatus, AmountTotal: obj.AmountTotal,
 		Currency: obj.Currency, ClientReferenceID: obj.ClientReferenceID, TopUpID: obj.Metadata["topup_id"]}
 	return out, nil
+}
+
+// signedAt is the t= of a Stripe-Signature header as stripe-go reads it
+// (the last t= wins), which the verified signature covers.
+func signedAt(header string) (time.Time, bool) {
+	var t time.Time
+	ok := false
+	for _, pair := range strings.Split(header, ",") {
+		k, v, found := strings.Cut(pair, "=")
+		if !found || k != "t" {
+			continue
+		}
+		sec, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return time.Time{}, false
+		}
+		t, ok = time.Unix(sec, 0), true
+	}
+	return t, ok
 }

@@ -1,8 +1,9 @@
 // Package console is the web application's settings pages (docs/console.md):
 // sign-in, API tokens and access, billing by Stripe Checkout, usage, members,
 // and the share link's page, rendered on the server with html/template from
-// embedded templates and assets, working without JavaScript. It also takes
-// Stripe's webhook, the only way a top-up reaches the balance.
+// embedded templates and assets, working without JavaScript. Stripe's
+// webhook, the only way a top-up reaches the balance, is a function of its
+// own (package stripehook).
 //
 // Every page and form checks on the server, at each request, who is signed
 // in (a session cookie, stored hashed), which workspace they act on (one of
@@ -66,7 +67,6 @@ type Store interface {
 	Checkout(ctx context.Context, ws, id string) (billing.Checkout, error)
 	CreateCheckout(ctx context.Context, c billing.Checkout) error
 	SetCheckoutSession(ctx context.Context, ws, id, sessionID string, at time.Time) error
-	CreditCheckout(ctx context.Context, ws, id, sessionID string, amount billing.Micros, at time.Time) (bool, error)
 	EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (bool, error)
 
 	Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
@@ -86,7 +86,6 @@ type Identity interface {
 // Payments is Stripe Checkout (checkout.Stripe).
 type Payments interface {
 	CreateSession(ctx context.Context, r checkout.SessionRequest) (checkout.Session, error)
-	VerifyEvent(ctx context.Context, payload []byte, header string) (checkout.Event, error)
 }
 
 // Config builds a Console.
@@ -134,8 +133,6 @@ func New(cfg Config) (*Console, error) {
 			return nil, fmt.Errorf("console: %w", err)
 		}
 	}
-	// Stripe's webhook is no browser's form: its signature is its check.
-	c.cop.AddInsecureBypassPattern("POST /webhooks/stripe")
 	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusForbidden, "This form did not come from the console's own pages. Open the page again and resend it.")
 	}))
@@ -163,7 +160,7 @@ func assetURL(name string) (string, error) {
 	return Base + "/assets/" + name + "?v=" + hex.EncodeToString(sum[:4]), nil
 }
 
-// Routes is the console's router: the pages under Base, and Stripe's webhook.
+// Routes is the console's router: the pages under Base.
 func (c *Console) Routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Base, c.home)
@@ -196,7 +193,6 @@ func (c *Console) Routes() http.Handler {
 
 	mux.HandleFunc("GET "+Base+"/styles/shared/{token}", c.sharedStyle)
 
-	mux.HandleFunc("POST /webhooks/stripe", c.stripeWebhook)
 	mux.HandleFunc("/", c.notFound)
 	return c.headers(c.cop.Handler(mux))
 }

@@ -41,6 +41,11 @@ const (
 	// (Function).
 	PaymentRequired = "PaymentRequired"
 	TooManyRequests = "TooManyRequests"
+	// StripeAnomalies counts Stripe events that disagree with what the
+	// deployment recorded (another amount or currency, a top-up it does
+	// not have): answered 200, nothing credited (Function). An alarm
+	// watches it.
+	StripeAnomalies = "StripeAnomalies"
 	// ColdStart counts the invocations that were their execution
 	// environment's first (Function): each paid for an init.
 	ColdStart = "ColdStart"

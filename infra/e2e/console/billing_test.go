@@ -107,19 +107,77 @@ func TestATopUpIsCreditedOnlyByItsVerifiedWebhook(t *testing.T) {
 	audit(t, s)
 }
 
-func TestTheSessionsTotalIsCreditedNeverTheForms(t *testing.T) {
+// Only the amount and currency the top-up recorded are credited: a session
+// whose event says another total (a 10 USD top-up whose event said 12,345
+// USD, or a total whose micro-USD would overflow), another currency, or,
+// once paid, the same session again with another amount, is answered 200
+// (Stripe would retry anything else for days) and credits nothing.
+func TestOnlyTheAmountAndCurrencyAskedAreCredited(t *testing.T) {
 	s, b := signedIn(t, member.Owner)
 	ctx := context.Background()
 	before := balance(t, s)
-	cs := startTopUp(t, s, b, "50")
-	cs.Status, cs.PaymentStatus, cs.AmountTotal = "complete", "paid", 4321 // a discount at checkout, say
+	cs := startTopUp(t, s, b, "10")
+	cs.Status, cs.PaymentStatus = "complete", "paid"
+	for _, c := range []struct {
+		what     string
+		amount   int64
+		currency string
+	}{
+		{"12,345 USD for a 10 USD top-up", 1_234_500, "usd"},
+		{"43.21 USD (less than asked)", 4321, "usd"},
+		{"a total whose micro-USD overflows int64", 1 << 62, "usd"},
+		{"a negative total", -1000, "usd"},
+		{"10 EUR", 1000, "eur"},
+	} {
+		odd := cs
+		odd.AmountTotal, odd.Currency = c.amount, c.currency
+		if err := s.Stripe.Send(ctx, "checkout.session.completed", odd); err != nil {
+			t.Errorf("%s: %v, want 200", c.what, err)
+		}
+		if got := balance(t, s); got != before {
+			t.Fatalf("%s moved the balance: %s -> %s", c.what, before, got)
+		}
+	}
 	if err := s.Stripe.Send(ctx, "checkout.session.completed", cs); err != nil {
 		t.Fatal(err)
 	}
-	if got := balance(t, s); got != before+4321*billing.Cent {
-		t.Errorf("credited %s, want amount_total 43.21", got-before)
+	if got := balance(t, s); got != before+10*billing.USD {
+		t.Fatalf("the right event credited %s, want 10.00", got-before)
+	}
+	// Resent for the same session with another amount: 200, nothing more.
+	again := cs
+	again.AmountTotal = 1500
+	if err := s.Stripe.Send(ctx, "checkout.session.async_payment_succeeded", again); err != nil {
+		t.Errorf("the paid session again with another amount: %v, want 200", err)
+	}
+	if got := balance(t, s); got != before+10*billing.USD {
+		t.Errorf("after the resend: credited %s, want 10.00", got-before)
 	}
 	audit(t, s)
+}
+
+// A signature timestamp more than 5 minutes ahead is refused as a stale
+// one is: 400, nothing credited; one within the tolerance is taken.
+func TestASignatureFromTheFutureIsRefused(t *testing.T) {
+	s, b := signedIn(t, member.Owner)
+	ctx := context.Background()
+	before := balance(t, s)
+	cs := startTopUp(t, s, b, "25")
+	cs.Status, cs.PaymentStatus = "complete", "paid"
+	payload := s.Stripe.Event("checkout.session.completed", cs)
+	ahead := s.Stripe.Sign(payload, time.Now().Add(6*time.Minute))
+	if err := s.Stripe.Deliver(ctx, payload, ahead); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("a signature 6 minutes ahead: %v, want 400", err)
+	}
+	if got := balance(t, s); got != before {
+		t.Fatalf("a signature from the future moved the balance: %s -> %s", before, got)
+	}
+	if err := s.Stripe.Deliver(ctx, payload, s.Stripe.Sign(payload, time.Now().Add(4*time.Minute))); err != nil {
+		t.Errorf("a signature 4 minutes ahead (within the tolerance): %v, want 200", err)
+	}
+	if got := balance(t, s); got != before+25*billing.USD {
+		t.Errorf("credited %s, want 25.00", got-before)
+	}
 }
 
 func TestASessionThisDeploymentDidNotCreateCreditsNothing(t *testing.T) {

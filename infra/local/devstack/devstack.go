@@ -44,6 +44,7 @@ import (
 	"genjobs/internal/app/notifierfn"
 	"genjobs/internal/app/openapifn"
 	"genjobs/internal/app/providerfn"
+	"genjobs/internal/app/stripewebhookfn"
 	"genjobs/internal/app/stylesfn"
 	"genjobs/internal/app/sweeperfn"
 	"genjobs/internal/app/usagefn"
@@ -82,23 +83,24 @@ const (
 // logical id in template.yaml is the directory's name in CamelCase followed
 // by "Function" (app.FunctionName).
 var Functions = map[string]app.Function{
-	"generate":    {HTTP: generatefn.Build},
-	"jobs":        {HTTP: jobsfn.Build},
-	"usage":       {HTTP: usagefn.Build},
-	"styles":      {HTTP: stylesfn.Build},
-	"jwks":        {HTTP: jwksfn.Build},
-	"deliverer":   {SQS: delivererfn.Build},
-	"notifier":    {Stream: notifierfn.Build},
-	"assets":      {HTTP: assetsfn.Build},
-	"openapi":     {HTTP: openapifn.Build},
-	"notfound":    {HTTP: notfoundfn.Build},
-	"worker":      {SQS: workerfn.Build},
-	"sweeper":     {Schedule: sweeperfn.Build},
-	"provider":    {SQS: providerfn.Build},
-	"callbacks":   {HTTP: callbacksfn.Build},
-	"mcp":         {HTTP: mcpfn.Build},
-	"lightworker": {SQS: workerfn.Build},
-	"console":     {HTTP: consolefn.Build},
+	"generate":      {HTTP: generatefn.Build},
+	"jobs":          {HTTP: jobsfn.Build},
+	"usage":         {HTTP: usagefn.Build},
+	"styles":        {HTTP: stylesfn.Build},
+	"jwks":          {HTTP: jwksfn.Build},
+	"deliverer":     {SQS: delivererfn.Build},
+	"notifier":      {Stream: notifierfn.Build},
+	"assets":        {HTTP: assetsfn.Build},
+	"openapi":       {HTTP: openapifn.Build},
+	"notfound":      {HTTP: notfoundfn.Build},
+	"worker":        {SQS: workerfn.Build},
+	"sweeper":       {Schedule: sweeperfn.Build},
+	"provider":      {SQS: providerfn.Build},
+	"callbacks":     {HTTP: callbacksfn.Build},
+	"mcp":           {HTTP: mcpfn.Build},
+	"lightworker":   {SQS: workerfn.Build},
+	"console":       {HTTP: consolefn.Build},
+	"stripewebhook": {HTTP: stripewebhookfn.Build},
 }
 
 // Stack is the local stack: the emulators' clients and the names of the

@@ -214,6 +214,7 @@ var eventStatus = map[string]struct {
 	"callbacks-unverified.json":           {"CallbacksFunction", 401},
 	"provider-step.json":                  {"ProviderFunction", 0},
 	"console-sign-in.json":                {"ConsoleFunction", 200},
+	"stripewebhook-unsigned.json":         {"StripeWebhookFunction", 400},
 }
 
 func TestSampleEvents(t *testing.T) {

@@ -8,9 +8,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"genjobs/internal/checkout"
+	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/store/schema"
 )
@@ -106,7 +109,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"POST /callbacks/{provider}/{job_id}/{token} -> CallbacksFunction",
 		"POST /generate/{kind}/{vendor}/{model} -> GenerateFunction",
 		"POST /mcp -> MCPFunction",
-		"POST /webhooks/stripe -> ConsoleFunction",
+		"POST /webhooks/stripe -> StripeWebhookFunction",
 		"PUT /callbacks/cog/uploads/{name} -> CallbacksFunction",
 	}
 	if fmt.Sprint(keys) != fmt.Sprint(want) {
@@ -240,4 +243,23 @@ func TestPoliciesAreLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The console's call of Stripe's API, every attempt and pause included,
+// ends before the console's own deadline, with time left for its table
+// calls: otherwise Lambda would end a top-up half-way, its Checkout Session
+// made and the top-up never told.
+func TestTheConsoleOutlastsItsStripeCall(t *testing.T) {
+	for _, f := range loadRepoTemplate(t).Functions() {
+		if f.LogicalID != "ConsoleFunction" {
+			continue
+		}
+		deadline := time.Duration(f.Timeout)*time.Second - httpapi.AnswerMargin
+		if left := deadline - checkout.MaxCallTime; left < 2*time.Second {
+			t.Errorf("ConsoleFunction: %s to answer, a Stripe call may take %s: %s left for the table, want at least 2s",
+				deadline, checkout.MaxCallTime, left)
+		}
+		return
+	}
+	t.Fatal("no ConsoleFunction in template.yaml")
 }

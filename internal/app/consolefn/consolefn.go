@@ -1,7 +1,6 @@
 // Package consolefn wires the console function (docs/console.md): the
 // table, the Cognito user pool, the Stripe keys in Secrets Manager and
-// Stripe's API. It is the only function that links the Cognito client and
-// stripe-go.
+// Stripe's API. It is the only function that links the Cognito client.
 package consolefn
 
 import (
@@ -17,8 +16,8 @@ import (
 	"genjobs/internal/store/consoledb"
 )
 
-// Build builds the console's handler: the pages under /app and
-// POST /webhooks/stripe. It does no I/O: the pool's keys and the Stripe
+// Build builds the console's handler: the pages under /app (Stripe's
+// webhook is the stripewebhook function's). It does no I/O: the pool's keys and the Stripe
 // keys are read at first use.
 func Build(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{
