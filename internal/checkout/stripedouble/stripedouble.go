@@ -34,7 +34,7 @@ import (
 type Options struct {
 	SecretKey     string // the API key it accepts (Bearer or Basic user)
 	WebhookSecret string // signs the events it sends
-	WebhookURL    string // where events go: the console's /webhooks/stripe
+	WebhookURL    string // where events go: the API's /webhooks/stripe
 	// Now tells the time of sessions and signatures; nil is the wall clock.
 	Now func() time.Time
 	// HTTP sends the events; nil is a client with a 10 s timeout.
