@@ -47,7 +47,8 @@ func screenshotDir(t *testing.T) string {
 // once (a reload makes no other and shows it no more), calls the API with
 // it, revokes it, switches API access off and on,
 // tops up 25 USD through the Stripe double, reads the usage chart, signs
-// out; a member then sees no create or revoke action.
+// out; a member then sees no create or revoke action, adds an authenticator
+// app on the security page (QR code, first code) and signs in with a code.
 func TestTheConsoleInABrowser(t *testing.T) {
 	if _, err := os.Stat(chromium()); err != nil {
 		t.Fatalf("no Chromium at %s (make test installs Debian's chromium; CHROMIUM names another): %v", chromium(), err)
@@ -244,6 +245,45 @@ func TestTheConsoleInABrowser(t *testing.T) {
 			t.Errorf("a member's tokens page shows %s", action)
 		}
 	}
+
+	// The member adds an authenticator on the security page, and the next
+	// sign-in asks for its code.
+	do("security page",
+		chromedp.Click(css(`#security-link`)),
+		chromedp.WaitVisible(css(`#mfa-start`)),
+		shot("15-security"),
+		chromedp.SendKeys(css(`#mfa-start input[name=password]`), password),
+		chromedp.Submit(css(`#mfa-start input[name=password]`)),
+		chromedp.WaitVisible(css(`#totp-qr`)),
+		shot("16-mfa-qr"),
+	)
+	stepCtx, stop = context.WithTimeout(browser, 20*time.Second)
+	drawn, err := chromedp.Run(stepCtx, chromedp.Evaluate[bool](`(() => { const i = document.querySelector('#totp-qr'); return i.complete && i.naturalWidth > 0 })()`))
+	stop()
+	if err != nil || !drawn {
+		t.Errorf("the QR code is not drawn (%v): a data: image the page or its CSP refused", err)
+	}
+	secret := text(`#totp-secret`)
+	do("the first code",
+		chromedp.SendKeys(css(`#mfa-confirm input[name=code]`), code(t, secret)),
+		chromedp.Submit(css(`#mfa-confirm input[name=code]`)),
+		chromedp.WaitVisible(css(`#mfa-disable`)),
+		shot("17-mfa-on"),
+	)
+	do("sign out and in with a code",
+		chromedp.Click(css(`#sign-out`)),
+		chromedp.WaitVisible(css(`input[name=email]`)),
+		chromedp.SendKeys(css(`input[name=email]`), "member@example.com"),
+		chromedp.SendKeys(css(`input[name=password]`), password),
+		chromedp.Submit(css(`input[name=password]`)),
+		chromedp.WaitVisible(css(`#mfa-form`)),
+		shot("18-mfa-code"),
+	)
+	do("the code at sign-in", // taken now, fresh
+		chromedp.SendKeys(css(`#mfa-form input[name=code]`), code(t, secret)),
+		chromedp.Submit(css(`#mfa-form input[name=code]`)),
+		chromedp.WaitVisible(css(`#tokens`)),
+	)
 	t.Logf("screenshots in %s", shots)
 }
 
