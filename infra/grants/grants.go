@@ -911,6 +911,8 @@ var carried = map[string]string{
 	"genjobs/internal/job.Job.Outputs": "genjobs/internal/job.Change.Outputs",
 	// The key of a verified callback's body, stashed on the job's item.
 	"genjobs/internal/store/submissionsdb.submissionItem.Callback": "(*genjobs/internal/store/submissionsdb.DB).StashCallback#blobKey",
+	// A listed object's key starts with the prefix the list asked for.
+	"github.com/aws/aws-sdk-go-v2/service/s3/types.Object.Key": "github.com/aws/aws-sdk-go-v2/service/s3.ListObjectsV2Input.Prefix",
 }
 
 // carriedFrom is what the code named by src writes.

@@ -90,6 +90,30 @@ func (s *Store) PutAttachment(ctx context.Context, key string, data []byte) erro
 	return nil
 }
 
+// DeleteResults removes every result whose key starts with prefix and
+// returns how many it removed. Deleting what is gone is no error, so it
+// may be run again after a failure.
+func (s *Store) DeleteResults(ctx context.Context, prefix string) (int, error) {
+	n := 0
+	var token *string
+	for {
+		out, err := s.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(s.results), Prefix: aws.String(prefix), ContinuationToken: token})
+		if err != nil {
+			return n, fmt.Errorf("list s3://%s/%s: %w", s.results, prefix, err)
+		}
+		for _, o := range out.Contents {
+			if err := s.DeleteResult(ctx, aws.ToString(o.Key)); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
+			return n, nil
+		}
+		token = out.NextContinuationToken
+	}
+}
+
 // ResultURL is a presigned GET of a result, valid for ResultURLLifetime.
 func (s *Store) ResultURL(ctx context.Context, key string) (string, error) {
 	return s.getURL(ctx, s.results, key, ResultURLLifetime)

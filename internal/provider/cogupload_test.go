@@ -307,3 +307,62 @@ func (s *sentHeaders) get(key string) string {
 	}
 	return "<no PUT>"
 }
+
+// TestCogUploadsGoWithAJobThatDidNotComplete: the files a Cog server
+// uploaded for a job that is then cancelled, or whose prediction fails,
+// are deleted from the results bucket (fauxqs' S3) with the job's end,
+// not kept until the bucket's 30-day rule; a completed job keeps its
+// uploaded outputs.
+func TestCogUploadsGoWithAJobThatDidNotComplete(t *testing.T) {
+	e := newEnv(t, cogRoutes)
+	e.cog.Mode, e.cog.UploadURL = providertest.CogUpload, e.uploadURL()
+	upload := func(j *job.Job) string {
+		t.Helper()
+		id := provider.PredictionID(j.ID, e.sub(j.ID).Key)
+		req, _ := http.NewRequest(http.MethodPut, e.baseURL+"/callbacks/cog/uploads/partial.png", bytes.NewReader(pngBytes))
+		req.Header.Set("X-Prediction-ID", id)
+		req.Header.Set("Authorization", "Bearer cog-webhook-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated || len(e.objects("results/"+j.ID+"/")) != 1 {
+			t.Fatalf("the upload answered %d; the job holds %v", resp.StatusCode, e.objects("results/"+j.ID+"/"))
+		}
+		return id
+	}
+	cancelled, failed, completed := e.create(imageEndpoint, fox), e.create(imageEndpoint, fox), e.create(imageEndpoint, fox)
+	for _, j := range []*job.Job{cancelled, failed, completed} {
+		e.steps(j.ID, 1)
+	}
+	e.drain()
+
+	upload(cancelled)
+	if _, err := e.life.Cancel(e.ctx, e.job(cancelled.ID)); err != nil {
+		t.Fatal(err)
+	}
+	id := upload(failed)
+	if code := e.cog.Finish(t, id, nil, "CUDA out of memory", false); code != http.StatusNoContent {
+		t.Fatalf("the failed webhook answered %d", code)
+	}
+	id = provider.PredictionID(completed.ID, e.sub(completed.ID).Key)
+	if code := e.cog.Complete(t, id, false, providertest.CogFile{Name: "out.png", ContentType: "image/png", Data: pngBytes}); code != http.StatusNoContent {
+		t.Fatalf("the completed webhook answered %d", code)
+	}
+	e.drain()
+
+	for _, c := range []struct {
+		j    *job.Job
+		want job.Status
+		kept int
+	}{{cancelled, job.Cancelled, 0}, {failed, job.Failed, 0}, {completed, job.Completed, 1}} {
+		if got := e.job(c.j.ID); got.Status != c.want {
+			t.Fatalf("job %s; want %s\n%s", got.Status, c.want, e.logs.String())
+		}
+		if keys := e.objects("results/" + c.j.ID + "/"); len(keys) != c.kept {
+			t.Errorf("the %s job holds %v after its end; want %d files", c.want, keys, c.kept)
+		}
+	}
+	e.audit()
+}

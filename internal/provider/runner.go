@@ -79,6 +79,8 @@ type Blobs interface {
 	PutAttachment(ctx context.Context, key string, data []byte) error
 	ReadResult(ctx context.Context, key string, max int64) ([]byte, error)
 	DeleteResult(ctx context.Context, key string) error
+	// DeleteResults removes every result under a key prefix.
+	DeleteResults(ctx context.Context, prefix string) (int, error)
 	SharedAssetURL(ctx context.Context, key string) (string, error)
 }
 
@@ -710,6 +712,12 @@ func (s *step) callbackURL(token string) string {
 // without it (cancelled by the client, or timed out), until it answers.
 func (s *step) cancel(ctx context.Context) error {
 	r, j, sub := s.r, s.j, s.sub
+	if err := s.dropUploads(ctx); err != nil {
+		s.log.Warn("the files the Cog server uploaded for the job could not be deleted; retrying", "error", err.Error())
+		if r.Clock.Now().Sub(endedAt(j, r.Clock.Now())) <= r.CancelFor {
+			return r.Queue.Schedule(ctx, Message{Kind: StepCancel, JobID: j.ID}, r.RetryBase)
+		}
+	}
 	switch {
 	case !sub.Submitted() || sub.Cancelled || j.Status == job.Completed,
 		j.Error != nil && j.Error.Code == job.CodeProvider:
@@ -723,10 +731,7 @@ func (s *step) cancel(ctx context.Context) error {
 		return err
 	}
 	now := r.Clock.Now()
-	ended := now
-	if j.CompletedAt != nil {
-		ended = *j.CompletedAt
-	}
+	ended := endedAt(j, now)
 	again := func(err error) error {
 		since := now.Sub(ended)
 		if since > r.CancelFor {
@@ -762,6 +767,29 @@ func (s *step) cancel(ctx context.Context) error {
 	}
 	s.log.Info("prediction cancelled", "prediction_id", id, "status", string(j.Status))
 	return nil
+}
+
+// endedAt is when j ended; now for a record without its end.
+func endedAt(j *job.Job, now time.Time) time.Time {
+	if j.CompletedAt != nil {
+		return *j.CompletedAt
+	}
+	return now
+}
+
+// dropUploads deletes the files a Cog server put in the upload store for
+// a job that ended without completing (failed, cancelled, timed out):
+// they go with the job's end rather than stay until the results bucket's
+// lifecycle rule. The upload store takes no file for a job that has ended.
+func (s *step) dropUploads(ctx context.Context) error {
+	if s.j.Provider != Cog || s.j.Status == job.Completed || !s.j.Status.Terminal() {
+		return nil
+	}
+	n, err := s.r.Blobs.DeleteResults(ctx, uploadKey(s.j.ID, ""))
+	if n > 0 {
+		s.log.Info("deleted the files the Cog server uploaded for the job", "files", n, "status", string(s.j.Status))
+	}
+	return err
 }
 
 // PredictionID is the id a job's prediction gets where the client chooses
