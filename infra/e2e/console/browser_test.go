@@ -222,7 +222,7 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	do("on a phone",
 		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile),
 		chromedp.Navigate(app+"/settings/billing"), chromedp.WaitVisible(css(`#available`)), shot("12-billing-phone"),
-		chromedp.Navigate(app+"/settings/usage"), chromedp.WaitVisible(css(`#usage-chart`)), shot("13-usage-phone"),
+		chromedp.Navigate(app+"/settings/usage"), chromedp.WaitVisible(css(`#usage-chart-compact`)), shot("13-usage-phone"),
 		chromedp.EmulateReset(),
 	)
 

@@ -1,0 +1,204 @@
+package console_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"genjobs/infra/local/devstack"
+	"genjobs/internal/auth"
+	"genjobs/internal/billing"
+	"genjobs/internal/member"
+	"genjobs/internal/store/stylesdb"
+	"genjobs/internal/style"
+)
+
+// phoneWidth is the narrowest phone the console is checked on, in CSS
+// pixels (an iPhone 12 to 15).
+const phoneWidth = 390
+
+// fit is what a page measures of itself in the browser: how wide the
+// document is, and every action (link, button, field) that lies partly
+// outside the viewport's width, where a person cannot reach it without
+// scrolling the page, or a table, sideways.
+type fit struct {
+	ScrollWidth int      `json:"scroll"`
+	Viewport    int      `json:"viewport"`
+	Outside     []string `json:"outside"`
+	RowActions  int      `json:"rowActions"`
+}
+
+const measureFit = `(() => {
+  const vw = document.documentElement.clientWidth;
+  const out = {scroll: document.documentElement.scrollWidth, viewport: vw, outside: [], rowActions: 0};
+  for (const el of document.querySelectorAll('a, button, input:not([type=hidden]), select, textarea')) {
+    const r = el.getBoundingClientRect();
+    if (r.width <= 1 || r.height <= 1) continue; // hidden, or visually hidden for screen readers
+    if (el.closest('tr')) out.rowActions++;
+    if (r.left < 0 || r.right > vw + 0.5) {
+      out.outside.push((el.id || el.textContent.trim() || el.name || el.tagName) + ' at ' + Math.round(r.left) + '..' + Math.round(r.right));
+    }
+  }
+  return out;
+})()`
+
+// chartFit is what the visible usage chart measures: its box, its day
+// labels' boxes and the smallest size its text is drawn at.
+type chartFit struct {
+	Left, Right   float64
+	Labels        [][2]float64
+	SmallestFont  float64 `json:"smallestFont"`
+	LabelsVisible int     `json:"labelsVisible"`
+}
+
+const measureChart = `(() => {
+  const svg = [...document.querySelectorAll('svg.chart')].find(s => s.getBoundingClientRect().width > 0);
+  if (!svg) return null;
+  const box = svg.getBoundingClientRect();
+  const scale = box.width / svg.viewBox.baseVal.width;
+  const out = {Left: box.left, Right: box.right, Labels: [], smallestFont: 1000, labelsVisible: 0};
+  for (const t of svg.querySelectorAll('text')) {
+    out.smallestFont = Math.min(out.smallestFont, parseFloat(getComputedStyle(t).fontSize) * scale);
+  }
+  for (const t of svg.querySelectorAll('text.day')) {
+    const r = t.getBoundingClientRect();
+    out.Labels.push([r.left, r.right]);
+  }
+  out.labelsVisible = out.Labels.length;
+  return out;
+})()`
+
+// TestEveryPageFitsAPhone opens every page of the console in Chromium at a
+// phone's 390 CSS pixels, with long names and emails in its tables: no
+// page is wider than the screen, every action (a row's Revoke, Remove or
+// role, every form's button) lies within it, and the usage chart's labels
+// are drawn at a readable size, apart, and inside the chart, the last
+// day's included, for 7, 30 and 90 days.
+func TestEveryPageFitsAPhone(t *testing.T) {
+	if _, err := os.Stat(chromium()); err != nil {
+		t.Fatalf("no Chromium at %s (make test installs Debian's chromium; CHROMIUM names another): %v", chromium(), err)
+	}
+	s, _ := signedIn(t, member.Owner)
+	ctx := context.Background()
+	long := "a-person-with-a-rather-long-address@subdomain.example.com"
+	other := person(t, s, long, devstack.DemoWorkspace, member.Member)
+	token, hash := auth.NewToken()
+	if err := cdb(s).CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: devstack.DemoWorkspace,
+		Name: "production-backend-for-the-image-pipeline", Hash: hash, Prefix: auth.Prefix(token), CreatedAt: time.Now(), CreatedBy: long}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cdb(s).CreateCheckout(ctx, billing.Checkout{ID: "top_phone", WorkspaceID: devstack.DemoWorkspace, Status: billing.CheckoutPending,
+		Requested: 2500 * billing.USD, CreatedBy: long, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	st := style.Style{ID: style.NewID(), WorkspaceID: devstack.DemoWorkspace, Owner: style.APIOwner(devstack.DemoWorkspace),
+		Title: "Ink lines on a rainy harbour at dusk", Prompt: strings.Repeat("ink lines, soft washes, ", 12),
+		Models: []string{"model-e-4", "model-g-3.1-rapid"}, CreatedAt: time.Now()}
+	styles := stylesdb.New(s.Store)
+	if err := styles.CreateStyle(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	share, _, err := styles.ShareLink(ctx, st.ID, style.APIUserID(devstack.DemoWorkspace), style.NewShareToken(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, s, createJob(t, s)) // a model's row and a bar in usage
+	tokenID := tokens(t, s, devstack.DemoWorkspace)[0].ID
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium()),
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+		chromedp.WindowSize(phoneWidth, 844),
+	)
+	alloc, cancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancel()
+	browser, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
+		defer cancel()
+		if err := chromedp.Do(stepCtx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	shots := screenshotDir(t)
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			png, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(shots+"/phone-"+name+".png", png, 0o644)
+		})
+	}
+	app := s.URL + "/app"
+	if err := chromedp.Do(browser, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile)); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	check := func(name, path, ready string, rowActions bool) {
+		t.Helper()
+		do(name, chromedp.Navigate(app+path), chromedp.WaitVisible(chromedp.CSS(ready)), shot(name))
+		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
+		defer cancel()
+		f, err := chromedp.Run(stepCtx, chromedp.Evaluate[fit](measureFit))
+		if err != nil {
+			t.Fatalf("%s: measure: %v", name, err)
+		}
+		if f.Viewport != phoneWidth {
+			t.Fatalf("%s: the viewport is %d pixels wide, not %d", name, f.Viewport, phoneWidth)
+		}
+		if f.ScrollWidth > phoneWidth {
+			t.Errorf("%s: the page is %d pixels wide on a %d-pixel phone", name, f.ScrollWidth, phoneWidth)
+		}
+		if len(f.Outside) > 0 {
+			t.Errorf("%s: actions outside the screen: %s", name, strings.Join(f.Outside, "; "))
+		}
+		if rowActions && f.RowActions == 0 {
+			t.Errorf("%s: no row action was measured", name)
+		}
+	}
+
+	check("sign-in", "/sign-in", "input[name=email]", false)
+	do("sign in",
+		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), "owner@example.com"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), password),
+		chromedp.Submit(chromedp.CSS(`input[name=password]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tokens`)),
+	)
+	check("tokens", "/settings/api-tokens", "#tokens", true)
+	check("revoke", "/settings/api-tokens/"+tokenID+"/revoke", "#confirm-revoke", false)
+	check("billing", "/settings/billing", "#topups", false)
+	check("members", "/settings/members", "#members", true)
+	check("remove-member", "/settings/members/"+other+"/remove", "main form", false)
+	check("security", "/settings/security", "main h1", false)
+	check("shared-style", "/styles/shared/"+share, "main h1", false)
+	check("error", "/settings/no-such-page", "main h1", false)
+	for _, days := range []string{"7", "30", "90"} {
+		check("usage-"+days, "/settings/usage?days="+days, "#usage-days", false)
+		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
+		c, err := chromedp.Run(stepCtx, chromedp.Evaluate[*chartFit](measureChart))
+		cancel()
+		if err != nil || c == nil || c.LabelsVisible == 0 {
+			t.Fatalf("usage, %s days: no visible chart with day labels (%v)", days, err)
+		}
+		if c.SmallestFont < 10 {
+			t.Errorf("usage, %s days: the chart's text is drawn at %.1f pixels; want 10 or more", days, c.SmallestFont)
+		}
+		last := c.Labels[len(c.Labels)-1]
+		if last[0] < c.Left || last[1] > c.Right+0.5 {
+			t.Errorf("usage, %s days: the last day's label spans %.0f..%.0f, outside the chart's %.0f..%.0f", days, last[0], last[1], c.Left, c.Right)
+		}
+		for i := 1; i < len(c.Labels); i++ {
+			if c.Labels[i][0] < c.Labels[i-1][1] {
+				t.Errorf("usage, %s days: day labels %d and %d overlap", days, i-1, i)
+			}
+		}
+	}
+}
