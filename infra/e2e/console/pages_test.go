@@ -64,13 +64,19 @@ func TestUsageShowsTheSameFiguresAsTheAPI(t *testing.T) {
 	if page.status != http.StatusOK || !strings.Contains(page.body, `id="usage-total">$0.10<`) {
 		t.Errorf("usage page: %d, total %q", page.status, between(page.body, `id="usage-total">`, "<"))
 	}
-	chart := between(page.body, `<svg class="chart"`, "</svg>")
-	if strings.Count(chart, `<rect class="bar"`) != 7 || !strings.Contains(chart, ": $0.10, 1 job</title>") {
-		t.Errorf("the chart has %d bars and no bar titled with the job's day", strings.Count(chart, `<rect class="bar"`))
+	// The chart is drawn for a wide screen and for a phone: the same bars.
+	for _, drawing := range []string{"wide", "compact"} {
+		chart := between(page.body, `<svg class="chart `+drawing+`"`, "</svg>")
+		if strings.Count(chart, `<rect class="bar"`) != 7 || !strings.Contains(chart, ": $0.10, 1 job</title>") {
+			t.Errorf("the %s chart has %d bars and no bar titled with the job's day", drawing, strings.Count(chart, `<rect class="bar"`))
+		}
 	}
 	for _, days := range []string{"30", "90"} {
-		if p := b.get("/app/settings/usage?days=" + days); p.status != http.StatusOK || strings.Count(p.body, `<rect class="bar"`) != atoi(days) {
-			t.Errorf("%s days: %d, %d bars", days, p.status, strings.Count(p.body, `<rect class="bar"`))
+		p := b.get("/app/settings/usage?days=" + days)
+		for _, drawing := range []string{"wide", "compact"} {
+			if n := strings.Count(between(p.body, `<svg class="chart `+drawing+`"`, "</svg>"), `<rect class="bar"`); p.status != http.StatusOK || n != atoi(days) {
+				t.Errorf("%s days, %s chart: %d, %d bars", days, drawing, p.status, n)
+			}
 		}
 	}
 	if p := b.get("/app/settings/usage?days=8"); p.status != http.StatusBadRequest {
