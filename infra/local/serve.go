@@ -197,6 +197,12 @@ func serve(args []string) error {
 	if err := local.SeedDemoOwner(ctx, store.New(local.DynamoDB, local.Table), filepath.Join(state, "demo-owner.json")); err != nil {
 		return fmt.Errorf("seed the console's demo owner: %w", err)
 	}
+	// moto's pool is new on every run: the people the table's memberships
+	// name come back with temporary passwords (printed below).
+	restored, err := local.RestorePeople(ctx, store.New(local.DynamoDB, local.Table), filepath.Join(state, "people.json"))
+	if err != nil {
+		return fmt.Errorf("restore the console's people of earlier runs: %w", err)
+	}
 	local.ServeStripe(ctx, stripeLn, baseURL)
 	handlers, err := local.Functions(tpl, log)
 	if err != nil {
@@ -271,6 +277,14 @@ Ctrl-C stops everything.
 		stack.Moto.Endpoint(), secretsNote(providerSecrets, local.SecretsPrefix()), local.SigningKeyAlias(),
 		routesNote(routesFile, local.ProviderRoutes, baseURL),
 		devstack.DemoOwnerEmail, devstack.DemoOwnerPassword, local.StripeAPIBase)
+	if len(restored) > 0 {
+		// moto keeps no Cognito state across runs.
+		fmt.Printf("People added in earlier runs are back in the console's user pool, each with a new temporary\npassword to sign in with once and then replace (also in %s):\n", relative(root, filepath.Join(state, "people.json")))
+		for _, p := range restored {
+			fmt.Printf("  %-40s %s\n", p.Email, p.TemporaryPassword)
+		}
+		fmt.Println()
+	}
 
 	select {
 	case <-ctx.Done():
