@@ -325,7 +325,9 @@ func routesNote(path, doc, baseURL string) string {
 	}
 	note := fmt.Sprintf("routes from %s: %s", path, strings.Join(lines, "\n                  "))
 	if cog {
-		note += "\n                  a Cog server's upload store: --upload-url " + baseURL + "/callbacks/cog/uploads/"
+		note += "\n                  a Cog server's upload store: --upload-url " + baseURL + "/callbacks/cog/uploads/" +
+			"\n                  (a route whose secret has a webhook_token: --upload-url " +
+			strings.Replace(baseURL, "://", "://cog:{webhook_token}@", 1) + "/callbacks/cog/uploads/)"
 	}
 	return note
 }
