@@ -159,10 +159,12 @@ func (r *Redeliverer) Redeliver(ctx context.Context, queueARN, receiptHandle str
 }
 
 // Settings of the jobs queue, as template.yaml sets them (docs/architecture.md, "The resources"):
-// a visibility timeout of six worker timeouts, and the DLQ after 3 receives.
+// a visibility timeout of six worker timeouts, and the DLQ after 10
+// receives, so that throttled invocations (each counts as a receive) do not
+// park a job a worker could still run.
 const (
 	VisibilityTimeoutSeconds = 720
-	MaxReceiveCount          = 3
+	MaxReceiveCount          = 10
 )
 
 // Create makes the jobs queue named name and its dead-letter queue

@@ -357,9 +357,11 @@ func (s *Stack) Resolve() map[string]string {
 		"BaseUrl":                      s.BaseURL,
 		"AllowPrivateDestinations":     strconv.FormatBool(s.AllowPrivateDestinations),
 		"AppUrl":                       s.appURL(),
-		"ProviderRoutes":               s.ProviderRoutes,
-		"ConsoleUserPool":              s.Pool.PoolID,
-		"ConsoleUserPoolClient":        s.Pool.ClientID,
+		// No concurrency quota here: both worker lanes, as on a grown account.
+		"AccountConcurrency":    "1000",
+		"ProviderRoutes":        s.ProviderRoutes,
+		"ConsoleUserPool":       s.Pool.PoolID,
+		"ConsoleUserPoolClient": s.Pool.ClientID,
 		// The table's name stands for the stack's (SecretsPrefix).
 		"AWS::StackName": s.Table,
 	} {

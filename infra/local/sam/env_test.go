@@ -119,10 +119,60 @@ Resources:
 	if _, err := tpl.Env("G", nil); err == nil || err.Error() != "G: environment variable A: !Ref NoDefault has no local value" {
 		t.Errorf("parameter without a default: %v", err)
 	}
-	if _, err := tpl.Env("G", map[string]string{"NoDefault": "v"}); err == nil || !strings.Contains(err.Error(), "variable B: Fn::If is not resolved locally") {
-		t.Errorf("Fn::If: %v", err)
+	if _, err := tpl.Env("G", map[string]string{"NoDefault": "v"}); err == nil || !strings.Contains(err.Error(), `variable B: the template has no condition "Cond"`) {
+		t.Errorf("Fn::If on a missing condition: %v", err)
 	}
 	if _, err := tpl.Env("Nope", nil); err == nil || !strings.Contains(err.Error(), "no function Nope") {
 		t.Errorf("unknown function: %v", err)
+	}
+}
+
+// Fn::If and Fn::FindInMap resolve as CloudFormation would, from the
+// parameters' values or their defaults: the light lane's queue URL and the
+// queues' MaximumConcurrency follow AccountConcurrency so.
+func TestEnvResolvesConditionsAndMappings(t *testing.T) {
+	tpl := mustParse(t, `
+Parameters:
+  Tier: {Type: String, Default: "10"}
+Mappings:
+  Tiers:
+    "10": {Workers: 2}
+    "100": {Workers: 25}
+Conditions:
+  Small: !Equals [!Ref Tier, "10"]
+  Large: !Not [!Condition Small]
+  Both: !And [!Condition Small, !Condition Large]
+  Either: !Or [!Condition Small, !Condition Large]
+Resources:
+  G:
+    Type: AWS::Serverless::Function
+    Properties:
+      Environment:
+        Variables:
+          LANE: !If [Large, !Ref Queue, ""]
+          WORKERS: !FindInMap [Tiers, !Ref Tier, Workers]
+          BOTH: !If [Both, yes, no]
+          EITHER: !If [Either, yes, no]
+`)
+	for tier, want := range map[string]map[string]string{
+		"":    {"LANE": "", "WORKERS": "2", "BOTH": "no", "EITHER": "yes"},
+		"100": {"LANE": "q", "WORKERS": "25", "BOTH": "no", "EITHER": "yes"},
+	} {
+		resolve := map[string]string{"Queue": "q"}
+		if tier != "" {
+			resolve["Tier"] = tier
+		}
+		env, err := tpl.Env("G", resolve)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("tier %q: %s = %q, want %q", tier, k, env[k], v)
+			}
+		}
+	}
+	if _, err := tpl.Env("G", map[string]string{"Queue": "q", "Tier": "7"}); err == nil || !strings.Contains(err.Error(), "!FindInMap Tiers.7.Workers: the template has no value") {
+		t.Errorf("a tier the map lacks: %v", err)
 	}
 }

@@ -86,10 +86,13 @@ var (
 // template as the logical ids it refers to: Ref X and GetAtt X.Attr are X,
 // a Sub's ${X} and ${X.Arn} are X within its text (a secret's ARN is
 // "secret:" and its name), and both branches of an If count (AWS::NoValue
-// is nothing).
+// and "" are nothing: an If's branch that leaves a variable empty).
 func ResourceNames(v any) []string {
 	switch x := v.(type) {
 	case string:
+		if x == "" {
+			return nil
+		}
 		return []string{x}
 	case map[string]any:
 		if id, ok := x["Ref"].(string); ok {

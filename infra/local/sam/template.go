@@ -21,6 +21,8 @@ import (
 type Template struct {
 	Transform  string               `yaml:"Transform"`
 	Parameters map[string]Parameter `yaml:"Parameters"`
+	Mappings   map[string]any       `yaml:"Mappings"`
+	Conditions map[string]any       `yaml:"Conditions"`
 	Globals    Globals              `yaml:"Globals"`
 	Resources  map[string]Resource  `yaml:"Resources"`
 	Outputs    map[string]any       `yaml:"Outputs"`
@@ -28,8 +30,9 @@ type Template struct {
 
 // Parameter is one template parameter.
 type Parameter struct {
-	Type    string `yaml:"Type"`
-	Default any    `yaml:"Default"`
+	Type          string `yaml:"Type"`
+	Default       any    `yaml:"Default"`
+	AllowedValues []any  `yaml:"AllowedValues"`
 }
 
 // Globals holds the function defaults.

@@ -264,9 +264,11 @@ def rehearse(out, endpoint, apigw):
     print(f"rehearsal: create: {len(created)} resources, every table, queue, bucket, key, role, "
           f"function and event source mapping among them; not represented by moto: {', '.join(absent)}")
 
-    # An update a deployment makes: a parameter that changes the functions.
+    # Updates a deployment makes: a parameter that changes the functions,
+    # and the one raised after a concurrency quota increase (the queues'
+    # MaximumConcurrency and the light lane follow it).
     update = params + [{"ParameterKey": "LogRetentionDays", "ParameterValue": "14"},
-                       {"ParameterKey": "WorkerMaximumConcurrency", "ParameterValue": "4"}]
+                       {"ParameterKey": "AccountConcurrency", "ParameterValue": "100"}]
     cfn.update_stack(StackName=name, TemplateBody=body, Parameters=update, Capabilities=["CAPABILITY_IAM"])
     wait(cfn, name, "UPDATE_COMPLETE", {"UPDATE_ROLLBACK_COMPLETE"})
     print("rehearsal: update: complete")
