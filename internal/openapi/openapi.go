@@ -620,7 +620,8 @@ func postMCP() object {
 		{"description", "Speaks MCP (Model Context Protocol): its Streamable HTTP transport, stateless, one JSON-RPC 2.0 message per POST, answered with application/json. " +
 			"The tools (tools/list) are one per generation endpoint, taking that endpoint's request schema plus idempotency_key, webhook_url and wait_seconds, " +
 			"and get_job, wait_job, list_jobs, cancel_job, get_usage, list_styles, list_models. Jobs it creates are ordinary jobs of the token's workspace. " +
-			"An API refusal is a tool result with isError and the API's message. Send Accept: application/json, text/event-stream. GET and DELETE answer 405."},
+			"An API refusal (any answer of the route but a 2xx, an outage's 503 included) is a tool result with isError and the API's message; a job_id that is not a job id is Job not found. " +
+			"Send Accept: application/json, text/event-stream. GET and DELETE answer 405."},
 		{"operationId", "mcp"},
 		{"x-protocol", "mcp"},
 		{"requestBody", object{{"required", true}, {"content", object{{"application/json", object{
@@ -628,10 +629,10 @@ func postMCP() object {
 			{"example", object{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}}},
 		}}}}}},
 		{"responses", object{
-			{"200", object{{"description", "The JSON-RPC answer: a result, or an error such as an unknown tool (-32602)."}, {"content", object{{"application/json", object{
+			{"200", object{{"description", "The JSON-RPC answer: a result, or an error with the request's id such as an unknown tool (-32602) or a method the server does not have (-32601)."}, {"content", object{{"application/json", object{
 				{"schema", message},
 			}}}}}},
-			{"400", object{{"description", "Not one JSON-RPC 2.0 message: not a JSON object (-32700), a batch (-32600), or not JSON-RPC. Nothing was done."}, {"content", object{{"application/json", object{
+			{"400", object{{"description", "Not one JSON-RPC 2.0 message: not a JSON object (-32700), a batch (-32600), a notification of a method the server does not have (-32601), or not JSON-RPC. Nothing was done."}, {"content", object{{"application/json", object{
 				{"schema", object{{"type", "object"}}},
 				{"example", object{{"jsonrpc", "2.0"}, {"id", nil}, {"error", object{{"code", -32600}, {"message", "Invalid request: JSON-RPC batches are not supported; send one message per request."}}}}},
 			}}}}}},
