@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -261,6 +262,8 @@ func (c *cli) ledgerVerify(ctx context.Context, args []string, stdout io.Writer)
 		WorkspaceID string      `json:"workspace_id"`
 		Stored      balanceJSON `json:"stored"`
 		Ledger      balanceJSON `json:"ledger"`
+		StoredUnits unitsJSON   `json:"stored_cu"`
+		LedgerUnits unitsJSON   `json:"ledger_cu"`
 		Differences []string    `json:"differences"`
 	}
 	results := []result{}
@@ -270,7 +273,7 @@ func (c *cli) ledgerVerify(ctx context.Context, args []string, stdout io.Writer)
 		if err != nil {
 			return c.notFound(err, "workspace %s does not exist", id)
 		}
-		r := result{id, toBalanceJSON(a.Stored), toBalanceJSON(a.Ledger), a.Differences}
+		r := result{id, toBalanceJSON(a.Stored), toBalanceJSON(a.Ledger), toUnitsJSON(a.StoredUnits), toUnitsJSON(a.LedgerUnits), a.Differences}
 		if r.Differences == nil {
 			r.Differences = []string{}
 		}
@@ -404,4 +407,50 @@ func (c *cli) workspaceVerify(ctx context.Context, args []string, stdout io.Writ
 		return fmt.Errorf("workspace %s: slot counters disagree with its jobs (%s)", ws, strings.Join(differences, "; "))
 	}
 	return nil
+}
+
+// unitsJSON is a workspace's compute units as the CLI prints them: whole
+// numbers.
+type unitsJSON struct {
+	Available int64 `json:"available_cu"`
+	Reserved  int64 `json:"reserved_cu"`
+	Spent     int64 `json:"spent_cu"`
+}
+
+func toUnitsJSON(b billing.UnitBalance) unitsJSON {
+	return unitsJSON{int64(b.Available), int64(b.Reserved), int64(b.Spent)}
+}
+
+func (c *cli) workspacePlan(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	monthly := fs.String("monthly-units", "", "the compute units the plan tops the workspace up to on the first day of each UTC month, `N` (0 ends the plan) (required)")
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
+		return err
+	}
+	if *monthly == "" {
+		return usagef("%s: --monthly-units is required", c.cmd.name)
+	}
+	n, err := strconv.ParseInt(*monthly, 10, 64)
+	if err != nil || n < 0 || n > billing.MaxMonthlyUnits {
+		return usagef("%s: --monthly-units must be a whole number from 0 to %d, not %q", c.cmd.name, billing.MaxMonthlyUnits, *monthly)
+	}
+	s, err := c.accounts(ctx)
+	if err != nil {
+		return err
+	}
+	credited, err := s.SetPlan(ctx, *ws, billing.Units(n), c.clock.Now())
+	if err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	b, plan, err := s.Units(ctx, *ws)
+	if err != nil {
+		return c.notFound(err, "workspace %s does not exist", *ws)
+	}
+	return writeJSON(stdout, struct {
+		WorkspaceID string `json:"workspace_id"`
+		Monthly     int64  `json:"monthly_units"`
+		ToppedUp    int64  `json:"topped_up_cu"`
+		unitsJSON
+	}{*ws, int64(plan), int64(credited), toUnitsJSON(b)})
 }

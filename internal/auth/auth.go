@@ -62,6 +62,12 @@ type Token struct {
 type Principal struct {
 	WorkspaceID string
 	TokenID     string
+	TokenName   string // the token's name, what a job's details show as its creator
+	// PersonID and Email name a signed-in person a request acts for, in
+	// process (httpapi.Origin): then there is no token, and the person's
+	// creations are billed in compute units.
+	PersonID string
+	Email    string
 }
 
 // UserID is the API's user identity inside its workspace (docs/api.md, "Styles").
@@ -141,7 +147,7 @@ func (a Authenticator) Authenticate(ctx context.Context, header string) (Princip
 	if !w.APIEnabled {
 		return Principal{}, ErrAPIDisabled
 	}
-	p := Principal{WorkspaceID: w.ID, TokenID: t.ID}
+	p := Principal{WorkspaceID: w.ID, TokenID: t.ID, TokenName: t.Name}
 	if a.Uses != nil {
 		// The last-used hour is a hint for people: failing to write it must
 		// not fail the request (Uses tries again the next hour).

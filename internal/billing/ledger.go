@@ -7,26 +7,35 @@ import (
 )
 
 // Kind is what a ledger entry records. Every movement of a workspace's
-// balance is one entry, written in the same transaction as the movement, so
-// the balance can always be recomputed from the entries.
+// balances is one entry, written in the same transaction as the movement, so
+// the balances can always be recomputed from the entries.
 type Kind string
 
 const (
-	TopUp   Kind = "topup"   // a payment: + available
+	TopUp   Kind = "topup"   // a payment (USD) or a pack (CU): + available
 	Reserve Kind = "reserve" // a job created: available -> reserved
 	Charge  Kind = "charge"  // a job completed: reserved -> spent
 	Release Kind = "release" // a job failed, was cancelled or timed out: reserved -> available
+	// Allowance is a plan's monthly top-up of compute units: + available,
+	// once per workspace and month.
+	Allowance Kind = "allowance"
 )
 
-// Entry is one ledger entry.
+// Entry is one ledger entry, in one currency: Amount for USD, Units for
+// compute units.
 type Entry struct {
 	Kind      Kind
-	Amount    Micros
+	Currency  Currency // "" is USD (entries written before compute units)
+	Amount    Micros   // USD
+	Units     Units    // CU
 	At        time.Time
 	JobID     string // reserve, charge, release
 	Endpoint  string // reserve, charge, release: the job's generation path
-	PaymentID string // topup
+	PaymentID string // topup; allowance: the month's id (plan-2026-12)
 }
+
+// InUnits reports whether e moves compute units rather than USD.
+func (e Entry) InUnits() bool { return e.Currency == CurrencyCU }
 
 // Outcome is the settlement a job's status calls for.
 type Outcome int
@@ -41,49 +50,57 @@ func (o Outcome) String() string {
 	return [...]string{"unsettled", "charged", "released"}[o]
 }
 
-// Audit recomputes a balance from its ledger and checks each job's entries
-// against its status. It returns the recomputed balance and the differences
-// found, in a stable order; none means the stored balance is exactly what
-// the ledger says. jobs maps every job of the workspace to the outcome its
-// status calls for.
-func Audit(stored Balance, entries []Entry, jobs map[string]Outcome) (Balance, []string) {
-	var b Balance
-	var topUps Micros
+// Audit recomputes both balances from the ledger and checks each job's
+// entries against its status. It returns the recomputed balances and the
+// differences found, in a stable order; none means the stored balances are
+// exactly what the ledger says. jobs maps every job of the workspace to
+// the outcome its status calls for. A job is billed in one currency: every
+// entry of a job must be in the currency of its reservation.
+func Audit(stored Balance, storedUnits UnitBalance, entries []Entry, jobs map[string]Outcome) (Balance, UnitBalance, []string) {
+	type sums struct{ available, reserved, spent, credited int64 }
+	var usd, cu sums
 	type jobEntries struct {
 		reserves, charges, releases int
-		reserved, settled           Micros
+		reserved, settled           int64
+		currencies                  map[Currency]bool
 	}
 	per := map[string]*jobEntries{}
 	for _, e := range entries {
-		if e.Kind == TopUp {
-			topUps += e.Amount
-			b.Available += e.Amount
+		s, amount, cur := &usd, int64(e.Amount), CurrencyUSD
+		if e.InUnits() {
+			s, amount, cur = &cu, int64(e.Units), CurrencyCU
+		}
+		if e.Kind == TopUp || e.Kind == Allowance {
+			s.credited += amount
+			s.available += amount
 			continue
 		}
 		je := per[e.JobID]
 		if je == nil {
-			je = &jobEntries{}
+			je = &jobEntries{currencies: map[Currency]bool{}}
 			per[e.JobID] = je
 		}
+		je.currencies[cur] = true
 		switch e.Kind {
 		case Reserve:
-			b.Available -= e.Amount
-			b.Reserved += e.Amount
+			s.available -= amount
+			s.reserved += amount
 			je.reserves++
-			je.reserved += e.Amount
+			je.reserved += amount
 		case Charge:
-			b.Reserved -= e.Amount
-			b.Spent += e.Amount
+			s.reserved -= amount
+			s.spent += amount
 			je.charges++
-			je.settled += e.Amount
+			je.settled += amount
 		case Release:
-			b.Reserved -= e.Amount
-			b.Available += e.Amount
+			s.reserved -= amount
+			s.available += amount
 			je.releases++
-			je.settled += e.Amount
+			je.settled += amount
 		}
 	}
-	b.CreditLimit = stored.CreditLimit
+	b := Balance{Available: Micros(usd.available), Reserved: Micros(usd.reserved), Spent: Micros(usd.spent), CreditLimit: stored.CreditLimit}
+	u := UnitBalance{Available: Units(cu.available), Reserved: Units(cu.reserved), Spent: Units(cu.spent)}
 
 	var diffs []string
 	field := func(name string, stored, ledger Micros) {
@@ -94,8 +111,22 @@ func Audit(stored Balance, entries []Entry, jobs map[string]Outcome) (Balance, [
 	field("available", stored.Available, b.Available)
 	field("reserved", stored.Reserved, b.Reserved)
 	field("spent", stored.Spent, b.Spent)
-	if total := stored.Available + stored.Reserved + stored.Spent; total != topUps {
-		diffs = append(diffs, fmt.Sprintf("available + reserved + spent is %s, top-ups are %s", total, topUps))
+	if total := stored.Available + stored.Reserved + stored.Spent; total != Micros(usd.credited) {
+		diffs = append(diffs, fmt.Sprintf("available + reserved + spent is %s, top-ups are %s", total, Micros(usd.credited)))
+	}
+	unitField := func(name string, stored, ledger Units) {
+		if stored != ledger {
+			diffs = append(diffs, fmt.Sprintf("cu %s: stored %s, ledger %s", name, stored, ledger))
+		}
+	}
+	unitField("available", storedUnits.Available, u.Available)
+	unitField("reserved", storedUnits.Reserved, u.Reserved)
+	unitField("spent", storedUnits.Spent, u.Spent)
+	if total := storedUnits.Available + storedUnits.Reserved + storedUnits.Spent; total != Units(cu.credited) {
+		diffs = append(diffs, fmt.Sprintf("cu available + reserved + spent is %s, allowances and packs are %s", total, Units(cu.credited)))
+	}
+	if storedUnits.Available < 0 {
+		diffs = append(diffs, fmt.Sprintf("cu available is %s, below zero", storedUnits.Available))
 	}
 
 	ids := make([]string, 0, len(jobs)+len(per))
@@ -121,6 +152,9 @@ func Audit(stored Balance, entries []Entry, jobs map[string]Outcome) (Balance, [
 		case je.reserves != 1:
 			diffs = append(diffs, fmt.Sprintf("job %s: %d reservations, want 1", id, je.reserves))
 			continue
+		case len(je.currencies) > 1:
+			diffs = append(diffs, fmt.Sprintf("job %s: entries in both usd and cu", id))
+			continue
 		}
 		got := Unsettled
 		switch {
@@ -136,8 +170,12 @@ func Audit(stored Balance, entries []Entry, jobs map[string]Outcome) (Balance, [
 			diffs = append(diffs, fmt.Sprintf("job %s: %s, its status calls for %s", id, got, want))
 		}
 		if got != Unsettled && je.settled != je.reserved {
-			diffs = append(diffs, fmt.Sprintf("job %s: reserved %s, settled %s", id, je.reserved, je.settled))
+			reserved, settled := Micros(je.reserved).String(), Micros(je.settled).String()
+			if je.currencies[CurrencyCU] {
+				reserved, settled = Units(je.reserved).String()+" cu", Units(je.settled).String()+" cu"
+			}
+			diffs = append(diffs, fmt.Sprintf("job %s: reserved %s, settled %s", id, reserved, settled))
 		}
 	}
-	return b, diffs
+	return b, u, diffs
 }

@@ -312,7 +312,37 @@ type Job struct {
 	// Deadline is how long the job may take from queued to its end when
 	// it is not the default (a route's deadline_minutes).
 	Deadline time.Duration
+	// RouteModel is the provider's model (or version) a routed job was
+	// sent to, recorded at creation for the job's details.
+	RouteModel string
+	// Currency is what the job is billed in, fixed at creation ("" on jobs
+	// stored before compute units: USD). A CU job's price is Units, held
+	// from and settled to the workspace's compute units; Price is then
+	// its price in USD, which CU were converted from, and never touches
+	// the API balance.
+	Currency billing.Currency
+	Units    billing.Units
+	// Source is where the job was made (SourceAPI, SourceMCP, SourceApp);
+	// CreatedBy who made it: the API token's name, or the person's email;
+	// PersonID the person's user id for a job made by a signed-in person.
+	// Recorded at creation for the job's details, never in its record.
+	Source    string
+	CreatedBy string
+	PersonID  string
+	// StartedAt is when the job first moved past queued (a worker's claim,
+	// a provider accepting it); nil until then.
+	StartedAt *time.Time
 }
+
+// Sources of a job (the details' "source").
+const (
+	SourceAPI = "api" // an API token, over REST
+	SourceMCP = "mcp" // an MCP tool, with an API token or an OAuth connection
+	SourceApp = "app" // the application, by a signed-in person
+)
+
+// InUnits reports whether j is billed in compute units.
+func (j *Job) InUnits() bool { return j.Currency == billing.CurrencyCU }
 
 // Submission is what the service knows of a routed job's prediction.
 type Submission struct {

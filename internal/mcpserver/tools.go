@@ -450,6 +450,11 @@ type answer struct {
 // caller: the MCP request's Authorization, its host (the public base URL of
 // records), and the headers given.
 func (t *tools) call(ctx context.Context, req *mcp.CallToolRequest, method, route string, query url.Values, body []byte, header map[string]string) answer {
+	// Every job a tool makes says it came through MCP; an OAuth
+	// connection's caller has already said so, with the signed-in person.
+	if _, ok := httpapi.OriginOf(ctx); !ok {
+		ctx = httpapi.WithOrigin(ctx, httpapi.Origin{Source: job.SourceMCP})
+	}
 	target := route
 	if len(query) > 0 {
 		target += "?" + query.Encode()

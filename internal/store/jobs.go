@@ -56,6 +56,16 @@ type jobItem struct {
 	// Provider and DeadlineMinutes: a routed job's (job.Job.Provider).
 	Provider        string `dynamodbav:"provider,omitempty"`
 	DeadlineMinutes int    `dynamodbav:"deadline_minutes,omitempty"`
+	RouteModel      string `dynamodbav:"route_model,omitempty"`
+	// Currency ("usd" or "cu"; absent on jobs stored before compute units:
+	// USD) and, for a CU job, its price in units: what its reservation and
+	// settlement move. Source, CreatedBy and PersonID say who made it.
+	Currency  string `dynamodbav:"currency,omitempty"`
+	Units     int64  `dynamodbav:"price_units,omitempty"`
+	Source    string `dynamodbav:"source,omitempty"`
+	CreatedBy string `dynamodbav:"created_by,omitempty"`
+	PersonID  string `dynamodbav:"person_id,omitempty"`
+	StartedAt string `dynamodbav:"started_at,omitempty"`
 }
 
 // requestItem is a job's request, apart from the job's item: every status,
@@ -94,6 +104,11 @@ func toJobItem(j *job.Job) jobItem {
 		Progress: j.Progress, Endpoint: j.Endpoint,
 		BaseURL: j.BaseURL, WebhookURL: j.WebhookURL, Attempts: j.Attempts,
 		Price: int64(j.Price), Provider: j.Provider, DeadlineMinutes: int(j.Deadline / time.Minute), Lane: j.Lane,
+		RouteModel: j.RouteModel, Currency: string(j.Currency), Units: int64(j.Units),
+		Source: j.Source, CreatedBy: j.CreatedBy, PersonID: j.PersonID,
+	}
+	if j.StartedAt != nil {
+		it.StartedAt = Stamp(*j.StartedAt)
 	}
 	if len(j.Outputs) > 0 {
 		b, _ := json.Marshal(j.Outputs)
@@ -127,6 +142,8 @@ func (it *jobItem) toJob() (*job.Job, error) {
 		ID: it.JobID, WorkspaceID: it.WorkspaceID, Status: st, Progress: it.Progress,
 		Endpoint: it.Endpoint, BaseURL: it.BaseURL, WebhookURL: it.WebhookURL, Attempts: it.Attempts, Lane: it.Lane,
 		Price: billing.Micros(it.Price), Provider: it.Provider, Deadline: time.Duration(it.DeadlineMinutes) * time.Minute,
+		RouteModel: it.RouteModel, Currency: billing.Currency(it.Currency), Units: billing.Units(it.Units),
+		Source: it.Source, CreatedBy: it.CreatedBy, PersonID: it.PersonID,
 	}
 	var err error
 	parse := func(s string) time.Time {
@@ -148,6 +165,7 @@ func (it *jobItem) toJob() (*job.Job, error) {
 		j.UpdatedAt = parse(it.UpdatedAt)
 	}
 	j.QueuedAt, j.EnqueuedAt, j.CompletedAt = optional(it.QueuedAt), optional(it.EnqueuedAt), optional(it.CompletedAt)
+	j.StartedAt = optional(it.StartedAt)
 	if it.LeaseID != "" {
 		j.Lease = job.Lease{ID: it.LeaseID, Until: parse(it.LeaseUntil)}
 	}

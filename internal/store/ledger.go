@@ -26,12 +26,25 @@ type ledgerItem struct {
 	Endpoint  string `dynamodbav:"endpoint,omitempty"`
 	PaymentID string `dynamodbav:"payment_id,omitempty"`
 	CreatedAt string `dynamodbav:"created_at"`
+	// Currency is "cu" for an entry of compute units (Units), absent for
+	// USD (Amount).
+	Currency string `dynamodbav:"currency,omitempty"`
+	Units    int64  `dynamodbav:"units,omitempty"`
 }
 
 const ledgerPrefix = "LEDGER#"
 
-func ledgerSK(kind billing.Kind, at time.Time, ref string) string {
-	return ledgerPrefix + string(kind) + "#" + Stamp(at) + "#" + ref
+// unitsLedgerPrefix starts the keys of compute units' entries
+// (LEDGER#cu#<kind>#<time>#<ref>), so that the API's usage, which reads
+// LEDGER#charge#, never counts them.
+const unitsLedgerPrefix = ledgerPrefix + "cu#"
+
+func ledgerSK(e billing.Entry, ref string) string {
+	prefix := ledgerPrefix
+	if e.InUnits() {
+		prefix = unitsLedgerPrefix
+	}
+	return prefix + string(e.Kind) + "#" + Stamp(e.At) + "#" + ref
 }
 
 // LedgerPut is the put of entry e of workspace ws's ledger, for the
@@ -40,14 +53,18 @@ func ledgerSK(kind billing.Kind, at time.Time, ref string) string {
 // condition that it is new.
 func LedgerPut(table, ws string, e billing.Entry) (*types.Put, error) {
 	ref := e.JobID
-	if e.Kind == billing.TopUp {
+	if e.Kind == billing.TopUp || e.Kind == billing.Allowance {
 		ref = e.PaymentID
 	}
-	item, err := attributevalue.MarshalMap(ledgerItem{
-		PK: WorkspacePK(ws), SK: ledgerSK(e.Kind, e.At, ref),
+	it := ledgerItem{
+		PK: WorkspacePK(ws), SK: ledgerSK(e, ref),
 		Kind: string(e.Kind), Amount: int64(e.Amount), JobID: e.JobID, Endpoint: e.Endpoint,
 		PaymentID: e.PaymentID, CreatedAt: Stamp(e.At),
-	})
+	}
+	if e.InUnits() {
+		it.Currency, it.Amount, it.Units = string(billing.CurrencyCU), 0, int64(e.Units)
+	}
+	item, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		return nil, fmt.Errorf("encode ledger entry: %w", err)
 	}
@@ -59,16 +76,23 @@ func (it ledgerItem) entry() billing.Entry {
 	return billing.Entry{
 		Kind: billing.Kind(it.Kind), Amount: billing.Micros(it.Amount), At: at.Time,
 		JobID: it.JobID, Endpoint: it.Endpoint, PaymentID: it.PaymentID,
+		Currency: billing.Currency(it.Currency), Units: billing.Units(it.Units),
 	}
 }
 
 // settlement is the ledger movement that ends a job: the kind, and the
-// workspace update that moves its reservation.
-func settlement(to job.Status) (billing.Kind, string) {
-	if to == job.Completed {
-		return billing.Charge, "reserved_micros :unreserve, spent_micros :price"
+// workspace update that moves its reservation, in the job's currency.
+func settlement(to job.Status, units bool) (billing.Kind, string) {
+	field := func(name string) string {
+		if units {
+			return "cu_" + name
+		}
+		return name + "_micros"
 	}
-	return billing.Release, "reserved_micros :unreserve, available_micros :price"
+	if to == job.Completed {
+		return billing.Charge, field("reserved") + " :unreserve, " + field("spent") + " :price"
+	}
+	return billing.Release, field("reserved") + " :unreserve, " + field("available") + " :price"
 }
 
 // LedgerEntries returns every ledger entry of a workspace.

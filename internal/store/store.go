@@ -111,6 +111,22 @@ type WorkspaceItem struct {
 	CreditLimit   int64  `dynamodbav:"credit_limit_micros"`
 	Active        int    `dynamodbav:"jobs_active"`
 	Running       int    `dynamodbav:"jobs_running"`
+	// The compute units, moved like the API balance (billing.UnitBalance),
+	// and the plan: its monthly allowance and the last UTC month
+	// ("2026-12") it was topped up for (package accountsdb writes them).
+	UnitsAvailable int64  `dynamodbav:"cu_available"`
+	UnitsReserved  int64  `dynamodbav:"cu_reserved"`
+	UnitsSpent     int64  `dynamodbav:"cu_spent"`
+	PlanUnits      int64  `dynamodbav:"cu_plan_monthly,omitempty"`
+	PlanMonth      string `dynamodbav:"cu_plan_month,omitempty"`
+}
+
+// Units is the workspace's compute units.
+func (it WorkspaceItem) Units() billing.UnitBalance {
+	return billing.UnitBalance{
+		Available: billing.Units(it.UnitsAvailable), Reserved: billing.Units(it.UnitsReserved),
+		Spent: billing.Units(it.UnitsSpent),
+	}
 }
 
 // Balance is the workspace's balance.

@@ -97,10 +97,12 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) error {
 			return fmt.Errorf("create job %s: decode workspace: %w", j.ID, err)
 		}
 		switch b := ws.Balance(); {
-		case b.CreditLimit != limit: // an operator changed it: judge again
+		case j.InUnits() && !ws.Units().Covers(j.Units):
+			return billing.ErrOutOfUnits
+		case !j.InUnits() && b.CreditLimit != limit: // an operator changed it: judge again
 			limit = b.CreditLimit
 			s.limits.Store(j.WorkspaceID, limit)
-		case !b.Covers(j.Price):
+		case !j.InUnits() && !b.Covers(j.Price):
 			return billing.ErrInsufficientFunds
 		case ws.Active >= ws.MaxConcurrent:
 			return job.ErrTooManyJobs
@@ -133,9 +135,28 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 	if err != nil {
 		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
-	reserve, err := LedgerPut(s.table, j.WorkspaceID, billing.Entry{
-		Kind: billing.Reserve, Amount: j.Price, At: j.CreatedAt, JobID: j.ID, Endpoint: j.Endpoint,
-	})
+	entry := billing.Entry{Kind: billing.Reserve, Amount: j.Price, At: j.CreatedAt, JobID: j.ID, Endpoint: j.Endpoint}
+	// The hold, in the job's one currency: USD from the API balance (with
+	// the credit limit), or compute units, which never go below zero.
+	moves := "available_micros :unavailable, reserved_micros :price"
+	funds := condFunds(limit)
+	values := map[string]types.AttributeValue{
+		":one": Number(1), ":running": Number(running),
+		":price": Number(int64(j.Price)), ":unavailable": Number(-int64(j.Price)),
+		":limit": Number(int64(limit)), ":needed": Number(int64(j.Price - limit)),
+	}
+	if j.InUnits() {
+		entry = billing.Entry{Kind: billing.Reserve, Currency: billing.CurrencyCU, Units: j.Units, At: j.CreatedAt, JobID: j.ID, Endpoint: j.Endpoint}
+		moves, funds = "cu_available :unavailable, cu_reserved :price", "cu_available >= :price"
+		if j.Units == 0 { // free: nothing to cover (and an old item has no units)
+			funds = "attribute_exists(PK)"
+		}
+		values = map[string]types.AttributeValue{
+			":one": Number(1), ":running": Number(running),
+			":price": Number(int64(j.Units)), ":unavailable": Number(-int64(j.Units)),
+		}
+	}
+	reserve, err := LedgerPut(s.table, j.WorkspaceID, entry)
 	if err != nil {
 		return nil, err
 	}
@@ -143,14 +164,9 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 		createJobItem: {Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		createWorkspaceItem: {Update: &types.Update{
 			TableName: aws.String(s.table), Key: Key(WorkspacePK(j.WorkspaceID), "WS"),
-			UpdateExpression: aws.String("ADD jobs_active :one, jobs_running :running, " +
-				"available_micros :unavailable, reserved_micros :price"),
-			ConditionExpression: aws.String("attribute_exists(PK) AND " + cond + " AND " + condFunds(limit)),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":one": Number(1), ":running": Number(running),
-				":price": Number(int64(j.Price)), ":unavailable": Number(-int64(j.Price)),
-				":limit": Number(int64(limit)), ":needed": Number(int64(j.Price - limit)),
-			},
+			UpdateExpression:                    aws.String("ADD jobs_active :one, jobs_running :running, " + moves),
+			ConditionExpression:                 aws.String("attribute_exists(PK) AND " + cond + " AND " + funds),
+			ExpressionAttributeValues:           values,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 		createLedgerItem: {Put: reserve},
@@ -287,18 +303,28 @@ func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now t
 		if cur.Status.Running() {
 			running = -1
 		}
-		kind, moves := settlement(c.To)
+		kind, moves := settlement(c.To, cur.InUnits())
 		wsUpdate += ", " + moves
-		wsValues[":price"], wsValues[":unreserve"] = Number(int64(cur.Price)), Number(-int64(cur.Price))
 		u.set("settlement", String(string(kind)))
-		// The price settled is the one reserved: a caller's partial view of
-		// the job fails here and is read again.
+		// The price settled is the one reserved, in the currency it was
+		// reserved in: a caller's partial view of the job fails here and is
+		// read again.
 		u.cond("attribute_not_exists(settlement) AND (price_micros = :price OR attribute_not_exists(price_micros))")
 		u.values[":price"] = Number(int64(cur.Price))
+		e := billing.Entry{Kind: kind, Amount: cur.Price, At: now, JobID: cur.ID, Endpoint: cur.Endpoint}
+		settled := int64(cur.Price)
+		if cur.InUnits() {
+			u.cond("currency = :cu AND (price_units = :units OR attribute_not_exists(price_units))")
+			u.values[":cu"], u.values[":units"] = String(string(billing.CurrencyCU)), Number(int64(cur.Units))
+			e = billing.Entry{Kind: kind, Currency: billing.CurrencyCU, Units: cur.Units, At: now, JobID: cur.ID, Endpoint: cur.Endpoint}
+			settled = int64(cur.Units)
+		} else {
+			u.cond("(attribute_not_exists(currency) OR currency = :usd)")
+			u.values[":usd"] = String(string(billing.CurrencyUSD))
+		}
+		wsValues[":price"], wsValues[":unreserve"] = Number(settled), Number(-settled)
 		var err error
-		entry, err = LedgerPut(s.table, cur.WorkspaceID, billing.Entry{
-			Kind: kind, Amount: cur.Price, At: now, JobID: cur.ID, Endpoint: cur.Endpoint,
-		})
+		entry, err = LedgerPut(s.table, cur.WorkspaceID, e)
 		if err != nil {
 			return nil, err
 		}
@@ -329,7 +355,8 @@ func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now t
 		if rerr != nil {
 			return nil, rerr
 		}
-		if stored.Status != cur.Status || stored.Price != cur.Price || stored.Endpoint != cur.Endpoint {
+		if stored.Status != cur.Status || stored.Price != cur.Price || stored.Endpoint != cur.Endpoint ||
+			stored.InUnits() != cur.InUnits() || stored.Units != cur.Units {
 			return stored, errStale
 		}
 		return stored, job.ErrConflict // the lease or the progress refused it
@@ -413,6 +440,11 @@ func newJobUpdate(j *job.Job, c job.Change, now time.Time) *jobUpdate {
 	} else {
 		u.set("GSI2PK", String(statusPK(c.To, Shard(j.WorkspaceID))))
 		u.set("GSI2SK", String(statusSK(j.WorkspaceID, j.CreatedAt, j.ID)))
+	}
+	// The first move past queued starts the job (the details' started_at);
+	// a completion straight from queued (a provider's first answer) too.
+	if c.To != job.Queued && c.To != job.Backlogged && c.To != job.Failed && c.To != job.Cancelled {
+		u.sets = append(u.sets, "started_at = if_not_exists(started_at, :updated_at)")
 	}
 	if c.Progress != nil {
 		u.set("progress", num64(*c.Progress))

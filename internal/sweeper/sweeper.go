@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"genjobs/internal/billing"
 	"genjobs/internal/clock"
 	"genjobs/internal/job"
 	"genjobs/internal/webhook"
@@ -63,6 +64,14 @@ type DeadLetters interface {
 	Drain(ctx context.Context, max int, fn func(jobID string) error) (int, error)
 }
 
+// Plans tops up the plans' compute units (accountsdb.DB).
+type Plans interface {
+	AllowancesDone(ctx context.Context, month string) (bool, error)
+	EachPlan(ctx context.Context, fn func(ws string) error) error
+	TopUpPlan(ctx context.Context, ws string, now time.Time) (billing.Units, error)
+	MarkAllowancesDone(ctx context.Context, month string, at time.Time) error
+}
+
 // Sweeper finds stuck jobs.
 type Sweeper struct {
 	Store     Store
@@ -86,6 +95,10 @@ type Sweeper struct {
 	// it held does nothing (a slow sweep, an EventBridge duplicate).
 	Lease    Lease
 	LeaseFor time.Duration
+	// Plans, when set, is topped up on the first sweep of each UTC month:
+	// every workspace with a plan gets its monthly compute units back, once
+	// (docs/operations.md, "Plans and compute units").
+	Plans Plans
 }
 
 // Defaults for Deadline and RequeueAfter.
@@ -116,6 +129,9 @@ type Report struct {
 	DeadLettered int `json:"dead_lettered"`
 	Promoted     int `json:"promoted"`
 	WebhooksSent int `json:"webhooks_resent"`
+	// ToppedUp counts the plans this sweep topped up (the first sweep of a
+	// month).
+	ToppedUp int `json:"plans_topped_up"`
 }
 
 // Handle runs one sweep for the schedule. It fails (so the run is retried
@@ -149,7 +165,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 	var r Report
 	err := s.sweep(ctx, &r)
 	attrs := []any{"scanned", r.Scanned, "requeued", r.Requeued, "timed_out", r.TimedOut,
-		"dead_lettered", r.DeadLettered, "promoted", r.Promoted, "webhooks_resent", r.WebhooksSent, "duration_ms", time.Since(start).Milliseconds()}
+		"dead_lettered", r.DeadLettered, "promoted", r.Promoted, "webhooks_resent", r.WebhooksSent, "plans_topped_up", r.ToppedUp, "duration_ms", time.Since(start).Milliseconds()}
 	if err != nil {
 		s.Log.Error("sweep", append(attrs, "error", err.Error())...)
 		return r, err
@@ -228,7 +244,46 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 			return outcome(failed, ctx.Err())
 		}
 	}
+	if s.Plans != nil {
+		if stopOn(s.topUpPlans(ctx, r)) {
+			return outcome(failed, ctx.Err())
+		}
+	}
 	return outcome(failed, nil)
+}
+
+// topUpPlans gives every plan its monthly compute units on the month's
+// first sweep. Each top-up is a conditional write keyed on the month, so
+// a sweep retried, or two at once, credit a workspace once; the month is
+// marked done only when every plan's top-up went through, so a failed one
+// is tried again by the next sweep.
+func (s *Sweeper) topUpPlans(ctx context.Context, r *Report) error {
+	now := s.Clock.Now()
+	month := billing.Month(now)
+	done, err := s.Plans.AllowancesDone(ctx, month)
+	if err != nil || done {
+		return err
+	}
+	var failed []error
+	err = s.Plans.EachPlan(ctx, func(ws string) error {
+		n, err := s.Plans.TopUpPlan(ctx, ws, now)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("top up the plan of %s: %w", ws, err))
+			return ctx.Err()
+		}
+		if n > 0 {
+			r.ToppedUp++
+			s.Log.Info("plan topped up", "workspace_id", ws, "month", month, "units", int64(n))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return outcome(failed, nil)
+	}
+	return s.Plans.MarkAllowancesDone(ctx, month, now)
 }
 
 // resendDelivery sends again the message of a webhook delivery whose

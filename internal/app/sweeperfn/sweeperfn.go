@@ -9,6 +9,7 @@ import (
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/queue"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/leasedb"
 	"genjobs/internal/sweeper"
@@ -35,6 +36,7 @@ func Build(d app.Deps) (app.ScheduleHandler, error) {
 		RequeueAfter: cmp.Or(d.Sweeper.RequeueAfter, sweeper.DefaultRequeueAfter),
 		Lease:        leasedb.New(st),
 		LeaseFor:     sweeper.DefaultLeaseFor,
+		Plans:        accountsdb.New(st),
 	}
 	if d.Webhooks.Queue != "" { // re-sends overdue webhook attempts too
 		s.Deliveries = deliveriesdb.New(st)

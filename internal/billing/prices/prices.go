@@ -2,6 +2,7 @@ package prices
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,9 @@ const maxJobPrice = 1_000_000 * billing.USD
 // decimals. Fields are checked against the endpoint's request schema at load.
 type List struct {
 	rules map[string]*rule
+	// perUSD is the file's compute_units_per_usd: how many compute units a
+	// job costs per USD of its price (billing.ToUnits).
+	perUSD int64
 	// defaults, when set, reads the embedded list on first use: a list
 	// without overrides costs a cold start nothing (TestDefaultsRead
 	// checks the file), one with overrides is read by Load, so that a bad
@@ -93,37 +97,39 @@ func Load(override []byte) (*List, error) {
 	if len(bytes.TrimSpace(override)) == 0 {
 		return &List{defaults: &lazyDefaults{}}, nil
 	}
-	rules, err := read(override)
+	rules, perUSD, err := read(override)
 	if err != nil {
 		return nil, err
 	}
-	return &List{rules: rules}, nil
+	return &List{rules: rules, perUSD: perUSD}, nil
 }
 
-// read parses the embedded list with override's entries over it.
-func read(override []byte) (map[string]*rule, error) {
+// read parses the embedded list with override's entries (and its
+// compute_units_per_usd, when it has one) over it.
+func read(override []byte) (map[string]*rule, int64, error) {
 	fields, err := endpointFields()
 	if err != nil {
-		return nil, fmt.Errorf("billing: %w", err)
+		return nil, 0, fmt.Errorf("billing: %w", err)
 	}
-	rules, err := parsePrices(defaultPrices, fields)
+	rules, perUSD, err := parsePrices(defaultPrices, fields)
 	if err != nil {
-		return nil, fmt.Errorf("billing: prices.json: %w", err)
+		return nil, 0, fmt.Errorf("billing: prices.json: %w", err)
 	}
 	if len(bytes.TrimSpace(override)) > 0 {
-		over, err := parsePrices(override, fields)
+		over, overPerUSD, err := parsePrices(override, fields)
 		if err != nil {
-			return nil, fmt.Errorf("billing: price override: %w", err)
+			return nil, 0, fmt.Errorf("billing: price override: %w", err)
 		}
 		maps.Copy(rules, over)
+		perUSD = cmp.Or(overPerUSD, perUSD)
 	}
-	return rules, nil
+	return rules, cmp.Or(perUSD, billing.DefaultUnitsPerUSD), nil
 }
 
 // table is the list's rules, reading the defaults on first use.
 func (p *List) table() (map[string]*rule, error) {
 	if d := p.defaults; d != nil {
-		d.once.Do(func() { p.rules, d.err = read(nil) })
+		d.once.Do(func() { p.rules, p.perUSD, d.err = read(nil) })
 		return p.rules, d.err
 	}
 	return p.rules, nil
@@ -154,6 +160,21 @@ func (p *List) Price(path string, params map[string]any) (billing.Micros, error)
 		return 0, fmt.Errorf("billing: price of %s: %w", path, err)
 	}
 	return m, nil
+}
+
+// Units is the price in compute units of a job whose USD price is m:
+// ceil(m x compute_units_per_usd) (docs/api.md, "Compute units").
+func (p *List) Units(m billing.Micros) (billing.Units, error) {
+	if _, err := p.table(); err != nil {
+		return 0, err
+	}
+	return billing.ToUnits(m, p.perUSD), nil
+}
+
+// UnitsPerUSD is the list's compute_units_per_usd.
+func (p *List) UnitsPerUSD() (int64, error) {
+	_, err := p.table()
+	return p.perUSD, err
 }
 
 // Paths lists the priced paths, sorted.
@@ -389,34 +410,49 @@ type (
 	}
 )
 
-func parsePrices(data []byte, fields map[string]map[string]schemaField) (map[string]*rule, error) {
+// unitsKey is the file's one key that is not an endpoint path: how many
+// compute units one USD of price costs.
+const unitsKey = "compute_units_per_usd"
+
+// parsePrices reads a price file: its rules, and its compute_units_per_usd
+// (0 when it has none).
+func parsePrices(data []byte, fields map[string]map[string]schemaField) (map[string]*rule, int64, error) {
 	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
-		return nil, errors.New("must be a JSON object keyed by endpoint path")
+		return nil, 0, errors.New("must be a JSON object keyed by endpoint path")
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(data, &entries); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
-			return nil, fmt.Errorf("not valid JSON at byte %d: %w", syn.Offset, err)
+			return nil, 0, fmt.Errorf("not valid JSON at byte %d: %w", syn.Offset, err)
 		}
-		return nil, fmt.Errorf("not valid JSON: %w", err)
+		return nil, 0, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if err := noDuplicateKeys(data); err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	var perUSD int64
+	if raw, ok := entries[unitsKey]; ok {
+		delete(entries, unitsKey)
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+		if err != nil || n < 1 || n > billing.MaxUnitsPerUSD {
+			return nil, 0, fmt.Errorf("%s: must be a whole number from 1 to %d, not %s", unitsKey, billing.MaxUnitsPerUSD, raw)
+		}
+		perUSD = n
 	}
 	rules := map[string]*rule{}
 	for _, path := range slices.Sorted(maps.Keys(entries)) {
 		props, ok := fields[path]
 		if !ok {
-			return nil, fmt.Errorf("%s: not the path of a generation endpoint", path)
+			return nil, 0, fmt.Errorf("%s: not the path of a generation endpoint", path)
 		}
 		r, err := parseRule(entries[path], props)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, 0, fmt.Errorf("%s: %w", path, err)
 		}
 		rules[path] = r
 	}
-	return rules, nil
+	return rules, perUSD, nil
 }
 
 func parseRule(raw json.RawMessage, props map[string]schemaField) (*rule, error) {

@@ -6,6 +6,7 @@
 package generate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -35,9 +36,11 @@ type JobCreator interface {
 	Job(ctx context.Context, id string) (*job.Job, error)
 }
 
-// Pricer prices a validated request (prices.List).
+// Pricer prices a validated request (prices.List), in USD and, for a job
+// billed in compute units, in units.
 type Pricer interface {
 	Price(path string, params map[string]any) (billing.Micros, error)
+	Units(price billing.Micros) (billing.Units, error)
 }
 
 // Enqueuer hands a stored job to the workers.
@@ -84,6 +87,7 @@ const (
 	msgKeyInFlight   = "A request with this Idempotency-Key is in progress; retry shortly."
 	msgNoCredits     = "You have run out of credits."
 	msgNoCreditsHelp = "The API balance is separate from the workspace compute balance; top it up in the application's billing settings."
+	msgNoUnits       = "Your workspace has run out of compute units."
 )
 
 // Routes is the generate function's router.
@@ -159,10 +163,29 @@ func (g *Handler) create(w http.ResponseWriter, r *http.Request) {
 		BaseURL:     base,
 		WebhookURL:  webhook,
 		Price:       price,
+		Currency:    billing.CurrencyUSD,
+		Source:      job.SourceAPI,
+		CreatedBy:   p.TokenName,
+	}
+	// The currency is fixed here, once: a signed-in person's creation (the
+	// application, an OAuth MCP connection: an in-process Origin) is billed
+	// in compute units, a token's in USD.
+	origin, _ := httpapi.OriginOf(r.Context())
+	j.Source = cmp.Or(origin.Source, j.Source)
+	if p.PersonID != "" {
+		if j.Units, err = g.Prices.Units(price); err != nil {
+			httpapi.InternalError(w, r, "price request in compute units", err)
+			return
+		}
+		j.Currency, j.PersonID, j.CreatedBy = billing.CurrencyCU, p.PersonID, p.Email
+		if origin.Source == "" {
+			j.Source = job.SourceApp
+		}
 	}
 	j.Lane = lifecycle.QueueFor(j)
 	if rt, ok := g.Providers.For(j.Endpoint); ok {
 		j.Provider, j.Deadline = rt.Provider, rt.Deadline()
+		j.RouteModel = cmp.Or(rt.Model, rt.Version)
 	}
 	if key != "" {
 		j.Idempotency = &job.Idempotency{
@@ -182,6 +205,10 @@ func (g *Handler) create(w http.ResponseWriter, r *http.Request) {
 			Error   string `json:"error"`
 			Message string `json:"message"`
 		}{msgNoCredits, msgNoCreditsHelp})
+		return
+	case errors.Is(err, billing.ErrOutOfUnits):
+		g.Metrics.Count(metrics.PaymentRequired, "", 1)
+		httpapi.WriteError(w, http.StatusPaymentRequired, msgNoUnits)
 		return
 	case errors.Is(err, job.ErrTooManyJobs):
 		g.Metrics.Count(metrics.TooManyRequests, "", 1)
@@ -206,7 +233,8 @@ func (g *Handler) create(w http.ResponseWriter, r *http.Request) {
 			log.Error("enqueue failed; left for the sweeper", "error", err.Error())
 		}
 	}
-	log.Info("job created", "endpoint", j.Endpoint, "status", string(j.Status), "price_micros", int64(j.Price))
+	log.Info("job created", "endpoint", j.Endpoint, "status", string(j.Status), "price_micros", int64(j.Price),
+		"currency", string(j.Currency), "price_units", int64(j.Units), "source", j.Source)
 	g.Metrics.Count(metrics.JobsCreated, j.Model(), 1)
 	setDeprecationHeaders(w.Header(), req.Deprecations)
 	httpapi.WriteJSON(w, http.StatusOK, j.Record(nil))

@@ -140,20 +140,24 @@ func (s *DB) SetCreditLimit(ctx context.Context, ws string, limit billing.Micros
 	return it.Balance(), nil
 }
 
-// Audit is a workspace's ledger check: the stored balance, the one its
-// ledger entries add up to, and every difference (billing.Audit).
+// Audit is a workspace's ledger check: the stored balances (USD and compute
+// units), the ones its ledger entries add up to, and every difference
+// (billing.Audit).
 type Audit struct {
-	Stored, Ledger billing.Balance
-	Differences    []string
+	Stored, Ledger           billing.Balance
+	StoredUnits, LedgerUnits billing.UnitBalance
+	Differences              []string
 }
 
-// AuditLedger recomputes a workspace's balance from its ledger and checks
-// every job's entries against its status. Exact when the workspace is quiet.
+// AuditLedger recomputes a workspace's balances (USD and compute units)
+// from its ledger and checks every job's entries against its status and
+// its one currency. Exact when the workspace is quiet.
 func (s *DB) AuditLedger(ctx context.Context, ws string) (Audit, error) {
-	stored, err := s.Balance(ctx, ws)
-	if err != nil {
+	var it store.WorkspaceItem
+	if err := s.Get(ctx, store.WorkspacePK(ws), "WS", &it); err != nil {
 		return Audit{}, err
 	}
+	stored, storedUnits := it.Balance(), it.Units()
 	entries, err := s.LedgerEntries(ctx, ws)
 	if err != nil {
 		return Audit{}, err
@@ -162,6 +166,6 @@ func (s *DB) AuditLedger(ctx context.Context, ws string) (Audit, error) {
 	if err != nil {
 		return Audit{}, err
 	}
-	ledger, diffs := billing.Audit(stored, entries, outcomes)
-	return Audit{Stored: stored, Ledger: ledger, Differences: diffs}, nil
+	ledger, ledgerUnits, diffs := billing.Audit(stored, storedUnits, entries, outcomes)
+	return Audit{Stored: stored, Ledger: ledger, StoredUnits: storedUnits, LedgerUnits: ledgerUnits, Differences: diffs}, nil
 }
