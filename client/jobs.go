@@ -243,6 +243,52 @@ func (s *JobsService) Deliveries(ctx context.Context, id string) ([]Delivery, er
 	return out.Items, nil
 }
 
+// Details is what a job was asked, where it came from, who made it and
+// what it costs (GET /jobs/{id}/details); the record (Job) has none of it.
+type Details struct {
+	JobID    string `json:"job_id"`
+	Endpoint string `json:"endpoint"` // the generation path, e.g. /generate/image/vendor-b/model-e-4
+	// Input is the request body as accepted, defaults filled; an image
+	// given as a data URI is cut to its first 64 characters.
+	Input json.RawMessage `json:"input"`
+	// Source is "api" (an API token), "mcp" (an MCP tool) or "app" (the
+	// web application).
+	Source string `json:"source"`
+	// CreatedBy is the API token's name, or the signed-in person's email;
+	// nil when unknown.
+	CreatedBy *string    `json:"created_by"`
+	Billing   Billing    `json:"billing"`
+	StartedAt *time.Time `json:"started_at"` // nil until a worker or provider took it
+	EndedAt   *time.Time `json:"ended_at"`   // the record's completed_at
+	// Route is "reference" (the built-in engines) or the model provider
+	// and model the job was routed to ("replicate:owner/name").
+	Route string `json:"route"`
+}
+
+// Billing is a job's price in the one currency it is billed in: "usd"
+// (the API balance: jobs made with an API token) or "cu" (the workspace's
+// compute units: jobs made in the application or through an OAuth MCP
+// connection).
+type Billing struct {
+	Currency string `json:"currency"`
+	// Price is USD as a decimal string with six places ("0.030000"), or
+	// compute units as a whole number ("3").
+	Price string `json:"price"`
+	// Charged is nil until the job ends, Price once completed, "0" once
+	// failed or cancelled.
+	Charged *string `json:"charged"`
+}
+
+// Details reads a job's details. A job of another workspace, like a
+// missing one, is an *APIError with status 404.
+func (s *JobsService) Details(ctx context.Context, id string) (*Details, error) {
+	var d Details
+	if err := s.c.getJSON(ctx, "/jobs/"+url.PathEscape(id)+"/details", nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
 // WaitOptions tune Wait. The zero value (or nil) polls every second at
 // first, then less often, up to every 5 seconds.
 type WaitOptions struct {

@@ -65,6 +65,19 @@ func TestJobsThroughTheStack(t *testing.T) {
 		if expired.Result.URLs[0] == p.URL+"/storage/expired/0.png" {
 			t.Error("the job kept its expired URL")
 		}
+		d, err := c.Jobs.Details(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.JobID != j.ID || d.Endpoint != "/generate/image/vendor-b/model-e-4" || d.Source != "api" || d.Route != "reference" ||
+			d.Billing.Currency != "usd" || d.Billing.Price != "0.030000" || d.Billing.Charged == nil || *d.Billing.Charged != "0.030000" ||
+			d.StartedAt == nil || d.EndedAt == nil || !strings.Contains(string(d.Input), `"prompt":"a red bicycle"`) {
+			t.Errorf("Details of the completed job: %+v, input %s", d, d.Input)
+		}
+		var apiErr *client.APIError
+		if _, err := c.Jobs.Details(ctx, "0194b3a0-5c6e-7d2f-9a01-23456789abcd"); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+			t.Errorf("Details of an unknown job: %v; want a 404 APIError", err)
+		}
 	})
 
 	t.Run("List walks every page", func(t *testing.T) {

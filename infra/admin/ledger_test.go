@@ -38,7 +38,7 @@ func TestInvoiceAndLedgerVerify(t *testing.T) {
 	wantKeys(t, e.ok(t, "balance", "show", "--workspace", other), "available_usd", "reserved_usd", "spent_usd")
 
 	out = e.ok(t, "ledger", "verify", "--workspace", ws)
-	wantKeys(t, out, "workspace_id", "stored", "ledger", "differences")
+	wantKeys(t, out, "workspace_id", "stored", "ledger", "stored_cu", "ledger_cu", "differences")
 	if d := out["differences"].([]any); len(d) != 0 {
 		t.Errorf("differences of a correct ledger: %v", d)
 	}
@@ -57,4 +57,45 @@ func TestInvoiceAndLedgerVerify(t *testing.T) {
 		}
 	}
 	e.fails(t, 1, "workspace ws_nope does not exist", "ledger", "verify", "--workspace", "ws_nope")
+}
+
+func TestWorkspacePlanAndLedgerVerifyOfComputeUnits(t *testing.T) {
+	e, ctx := newEnv(t), context.Background()
+	ws := e.ok(t, "workspace", "create", "--name", "Studio")["workspace_id"].(string)
+	out := e.ok(t, "workspace", "plan", "--workspace", ws, "--monthly-units", "500")
+	wantKeys(t, out, "workspace_id", "monthly_units", "topped_up_cu", "available_cu", "reserved_cu", "spent_cu")
+	if out["monthly_units"] != 500.0 || out["topped_up_cu"] != 500.0 || out["available_cu"] != 500.0 {
+		t.Errorf("a new plan: %v; want 500 units at once", out)
+	}
+	// Set again within the month: nothing more is credited.
+	if out := e.ok(t, "workspace", "plan", "--workspace", ws, "--monthly-units", "800"); out["topped_up_cu"] != 0.0 || out["available_cu"] != 500.0 || out["monthly_units"] != 800.0 {
+		t.Errorf("a changed plan within the month: %v; want 800 a month from the next, 500 now", out)
+	}
+	// A job billed in compute units completes: ledger verify follows it.
+	s, now := e.store(), time.Now()
+	j := &job.Job{ID: job.NewID(now), WorkspaceID: ws, CreatedAt: now, Price: 30_000, Currency: billing.CurrencyCU, Units: 3,
+		Endpoint: "/generate/image/vendor-b/model-e-4", Request: []byte(`{}`)}
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transition(ctx, j, job.Change{To: job.Completed}, now); err != nil {
+		t.Fatal(err)
+	}
+	out = e.ok(t, "ledger", "verify", "--workspace", ws)
+	if got := out["stored_cu"].(map[string]any); got["available_cu"] != 497.0 || got["spent_cu"] != 3.0 {
+		t.Errorf("stored_cu %v; want 497 available, 3 spent", got)
+	}
+	if d := out["differences"].([]any); len(d) != 0 || out["stored"].(map[string]any)["spent_usd"] != "0.000000" {
+		t.Errorf("ledger verify of a CU job: %v", out)
+	}
+	// Units changed behind the ledger's back are caught.
+	e.addToWorkspace(t, ws, "cu_available", 7)
+	r := e.run("ledger", "verify", "--workspace", ws)
+	if r.code != 1 || !strings.Contains(r.stdout, "cu available: stored 504, ledger 497") {
+		t.Errorf("ledger verify of tampered units: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	e.fails(t, 2, "--monthly-units must be a whole number", "workspace", "plan", "--workspace", ws, "--monthly-units", "-1")
+	e.fails(t, 2, "--monthly-units must be a whole number", "workspace", "plan", "--workspace", ws, "--monthly-units", "1.5")
+	e.fails(t, 2, "--monthly-units is required", "workspace", "plan", "--workspace", ws)
+	e.fails(t, 1, "workspace ws_nope does not exist", "workspace", "plan", "--workspace", "ws_nope", "--monthly-units", "5")
 }

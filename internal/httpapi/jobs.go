@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -14,10 +15,12 @@ import (
 	"genjobs/internal/webhook"
 )
 
-// JobReader reads jobs.
+// JobReader reads jobs, and a job's request (its own item, written by
+// the creation: store.Store.JobRequest).
 type JobReader interface {
 	Job(ctx context.Context, id string) (*job.Job, error)
 	ListJobs(ctx context.Context, workspaceID string, q job.Query) (job.Page, error)
+	JobRequest(ctx context.Context, id string) (json.RawMessage, error)
 }
 
 // ResultURLs mints the fetchable URL of an output file (a presigned GET).
@@ -35,8 +38,8 @@ type DeliveryReader interface {
 	Delivery(ctx context.Context, jobID string) (*webhook.Delivery, error)
 }
 
-// Jobs serves GET /jobs/{id}, GET /jobs, DELETE /jobs/{id} and
-// GET /jobs/{id}/deliveries.
+// Jobs serves GET /jobs/{id}, GET /jobs, DELETE /jobs/{id},
+// GET /jobs/{id}/deliveries and GET /jobs/{id}/details.
 type Jobs struct {
 	Auth       Authenticator
 	Jobs       JobReader
@@ -52,6 +55,7 @@ func (h *Jobs) Routes() *http.ServeMux {
 	mux.HandleFunc("DELETE /jobs/{id}", h.cancel)
 	mux.HandleFunc("GET /jobs", h.list)
 	mux.HandleFunc("GET /jobs/{id}/deliveries", h.deliveries)
+	mux.HandleFunc("GET /jobs/{id}/details", h.details)
 	mux.Handle("/", NotFound())
 	return mux
 }

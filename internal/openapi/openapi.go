@@ -27,12 +27,12 @@ var componentFiles embed.FS
 
 // componentNames lists the component schemas in the order the document shows them.
 var componentNames = []string{"Job", "JobError", "JobList", "Error", "OutOfCredits", "Asset", "AssetUploadRequest", "AssetUpload",
-	"Usage", "DeliveryList", "JWKS", "Style", "StyleList", "ShareLink"}
+	"Usage", "DeliveryList", "JobDetails", "JWKS", "Style", "StyleList", "ShareLink"}
 
 const refPrefix = "#/components/schemas/"
 
 // ComponentSchema returns a component schema (Job, JobError, JobList, Error,
-// OutOfCredits, Asset, AssetUploadRequest, AssetUpload, Usage, DeliveryList,
+// OutOfCredits, Asset, AssetUploadRequest, AssetUpload, Usage, DeliveryList, JobDetails,
 // JWKS, Style, StyleList, ShareLink) as a standalone
 // draft-07 JSON Schema: references to other components are inlined, so
 // gojsonschema can validate a real response with it.
@@ -125,6 +125,7 @@ func Build(c *catalog.Catalog, baseURL string) ([]byte, error) {
 		member{"/jobs", object{{"get", listJobs()}}},
 		member{"/jobs/{id}", object{{"get", getJob()}, {"delete", cancelJob()}}},
 		member{"/jobs/{id}/deliveries", object{{"get", listDeliveries()}}},
+		member{"/jobs/{id}/details", object{{"get", getJobDetails()}}},
 		member{"/assets", object{{"post", uploadAsset(baseURL)}}},
 		member{"/assets/uploads", object{{"post", startAssetUpload(baseURL)}}},
 		member{"/assets/{id}", object{{"get", getAsset()}}},
@@ -338,6 +339,22 @@ func getJob() object {
 		{"parameters", []any{jobIDParameter()}},
 		{"responses", object{
 			{"200", object{{"description", "The job."}, {"content", jsonContent(ref(refPrefix + "Job"))}}},
+			{"401", ref("#/components/responses/Unauthorized")},
+			{"404", ref("#/components/responses/NotFound")},
+			{"503", ref("#/components/responses/Unavailable")},
+		}},
+	}
+}
+
+func getJobDetails() object {
+	return object{
+		{"tags", []string{"General"}},
+		{"summary", "Get a job's details"},
+		{"description", "What the job was asked (its input as accepted), its source and creator, its price and charge in the currency it is billed in, when it started and ended, and where it ran. A job of another workspace is not found."},
+		{"operationId", "getJobDetails"},
+		{"parameters", []any{jobIDParameter()}},
+		{"responses", object{
+			{"200", object{{"description", "The job's details."}, {"content", jsonContent(ref(refPrefix + "JobDetails"))}}},
 			{"401", ref("#/components/responses/Unauthorized")},
 			{"404", ref("#/components/responses/NotFound")},
 			{"503", ref("#/components/responses/Unavailable")},

@@ -99,6 +99,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"GET /jobs -> JobsFunction",
 		"GET /jobs/{id} -> JobsFunction",
 		"GET /jobs/{id}/deliveries -> JobsFunction",
+		"GET /jobs/{id}/details -> JobsFunction",
 		"GET /mcp -> MCPFunction",
 		"GET /openapi.json -> OpenAPIFunction",
 		"GET /styles -> StylesFunction",
