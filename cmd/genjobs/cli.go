@@ -63,6 +63,8 @@ func commands() []*command {
 		generateCommand(),
 		{name: "jobs get", args: "ID", summary: "Print a job's record.", example: "genjobs jobs get 0194b3a0-5c6e-7d2f-9a01-23456789abcd", run: (*cli).jobsGet},
 		jobsListCommand(),
+		{name: "jobs show", args: "ID", summary: "Print a job's details: endpoint, input, source, who made it, cost, start and end, route.",
+			example: "genjobs jobs show 0194b3a0-5c6e-7d2f-9a01-23456789abcd", run: (*cli).jobsShow},
 		{name: "jobs wait", args: "ID [--out PATH|DIR/]", summary: "Wait until a job ends; with --out, write its result files.",
 			example: "genjobs jobs wait 0194b3a0-5c6e-7d2f-9a01-23456789abcd --out bike.png", run: (*cli).jobsWait, flags: outFlag},
 		{name: "jobs cancel", args: "ID", summary: "Cancel a job that has not ended.", example: "genjobs jobs cancel 0194b3a0-5c6e-7d2f-9a01-23456789abcd", run: (*cli).jobsCancel},
@@ -75,6 +77,8 @@ func commands() []*command {
 		stylesListCommand(),
 		{name: "styles share", args: "ID", summary: "Make (or read again) the share link of a style you own.", example: "genjobs styles share sty_demo_api_sketch", run: (*cli).stylesShare},
 		webhookListenCommand(),
+		{name: "models", summary: "List the models: each endpoint's fields (type, bounds, default), price rule and typical duration.",
+			example: "genjobs models", run: (*cli).models},
 	}
 }
 

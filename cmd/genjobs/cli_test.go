@@ -56,10 +56,115 @@ func genjobs(t *testing.T, url, token string, args ...string) result {
 	return result{code, out.String(), errOut.String()}
 }
 
+// genjobsOnTerminal runs the command line as genjobs does, stdout a
+// terminal.
+func genjobsOnTerminal(t *testing.T, url, token string, args ...string) result {
+	t.Helper()
+	var out, errOut syncBuffer
+	env := map[string]string{"GENJOBS_TOKEN": token, "GENJOBS_API_URL": url}
+	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }, stdoutTTY: true}
+	code := c.run(context.Background(), args)
+	return result{code, out.String(), errOut.String()}
+}
+
 func TestGenjobsAgainstTheStack(t *testing.T) {
 	st := devstacktest.Start(t)
 	dir := t.TempDir()
 	run := func(args ...string) result { return genjobs(t, st.URL, st.Token, args...) }
+
+	t.Run("jobs list is a table on a terminal; jobs show prints the details", func(t *testing.T) {
+		r := run("generate", "image/vendor-b/model-e-4", "prompt=a table", "width=64", "height=64", "--wait")
+		var j struct {
+			JobID string `json:"job_id"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &j) != nil {
+			t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+		r = genjobsOnTerminal(t, st.URL, st.Token, "jobs", "list", "--limit", "5")
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if r.code != 0 || len(lines) < 2 || strings.Join(strings.Fields(lines[0]), " ") != "ID STATUS ENDPOINT CREATED COST" {
+			t.Fatalf("jobs list on a terminal: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		var row []string
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, j.JobID) {
+				row = strings.Fields(l)
+			}
+		}
+		if len(row) != 7 || row[1] != "completed" || row[2] != "image/vendor-b/model-e-4" || row[5] != "0.03" || row[6] != "USD" {
+			t.Errorf("the job's row %q in\n%s", row, r.stdout)
+		}
+		if strings.Contains(r.stdout, "http") {
+			t.Errorf("the table shows result URLs:\n%s", r.stdout)
+		}
+		// Off a terminal, jobs list still prints the API's JSON.
+		if r := run("jobs", "list", "--limit", "1"); r.code != 0 || !strings.HasPrefix(r.stdout, `{"items":[`) {
+			t.Errorf("jobs list off a terminal: %d %q", r.code, r.stdout)
+		}
+
+		r = run("jobs", "show", j.JobID)
+		var d struct {
+			Endpoint string                           `json:"endpoint"`
+			Source   string                           `json:"source"`
+			Billing  struct{ Currency, Price string } `json:"billing"`
+			Input    struct{ Prompt string }          `json:"input"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &d) != nil || d.Endpoint != "/generate/image/vendor-b/model-e-4" ||
+			d.Source != "api" || d.Billing.Currency != "usd" || d.Billing.Price != "0.030000" || d.Input.Prompt != "a table" {
+			t.Errorf("jobs show off a terminal: exit %d, %q, %s", r.code, r.stdout, r.stderr)
+		}
+		r = genjobsOnTerminal(t, st.URL, st.Token, "jobs", "show", j.JobID)
+		for _, want := range []string{j.JobID + "  completed", "endpoint  /generate/image/vendor-b/model-e-4", "source    api", "cost      0.03 USD", "route     reference", `"prompt": "a table"`} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("jobs show on a terminal lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		if r := run("jobs", "show", "0194b3a0-5c6e-7d2f-9a01-23456789abcd"); r.code != exitRefused || !strings.Contains(r.stderr, "Job not found.") {
+			t.Errorf("jobs show of an unknown job: exit %d, %q", r.code, r.stderr)
+		}
+	})
+
+	t.Run("models lists fields, price rules and durations from the schemas", func(t *testing.T) {
+		r := run("models")
+		var out struct {
+			Models []struct {
+				Path, Price, Takes string
+				Fields             []struct {
+					Name     string
+					Type     string
+					Required bool
+					Minimum  *float64
+					Maximum  *float64
+					Default  any
+				}
+			}
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &out) != nil || len(out.Models) != 7 {
+			t.Fatalf("models: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+		}
+		for _, m := range out.Models {
+			if m.Path != "/generate/image/vendor-b/model-e-4" {
+				continue
+			}
+			if m.Price != "0.03 USD per job" || m.Takes == "" {
+				t.Errorf("model-e-4's price %q, takes %q", m.Price, m.Takes)
+			}
+			found := false
+			for _, f := range m.Fields {
+				if f.Name == "width" {
+					found = f.Type == "integer" && f.Minimum != nil && f.Maximum != nil && *f.Maximum >= 1024
+				}
+			}
+			if !found {
+				t.Errorf("model-e-4's width field is not an integer with bounds: %+v", m.Fields)
+			}
+		}
+		r = genjobsOnTerminal(t, "", "", "models")
+		if r.code != 0 || !strings.Contains(r.stdout, "image/vendor-b/model-e-4") || !strings.Contains(r.stdout, "FIELD") ||
+			!strings.Contains(r.stdout, "compute units") {
+			t.Errorf("models on a terminal: exit %d\n%s", r.code, r.stdout)
+		}
+	})
 
 	t.Run("generate --wait --out writes the file of the asked size", func(t *testing.T) {
 		out := filepath.Join(dir, "bike.png")

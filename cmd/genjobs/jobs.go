@@ -106,7 +106,7 @@ func jobsListCommand() *command {
 	var f listFlags
 	return &command{
 		name: "jobs list", args: "[--status S] [--limit N] [--all]",
-		summary: "List the workspace's jobs, newest first: one page, or every page with --all.",
+		summary: "List the workspace's jobs, newest first: one page, or every page with --all; on a terminal a table with each job's endpoint and cost.",
 		example: "genjobs jobs list --status failed --all",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&f.status, "status", "", "only jobs in this `state` (queued, processing, completed, failed, ...)")
@@ -119,6 +119,9 @@ func jobsListCommand() *command {
 				return err
 			}
 			p := client.ListParams{Status: client.Status(f.status), Limit: f.limit}
+			if c.stdoutTTY && !c.asJSON {
+				return c.jobTable(ctx, cl, p, f.all)
+			}
 			if !f.all {
 				page, err := cl.Jobs.ListPage(ctx, p)
 				if err != nil {
@@ -155,4 +158,35 @@ func printEvery[T any](c *cli, items iter.Seq2[T, error], raw func(T) json.RawMe
 		c.print(raw(item), human(item))
 	}
 	return nil
+}
+
+// jobTable prints jobs as a table (id, status, endpoint, created, cost),
+// a page at a time: the endpoint and the cost come from each job's
+// details, read a few at a time.
+func (c *cli) jobTable(ctx context.Context, cl *client.Client, p client.ListParams, all bool) error {
+	header := true
+	for {
+		page, err := cl.Jobs.ListPage(ctx, p)
+		if err != nil {
+			return err
+		}
+		rows, err := withDetails(ctx, cl, page.Items)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 && header {
+			fmt.Fprintln(c.stdout, "no jobs")
+			return nil
+		}
+		printJobTable(c.stdout, rows, header)
+		header = false
+		if page.NextCursor == nil {
+			return nil
+		}
+		if !all {
+			fmt.Fprintln(c.stdout, "(more: --all lists every page)")
+			return nil
+		}
+		p.Cursor = *page.NextCursor
+	}
 }

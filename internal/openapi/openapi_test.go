@@ -101,8 +101,8 @@ func TestDocumentHead(t *testing.T) {
 
 func TestGenerationPaths(t *testing.T) {
 	c, _, doc := build(t)
-	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+12 {
-		t.Errorf("%d paths, want the %d generation endpoints and 12 more", got, len(c.Endpoints()))
+	if got := len(doc["paths"].(map[string]any)); got != len(c.Endpoints())+13 {
+		t.Errorf("%d paths, want the %d generation endpoints and 13 more", got, len(c.Endpoints()))
 	}
 	for _, e := range c.Endpoints() {
 		op := at(t, doc, path(e.Path())+"/post").(map[string]any)
