@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"genjobs/internal/app/providerwire"
 	"genjobs/internal/netguard"
@@ -117,5 +118,29 @@ func TestFalJWKSReachesOnlyItsHost(t *testing.T) {
 	}
 	if got := dialed(); len(got) != 0 {
 		t.Errorf("the guard let connections through to %v", got)
+	}
+}
+
+// TestReplicateListPagesStayOnTheRoutesServer: looking for the prediction
+// of a submission whose answer was lost, the Replicate route's client
+// follows the list's next page only on its own server: a next page on the
+// Cog route's server (a URL the answer gave, which a request would send
+// the token to, not a redirect) is not requested, and the job waits.
+func TestReplicateListPagesStayOnTheRoutesServer(t *testing.T) {
+	e := newEnv(t, mixedRoutes)
+	e.rep.Next = e.cog.URL + "/predictions?cursor=stolen"
+	e.rep.FailNext(providertest.Fault{Lose: true})
+	j := e.create(videoB, videoBody)
+	e.step()
+	e.clock.T = e.clock.T.Add(time.Minute) // past the wait for an answer in flight
+	e.step()
+	if got := e.cog.Requests(); len(got) != 0 {
+		t.Errorf("the list's next page was requested on the Cog route's server: %v", got)
+	}
+	if !strings.Contains(e.logs.String(), "not on the route's server") {
+		t.Errorf("the step's log does not say why the page was not followed:\n%s", e.logs.String())
+	}
+	if got := e.job(j.ID); got.Status.Terminal() || e.rep.Creates() != 1 {
+		t.Errorf("job %s with %d predictions; want it waiting on its one prediction", got.Status, e.rep.Creates())
 	}
 }

@@ -71,6 +71,9 @@ type Replicate struct {
 	Succeed any
 	// Files serves files under /files/ on the API's own host.
 	Files *Files
+	// Next, when set, is the list's first page: no predictions, and Next
+	// as its next page's URL.
+	Next string
 }
 
 // NewReplicate starts a fake on 127.0.0.1.
@@ -206,6 +209,12 @@ func (r *Replicate) list(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.mu.Lock()
+	if r.Next != "" && req.URL.Query().Get("cursor") == "" {
+		next := r.Next
+		r.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"next": next, "previous": nil, "results": []RPrediction{}})
+		return
+	}
 	var results []RPrediction
 	for i := len(r.order) - 1; i >= 0; i-- { // newest first
 		p := *r.preds[r.order[i]]

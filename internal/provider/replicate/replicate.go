@@ -119,7 +119,9 @@ const findPages = 5
 
 // Find lists the account's predictions, newest first, back to since, and
 // returns the one whose webhook names the job: the callback URL carries
-// the job id. A list item without its webhook is read whole.
+// the job id. A list item without its webhook is read whole. A next page
+// on another server than the route's is an error: its URL would get the
+// route's token.
 func (c *Client) Find(ctx context.Context, r *provider.Route, s provider.Secret, jobID string, since time.Time) (provider.Prediction, bool, error) {
 	next := r.BaseURL + "/v1/predictions"
 	for page := 0; page < findPages && next != ""; page++ {
@@ -154,8 +156,14 @@ func (c *Client) Find(ctx context.Context, r *provider.Route, s provider.Secret,
 			}
 		}
 		next = ""
-		if list.Next != nil {
-			next = *list.Next
+		if list.Next != nil && *list.Next != "" {
+			// The next page's URL is the answer's, and gets the token: only
+			// on the route's own server (not a redirect, which drops it).
+			u, err := url.Parse(*list.Next)
+			if err != nil || provider.HostPort(u) != r.HostPort() {
+				return provider.Prediction{}, false, fmt.Errorf("replicate: the prediction list's next page is not on the route's server (%s); not followed", r.HostPort())
+			}
+			next = u.String()
 		}
 	}
 	return provider.Prediction{}, false, nil
