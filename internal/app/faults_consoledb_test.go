@@ -30,8 +30,9 @@ const consoleUnavailable = "A service the console depends on did not answer just
 // consoleStack is the console function on a stack whose table fails on
 // demand: ws_a's owner signed in (a stored session, its cookie), and a
 // second member, b, for the members' forms. Cognito and Stripe are never
-// reached by these pages and forms: their endpoints are moto's, which has
-// neither the pool nor the secret, so a call to either would be a 500.
+// reached by these pages and forms (the session's person was checked just
+// now: no re-check for RecheckEvery): their endpoints are moto's, which has
+// neither the pool nor the secret, so a call to either would fail.
 type consoleStack struct {
 	*stack
 	h      http.Handler
@@ -59,7 +60,7 @@ func newConsoleStack(t *testing.T) *consoleStack {
 		}
 	}
 	if err := c.db.CreateSession(ctx, member.Session{Hash: member.HashSecret(c.cookie), UserID: "u_owner", Email: "owner@example.com",
-		WorkspaceID: "ws_a", CSRF: c.csrf, CreatedAt: now, SeenAt: now}); err != nil {
+		WorkspaceID: "ws_a", CSRF: c.csrf, CreatedAt: now, SeenAt: now, CheckedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	return c
