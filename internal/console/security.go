@@ -5,9 +5,11 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"strconv"
 	"time"
 
 	"genjobs/internal/cognito"
+	"genjobs/internal/httpapi"
 	"genjobs/internal/member"
 )
 
@@ -300,7 +302,7 @@ func (c *Console) recheck(w http.ResponseWriter, r *http.Request, ses *member.Se
 			return true
 		}
 		c.logger(r).Error("re-check of the session's person failed past the grace", "user_id", ses.UserID, "error", err.Error())
-		w.Header().Set("Retry-After", "60")
+		w.Header().Set("Retry-After", strconv.Itoa(httpapi.RetryAfter))
 		c.fail(w, r, http.StatusServiceUnavailable, "Your sign-in cannot be confirmed right now. Nothing was changed; try again in a minute.")
 		return false
 	}

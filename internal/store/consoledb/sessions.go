@@ -40,9 +40,13 @@ func (d *DB) CreateSession(ctx context.Context, ses member.Session) error {
 	if err := d.putUserSession(ctx, ses); err != nil {
 		return err
 	}
-	return d.PutNew(ctx, sessionItem{PK: sessionPK(ses.Hash), SK: "SESSION", UserID: ses.UserID, Email: ses.Email,
+	it := sessionItem{PK: sessionPK(ses.Hash), SK: "SESSION", UserID: ses.UserID, Email: ses.Email,
 		WorkspaceID: ses.WorkspaceID, CSRF: ses.CSRF, CreatedAt: store.Stamp(ses.CreatedAt), SeenAt: store.Stamp(ses.SeenAt),
-		Refresh: ses.Refresh, CheckedAt: store.Stamp(ses.CheckedAt), ExpiresAt: ses.Ends().Unix()})
+		Refresh: ses.Refresh, ExpiresAt: ses.Ends().Unix()}
+	if !ses.CheckedAt.IsZero() { // else read as checked at its creation
+		it.CheckedAt = store.Stamp(ses.CheckedAt)
+	}
+	return d.PutNew(ctx, it)
 }
 
 // Session reads the session whose cookie hashes to hash, if it is still
