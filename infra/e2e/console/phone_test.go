@@ -73,7 +73,9 @@ const measureChart = `(() => {
 })()`
 
 // TestEveryPageFitsAPhone opens every page of the console in Chromium at a
-// phone's 390 CSS pixels, with long names and emails in its tables: no
+// phone's 390 CSS pixels (sign-in, set-password, no workspace, tokens,
+// revoke, billing, members, remove member, security, the shared style, an
+// error, usage), with long names and emails in its tables: no
 // page is wider than the screen, every action (a row's Revoke, Remove or
 // role, every form's button) lies within it, and the usage chart's labels
 // are drawn at a readable size, apart, and inside the chart, the last
@@ -104,6 +106,24 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	}
 	share, _, err := styles.ShareLink(ctx, st.ID, style.APIUserID(devstack.DemoWorkspace), style.NewShareToken(), time.Now())
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A person new to the pool (the set-password step) and one in no
+	// workspace, both with addresses that do not fit a phone's line.
+	newcomer := "someone-new-with-an-equally-long-address@subdomain.example.com"
+	idp, err := s.Local.Cognito()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, _, err := idp.EnsureUser(ctx, newcomer)
+	if err != nil || fresh.TemporaryPassword == "" {
+		t.Fatalf("a new person: %+v, %v", fresh, err)
+	}
+	loner := "nobody-has-added-this-rather-long-address@subdomain.example.com"
+	if _, _, err := idp.EnsureUser(ctx, loner); err != nil {
+		t.Fatal(err)
+	}
+	if err := idp.SetPassword(ctx, loner, password); err != nil {
 		t.Fatal(err)
 	}
 	waitEnded(t, s, createJob(t, s)) // a model's row and a bar in usage
@@ -142,9 +162,26 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	if err := chromedp.Do(browser, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile)); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
+	// measure checks the page the browser shows; check opens path first.
+	var measure func(name string, rowActions bool)
 	check := func(name, path, ready string, rowActions bool) {
 		t.Helper()
-		do(name, chromedp.Navigate(app+path), chromedp.WaitVisible(chromedp.CSS(ready)), shot(name))
+		do(name, chromedp.Navigate(app+path), chromedp.WaitVisible(chromedp.CSS(ready)))
+		measure(name, rowActions)
+	}
+	signIn := func(email, password, ready string) {
+		t.Helper()
+		do("sign in as "+email,
+			chromedp.Navigate(app+"/sign-in"),
+			chromedp.SendKeys(chromedp.CSS(`input[name=email]`), email),
+			chromedp.SendKeys(chromedp.CSS(`input[name=password]`), password),
+			chromedp.Submit(chromedp.CSS(`input[name=password]`)),
+			chromedp.WaitVisible(chromedp.CSS(ready)),
+		)
+	}
+	measure = func(name string, rowActions bool) {
+		t.Helper()
+		do(name, shot(name))
 		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
 		defer cancel()
 		f, err := chromedp.Run(stepCtx, chromedp.Evaluate[fit](measureFit))
@@ -166,12 +203,12 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	}
 
 	check("sign-in", "/sign-in", "input[name=email]", false)
-	do("sign in",
-		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), "owner@example.com"),
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), password),
-		chromedp.Submit(chromedp.CSS(`input[name=password]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#tokens`)),
-	)
+	signIn(newcomer, fresh.TemporaryPassword, `input[name=password_again]`)
+	measure("set-password", false)
+	signIn(loner, password, `#sign-out`)
+	measure("no-workspace", false)
+	do("sign out", chromedp.Click(chromedp.CSS(`#sign-out`)), chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)))
+	signIn("owner@example.com", password, `#tokens`)
 	check("tokens", "/settings/api-tokens", "#tokens", true)
 	check("revoke", "/settings/api-tokens/"+tokenID+"/revoke", "#confirm-revoke", false)
 	check("billing", "/settings/billing", "#topups", false)
