@@ -103,7 +103,7 @@ func (c *Client) SignIn(ctx context.Context, email, password string) (Result, er
 		AuthParameters: map[string]string{"USERNAME": email, "PASSWORD": password},
 	})
 	if err != nil {
-		return Result{}, signInError(err)
+		return Result{}, classify(opSignIn, err)
 	}
 	return c.result(ctx, out.ChallengeName, out.Session, out.AuthenticationResult)
 }
@@ -118,7 +118,7 @@ func (c *Client) SetNewPassword(ctx context.Context, email, session, password st
 		ChallengeResponses: map[string]string{"USERNAME": email, "NEW_PASSWORD": password},
 	})
 	if err != nil {
-		return Result{}, signInError(err)
+		return Result{}, classify(opChallenge, err)
 	}
 	return c.result(ctx, out.ChallengeName, out.Session, out.AuthenticationResult)
 }
@@ -140,40 +140,6 @@ func (c *Client) result(ctx context.Context, challenge types.ChallengeNameType, 
 	return Result{Identity: id, Tokens: tokens(auth)}, nil
 }
 
-func signInError(err error) error {
-	var (
-		notAuth  *types.NotAuthorizedException
-		notFound *types.UserNotFoundException
-		weak     *types.InvalidPasswordException
-		reset    *types.PasswordResetRequiredException
-		invalid  *types.InvalidParameterException
-		code     *types.CodeMismatchException
-		expired  *types.ExpiredCodeException
-	)
-	switch {
-	case errors.As(err, &notFound), errors.As(err, &notAuth) && !isSessionError(notAuth):
-		return ErrBadCredentials
-	case errors.As(err, &notAuth), errors.As(err, &code), errors.As(err, &expired):
-		return ErrChallengeExpired
-	case errors.As(err, &weak):
-		return ErrWeakPassword
-	case errors.As(err, &invalid):
-		// A password of a form the policy refuses outright (too short)
-		// comes as an invalid parameter.
-		return ErrWeakPassword
-	case errors.As(err, &reset):
-		return ErrPasswordReset
-	}
-	return fmt.Errorf("cognito: %w", err)
-}
-
-// isSessionError tells Cognito's "Invalid session" refusal of a challenge
-// answer from a refused password.
-func isSessionError(e *types.NotAuthorizedException) bool {
-	msg := aws.ToString(e.Message)
-	return len(msg) >= 15 && (msg[:15] == "Invalid session" || msg[:15] == "Session expired")
-}
-
 // User is a user of the pool, for the operator CLI.
 type User struct {
 	UserID            string
@@ -183,7 +149,9 @@ type User struct {
 
 // EnsureUser returns the pool's user of email, creating it with a
 // temporary password (told to nobody by Cognito: the operator passes it
-// on) when there is none. created says which.
+// on) when there is none. created says which. A user that exists but has
+// never signed in gets a new temporary password (recover.go): an earlier
+// add that failed after making the user lost the first one.
 func (c *Client) EnsureUser(ctx context.Context, email string) (u User, created bool, err error) {
 	temp, err := TemporaryPassword()
 	if err != nil {
@@ -201,11 +169,11 @@ func (c *Client) EnsureUser(ctx context.Context, email string) (u User, created 
 	})
 	var exists *types.UsernameExistsException
 	if errors.As(err, &exists) {
-		u, err := c.User(ctx, email)
+		u, err := c.existing(ctx, email)
 		return u, false, err
 	}
 	if err != nil {
-		return User{}, false, fmt.Errorf("cognito: create user %s: %w", email, err)
+		return User{}, false, fmt.Errorf("create user %s: %w", email, classify(opCreate, err))
 	}
 	u = User{Email: email, TemporaryPassword: temp, UserID: attribute(out.User.Attributes, "sub")}
 	if u.UserID == "" {
@@ -218,7 +186,7 @@ func (c *Client) EnsureUser(ctx context.Context, email string) (u User, created 
 func (c *Client) User(ctx context.Context, email string) (User, error) {
 	out, err := c.api.AdminGetUser(ctx, &cip.AdminGetUserInput{UserPoolId: aws.String(c.poolID), Username: aws.String(email)})
 	if err != nil {
-		return User{}, fmt.Errorf("cognito: read user %s: %w", email, err)
+		return User{}, fmt.Errorf("read user %s: %w", email, classify(opAdmin, err))
 	}
 	u := User{Email: email, UserID: attribute(out.UserAttributes, "sub")}
 	if u.UserID == "" {
@@ -234,7 +202,7 @@ func (c *Client) SetPassword(ctx context.Context, email, password string) error 
 		UserPoolId: aws.String(c.poolID), Username: aws.String(email), Password: aws.String(password), Permanent: true,
 	})
 	if err != nil {
-		return fmt.Errorf("cognito: set the password of %s: %w", email, err)
+		return fmt.Errorf("set the password of %s: %w", email, classify(opAdmin, err))
 	}
 	return nil
 }

@@ -39,11 +39,16 @@ func TestAFirstSignInSetsAPasswordThenSignsIn(t *testing.T) {
 	if err != nil || !created || u.UserID == "" || u.TemporaryPassword == "" {
 		t.Fatalf("EnsureUser: %+v %v %v", u, created, err)
 	}
+	// Added again before a first sign-in (the first add failed after the
+	// pool made the user): a new temporary password, the first one void.
 	again, created, err := c.EnsureUser(ctx, "ada@example.com")
-	if err != nil || created || again.UserID != u.UserID || again.TemporaryPassword != "" {
-		t.Fatalf("EnsureUser again: %+v %v %v; want the same user, no new password", again, created, err)
+	if err != nil || created || again.UserID != u.UserID || again.TemporaryPassword == "" || again.TemporaryPassword == u.TemporaryPassword {
+		t.Fatalf("EnsureUser again: %+v %v %v; want the same user with a new temporary password", again, created, err)
 	}
-	r, err := c.SignIn(ctx, "ada@example.com", u.TemporaryPassword)
+	if _, err := c.SignIn(ctx, "ada@example.com", u.TemporaryPassword); !errors.Is(err, cognito.ErrBadCredentials) {
+		t.Fatalf("the first temporary password: %v; want ErrBadCredentials", err)
+	}
+	r, err := c.SignIn(ctx, "ada@example.com", again.TemporaryPassword)
 	if err != nil || !r.NewPasswordRequired || r.Session == "" {
 		t.Fatalf("first sign-in: %+v %v; want the set-password step", r, err)
 	}
@@ -54,6 +59,10 @@ func TestAFirstSignInSetsAPasswordThenSignsIn(t *testing.T) {
 	r, err = c.SignIn(ctx, "ada@example.com", "Correct-Horse-42!")
 	if err != nil || r.Identity.UserID != u.UserID {
 		t.Fatalf("sign-in: %+v %v", r, err)
+	}
+	// Once signed in, adding them again leaves their password alone.
+	if again, _, err := c.EnsureUser(ctx, "ada@example.com"); err != nil || again.TemporaryPassword != "" {
+		t.Fatalf("EnsureUser after the first sign-in: %+v %v; want no new password", again, err)
 	}
 }
 

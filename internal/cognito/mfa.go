@@ -61,7 +61,7 @@ func mfaError(err error) error {
 		// codes), or an access token that no longer works.
 		return ErrChallengeExpired
 	}
-	return fmt.Errorf("cognito: %w", err)
+	return classify(opOther, err) // throttling, attempt limits, ...
 }
 
 // AnswerMFA answers the SOFTWARE_TOKEN_MFA challenge of a sign-in with a
@@ -185,7 +185,7 @@ func (c *Client) ChangePassword(ctx context.Context, access, current, proposed s
 	_, err := c.api.ChangePassword(ctx, &cip.ChangePasswordInput{AccessToken: aws.String(access),
 		PreviousPassword: aws.String(current), ProposedPassword: aws.String(proposed)})
 	if err != nil {
-		return signInError(err)
+		return classify(opChange, err)
 	}
 	return nil
 }

@@ -73,6 +73,12 @@ type Store interface {
 	SharedStyle(ctx context.Context, token string) (style.Style, error)
 
 	OnceStore
+
+	// The sign-in throttle's counters (throttle.go) and the move of a
+	// membership to a person's new user (recover.go).
+	Failures(ctx context.Context, keys []string, window time.Time) (int, error)
+	AddFailure(ctx context.Context, key string, window, expires time.Time) error
+	MoveMember(ctx context.Context, ws, from, to string) (member.Membership, error)
 }
 
 // Identity signs people in (cognito.Client).
@@ -81,6 +87,10 @@ type Identity interface {
 	SetNewPassword(ctx context.Context, email, session, password string) (cognito.Result, error)
 	EnsureUser(ctx context.Context, email string) (cognito.User, bool, error)
 	Security
+	// Getting back in (recover.go).
+	ForgotPassword(ctx context.Context, email string) error
+	ConfirmForgotPassword(ctx context.Context, email, code, password string) error
+	ResetPassword(ctx context.Context, email string) (cognito.User, error)
 }
 
 // Payments is Stripe Checkout (checkout.Stripe).
@@ -169,6 +179,10 @@ func (c *Console) Routes() http.Handler {
 	mux.HandleFunc("GET "+Base+"/sign-in", c.signInPage)
 	mux.HandleFunc("POST "+Base+"/sign-in", c.signIn)
 	mux.HandleFunc("POST "+Base+"/set-password", c.setPassword)
+	mux.HandleFunc("GET "+Base+"/forgot-password", c.forgotPage)
+	mux.HandleFunc("POST "+Base+"/forgot-password", c.forgotPassword)
+	mux.HandleFunc("GET "+Base+"/reset-password", c.resetPage)
+	mux.HandleFunc("POST "+Base+"/reset-password", c.confirmReset)
 	mux.HandleFunc("POST "+Base+"/sign-out", c.form(c.signOut, nil))
 	mux.HandleFunc("POST "+Base+"/workspace", c.switchWorkspace)
 	c.securityRoutes(mux)
@@ -190,6 +204,8 @@ func (c *Console) Routes() http.Handler {
 	mux.HandleFunc("POST "+Base+"/settings/members/{user}/role", c.form(c.changeRole, member.Role.ManagesMembers))
 	mux.HandleFunc("GET "+Base+"/settings/members/{user}/remove", c.page(c.removeMemberPage))
 	mux.HandleFunc("POST "+Base+"/settings/members/{user}/remove", c.form(c.removeMember, member.Role.ManagesMembers))
+	mux.HandleFunc("GET "+Base+"/settings/members/{user}/reset-password", c.page(c.resetMemberPage))
+	mux.HandleFunc("POST "+Base+"/settings/members/{user}/reset-password", c.form(c.resetMember, member.Role.ManagesMembers))
 
 	mux.HandleFunc("GET "+Base+"/styles/shared/{token}", c.sharedStyle)
 

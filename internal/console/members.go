@@ -64,9 +64,14 @@ func (c *Console) addMember(w http.ResponseWriter, r *http.Request, req *request
 		c.membersError(w, r, req, http.StatusBadRequest, email, roleText, "Enter the person's email address.")
 		return
 	}
-	u, created, err := c.Identity.EnsureUser(r.Context(), email)
+	u, _, err := c.Identity.EnsureUser(r.Context(), email)
+	if err == nil {
+		err = c.adopt(r.Context(), req.current.WorkspaceID, email, u.UserID)
+	}
 	if err != nil {
-		c.internalError(w, r, "create user", err)
+		if !refuse(w, err, func(status int, msg string, _ bool) { c.membersError(w, r, req, status, email, roleText, msg) }) {
+			c.internalError(w, r, "create user", err)
+		}
 		return
 	}
 	err = c.Store.AddMember(r.Context(), member.Membership{WorkspaceID: req.current.WorkspaceID, UserID: u.UserID,
@@ -85,10 +90,9 @@ func (c *Console) addMember(w http.ResponseWriter, r *http.Request, req *request
 		c.internalError(w, r, "read members", err)
 		return
 	}
-	data.Added = &addedMember{Email: email, Role: string(role)}
-	if created {
-		data.Added.TemporaryPassword = u.TemporaryPassword
-	}
+	// A temporary password comes with a user the pool made now, or one
+	// that never signed in (an add that failed half-way lost the first).
+	data.Added = &addedMember{Email: email, Role: string(role), TemporaryPassword: u.TemporaryPassword}
 	v := c.view(req, "members", "Members")
 	v.Data = data
 	c.render(w, r, http.StatusCreated, "members", v)

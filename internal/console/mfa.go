@@ -37,7 +37,7 @@ func (c *Console) mfaStep(w http.ResponseWriter, r *http.Request, data signInDat
 			return
 		}
 		if err != nil {
-			c.internalError(w, r, "begin MFA setup", err)
+			c.signInRefused(w, r, data, err) // a message, or an internal error's page
 			return
 		}
 		d.Setup, d.Secret, d.Challenge = true, secret, session
@@ -70,6 +70,10 @@ func (c *Console) answerMFA(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusBadRequest, "mfa", &view{Title: "Two-step sign-in", Data: d})
 		return
 	}
+	t := c.throttleOf(r, scopeSignIn, d.Email) // throttle.go: wrong codes count
+	if c.throttled(w, r, t) {
+		return
+	}
 	var (
 		res cognito.Result
 		err error
@@ -79,6 +83,7 @@ func (c *Console) answerMFA(w http.ResponseWriter, r *http.Request) {
 	} else {
 		res, err = c.Identity.AnswerMFA(r.Context(), d.Email, d.Challenge, code)
 	}
+	err = c.counted(r, t, err)
 	switch {
 	case errors.Is(err, cognito.ErrWrongCode):
 		d.Error = msgWrongCode

@@ -38,7 +38,8 @@ func (c *Console) view(req *request, nav, title string) *view {
 
 type pageTemplate struct{ t *template.Template }
 
-var pageNames = []string{"error", "noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared", "mfa", "security"}
+var pageNames = []string{"error", "noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared", "mfa", "security",
+	"forgot", "resetpassword", "resetmember"}
 
 var funcs = template.FuncMap{
 	"usd":  func(m billing.Micros) string { return m.Dollars() },

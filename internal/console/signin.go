@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
@@ -21,7 +20,8 @@ type signInData struct {
 const msgBadCredentials = "That email and password do not match an account."
 
 func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, "signin", &view{Title: "Sign in", Data: signInData{Next: localPath(r.URL.Query().Get("next"), "")}})
+	c.render(w, r, http.StatusOK, "signin", &view{Title: "Sign in", Notice: signInNotices[r.URL.Query().Get("done")],
+		Data: signInData{Next: localPath(r.URL.Query().Get("next"), "")}})
 }
 
 // MaxPasswordBytes bounds what a sign-in form may send (Cognito's own limit
@@ -42,8 +42,12 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusBadRequest, "signin", &view{Title: "Sign in", Data: data})
 		return
 	}
+	t := c.throttleOf(r, scopeSignIn, email)
+	if c.throttled(w, r, t) {
+		return
+	}
 	res, err := c.Identity.SignIn(r.Context(), email, password)
-	c.afterCognito(w, r, data, res, err)
+	c.afterCognito(w, r, data, res, c.counted(r, t, err))
 }
 
 func (c *Console) setPassword(w http.ResponseWriter, r *http.Request) {
@@ -68,32 +72,20 @@ func (c *Console) setPassword(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusBadRequest, "setpassword", &view{Title: "Choose a password", Data: data})
 		return
 	}
+	t := c.throttleOf(r, scopeSignIn, data.Email)
+	if c.throttled(w, r, t) {
+		return
+	}
 	res, err := c.Identity.SetNewPassword(r.Context(), data.Email, data.Challenge, password)
-	c.afterCognito(w, r, data, res, err)
+	c.afterCognito(w, r, data, res, c.counted(r, t, err))
 }
 
 // afterCognito answers a sign-in step: the set-password page, an error
 // beside the form, or a new session.
 func (c *Console) afterCognito(w http.ResponseWriter, r *http.Request, data signInData, res cognito.Result, err error) {
 	switch {
-	case errors.Is(err, cognito.ErrBadCredentials):
-		data.Error = msgBadCredentials
-		c.render(w, r, http.StatusUnauthorized, "signin", &view{Title: "Sign in", Data: data})
-		return
-	case errors.Is(err, cognito.ErrChallengeExpired):
-		data.Error, data.Challenge = "That step took too long. Sign in again with your temporary password.", ""
-		c.render(w, r, http.StatusUnauthorized, "signin", &view{Title: "Sign in", Data: data})
-		return
-	case errors.Is(err, cognito.ErrPasswordReset):
-		data.Error = "Your password must be reset: ask the workspace's owner or the operator for a new temporary password."
-		c.render(w, r, http.StatusUnauthorized, "signin", &view{Title: "Sign in", Data: data})
-		return
-	case errors.Is(err, cognito.ErrWeakPassword):
-		data.Error = "Choose a stronger password: at least 12 characters with upper and lower case letters, a digit and a symbol."
-		c.render(w, r, http.StatusBadRequest, "setpassword", &view{Title: "Choose a password", Data: data})
-		return
 	case err != nil:
-		c.internalError(w, r, "sign in", err)
+		c.signInRefused(w, r, data, err)
 		return
 	case res.NewPasswordRequired:
 		data.Challenge, data.Error = res.Session, ""

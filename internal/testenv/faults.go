@@ -31,6 +31,9 @@ const (
 	Unavailable
 	// Drop closes the connection without an answer: a network failure.
 	Drop
+	// refusal answers a service's refusal: a 400 with the code Refuse
+	// named (JSON protocols).
+	refusal
 )
 
 // Faults is an HTTP proxy in front of an emulator (or any endpoint of a
@@ -50,6 +53,7 @@ type Faults struct {
 type rule struct {
 	op, contains string
 	fault        Fault
+	code         string // a refusal's error code
 }
 
 // NewFaults starts a proxy to upstream (http://host:port), stopped when
@@ -69,8 +73,13 @@ func NewFaults(t testing.TB, upstream string) *Faults {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		fault := f.fault(op, body)
+		fault, code := f.fault(op, body)
 		switch fault {
+		case refusal:
+			w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
+			w.Header().Set("X-Amzn-Query-Error", code+";Sender")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"__type":"` + code + `","message":"refused by the test (` + code + `)"}`))
 		case Pass:
 			proxy.ServeHTTP(w, r)
 		case Freeze:
@@ -111,8 +120,20 @@ func (f *Faults) SetIf(op, contains string, fault Fault) {
 	defer f.mu.Unlock()
 	f.rules = slices.DeleteFunc(f.rules, func(r rule) bool { return r.op == op && r.contains == contains })
 	if fault != Pass {
-		f.rules = slices.Insert(f.rules, 0, rule{op, contains, fault})
+		f.rules = slices.Insert(f.rules, 0, rule{op: op, contains: contains, fault: fault})
 	}
+}
+
+// Refuse makes every later call of op whose body contains contains answer
+// the service's refusal code (a 400 with that error type, as a JSON
+// protocol service answers: Cognito's CodeMismatchException,
+// InvalidParameterException, ...): the errors an emulator cannot be made to
+// give. The rule set last decides when several match.
+func (f *Faults) Refuse(op, contains, code string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules = slices.DeleteFunc(f.rules, func(r rule) bool { return r.op == op && r.contains == contains })
+	f.rules = slices.Insert(f.rules, 0, rule{op: op, contains: contains, fault: refusal, code: code})
 }
 
 // Clear lets every call pass again.
@@ -129,16 +150,16 @@ func (f *Faults) Failed(op string) int {
 	return f.failed[op]
 }
 
-func (f *Faults) fault(op string, body []byte) Fault {
+func (f *Faults) fault(op string, body []byte) (Fault, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range f.rules {
 		if (r.op == op || r.op == "*") && bytes.Contains(body, []byte(r.contains)) {
 			f.failed[op]++
-			return r.fault
+			return r.fault, r.code
 		}
 	}
-	return Pass
+	return Pass, ""
 }
 
 // Operation names the API call r makes: the action of X-Amz-Target for the

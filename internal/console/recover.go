@@ -1,0 +1,239 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"genjobs/internal/cognito"
+	"genjobs/internal/member"
+	"genjobs/internal/store"
+)
+
+// Getting back in: "Forgot your password?" (a code by email, then a new
+// password), and an owner's reset of a member (a new temporary password).
+
+// signInNotices are what the sign-in page says after a redirect (?done=).
+var signInNotices = map[string]string{
+	"password-reset": "Your password is changed. Sign in with it.",
+}
+
+// counted counts err against t when it is a failure the throttle counts (a
+// wrong password, a forged or stale challenge, a wrong authenticator code,
+// a wrong or old reset code), and returns it.
+func (c *Console) counted(r *http.Request, t throttle, err error) error {
+	for _, e := range []error{cognito.ErrBadCredentials, cognito.ErrChallengeExpired, cognito.ErrWrongCode, cognito.ErrCodeMismatch, cognito.ErrCodeExpired} {
+		if errors.Is(err, e) {
+			c.failed(r, t)
+			break
+		}
+	}
+	return err
+}
+
+// signInRefused answers a sign-in step's error: the message beside the
+// sign-in form (the set-password form for a weak password), or an
+// internal error's page.
+func (c *Console) signInRefused(w http.ResponseWriter, r *http.Request, data signInData, err error) {
+	if refuse(w, err, func(status int, msg string, again bool) {
+		page, title := "signin", "Sign in"
+		if errors.Is(err, cognito.ErrWeakPassword) && data.Challenge != "" {
+			page, title = "setpassword", "Choose a password"
+		}
+		if page == "signin" {
+			data.Challenge = ""
+		}
+		data.Error = msg
+		c.render(w, r, status, page, &view{Title: title, Data: data})
+	}) {
+		return
+	}
+	c.internalError(w, r, "sign in", err)
+}
+
+type forgotData struct {
+	Email, Error string
+}
+
+func (c *Console) forgotPage(w http.ResponseWriter, r *http.Request) {
+	email := member.NormalizeEmail(r.URL.Query().Get("email"))
+	if member.ValidEmail(email) != nil {
+		email = ""
+	}
+	c.render(w, r, http.StatusOK, "forgot", &view{Title: "Forgot your password?", Data: forgotData{Email: email}})
+}
+
+// forgotPassword asks Cognito to email a code, then sends the browser to
+// the page where the code is entered. Every address gets the same answer,
+// whether it has an account or not. Each request counts against the
+// throttle: it sends an email.
+func (c *Console) forgotPassword(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	data := forgotData{Email: member.NormalizeEmail(r.PostForm.Get("email"))}
+	if member.ValidEmail(data.Email) != nil {
+		data.Error = "Enter the email address you sign in with."
+		c.render(w, r, http.StatusBadRequest, "forgot", &view{Title: "Forgot your password?", Data: data})
+		return
+	}
+	t := c.throttleOf(r, scopeReset, data.Email)
+	if c.throttled(w, r, t) {
+		return
+	}
+	c.failed(r, t)
+	if err := c.Identity.ForgotPassword(r.Context(), data.Email); err != nil {
+		if !refuse(w, err, func(status int, msg string, _ bool) {
+			data.Error = msg
+			c.render(w, r, status, "forgot", &view{Title: "Forgot your password?", Data: data})
+		}) {
+			c.internalError(w, r, "forgot password", err)
+		}
+		return
+	}
+	c.logger(r).Info("password reset code requested")
+	http.Redirect(w, r, Base+"/reset-password?email="+url.QueryEscape(data.Email), http.StatusSeeOther)
+}
+
+type resetData struct {
+	Email, Error string
+}
+
+func (c *Console) resetPage(w http.ResponseWriter, r *http.Request) {
+	email := member.NormalizeEmail(r.URL.Query().Get("email"))
+	if member.ValidEmail(email) != nil {
+		http.Redirect(w, r, Base+"/forgot-password", http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, http.StatusOK, "resetpassword", &view{Title: "Choose a new password", Data: resetData{Email: email}})
+}
+
+// MaxCodeBytes bounds a reset code (Cognito's are 6 digits; its limit is
+// 2048 characters).
+const MaxCodeBytes = 64
+
+// confirmReset sets the new password with the emailed code, then sends the
+// browser to sign in with it.
+func (c *Console) confirmReset(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	data := resetData{Email: member.NormalizeEmail(r.PostForm.Get("email"))}
+	code := trimmed(r, "code")
+	password, again := r.PostForm.Get("password"), r.PostForm.Get("password_again")
+	if member.ValidEmail(data.Email) != nil {
+		http.Redirect(w, r, Base+"/forgot-password", http.StatusSeeOther)
+		return
+	}
+	switch {
+	case code == "" || len(code) > MaxCodeBytes:
+		data.Error = "Enter the code from the email."
+	case password != again:
+		data.Error = "The two passwords differ."
+	case len(password) < 12 || len(password) > MaxPasswordBytes:
+		data.Error = "Choose a password of at least 12 characters."
+	}
+	if data.Error != "" {
+		c.render(w, r, http.StatusBadRequest, "resetpassword", &view{Title: "Choose a new password", Data: data})
+		return
+	}
+	t := c.throttleOf(r, scopeReset, data.Email)
+	if c.throttled(w, r, t) {
+		return
+	}
+	err := c.counted(r, t, c.Identity.ConfirmForgotPassword(r.Context(), data.Email, code, password))
+	if err != nil {
+		if !refuse(w, err, func(status int, msg string, _ bool) {
+			data.Error = msg
+			c.render(w, r, status, "resetpassword", &view{Title: "Choose a new password", Data: data})
+		}) {
+			c.internalError(w, r, "confirm password reset", err)
+		}
+		return
+	}
+	c.logger(r).Info("password reset by code")
+	http.Redirect(w, r, Base+"/sign-in?done=password-reset", http.StatusSeeOther)
+}
+
+type resetMemberData struct {
+	Member            member.Membership
+	TemporaryPassword string
+}
+
+// theMember finds the workspace's member the path names; the answer is
+// written (404) when there is none.
+func (c *Console) theMember(w http.ResponseWriter, r *http.Request, req *request) (member.Membership, bool) {
+	ms, err := c.Store.Members(r.Context(), req.current.WorkspaceID)
+	if err != nil {
+		c.internalError(w, r, "read members", err)
+		return member.Membership{}, false
+	}
+	for _, m := range ms {
+		if m.UserID == r.PathValue("user") {
+			return m, true
+		}
+	}
+	c.fail(w, r, http.StatusNotFound, "That person is not a member of "+req.current.WorkspaceName+".")
+	return member.Membership{}, false
+}
+
+func (c *Console) resetMemberPage(w http.ResponseWriter, r *http.Request, req *request) {
+	if !req.current.Role.ManagesMembers() {
+		c.fail(w, r, http.StatusForbidden, "Only owners manage members.")
+		return
+	}
+	m, ok := c.theMember(w, r, req)
+	if !ok {
+		return
+	}
+	v := c.view(req, "members", "Reset the password of "+m.Email)
+	v.Data = resetMemberData{Member: m}
+	c.render(w, r, http.StatusOK, "resetmember", v)
+}
+
+// resetMember gives a member a new temporary password, shown once. A member
+// whose user the pool has lost gets a new user, and the membership moves
+// to it: nobody is lost to a half-finished add or a pool made again.
+func (c *Console) resetMember(w http.ResponseWriter, r *http.Request, req *request) {
+	m, ok := c.theMember(w, r, req)
+	if !ok {
+		return
+	}
+	u, err := c.Identity.ResetPassword(r.Context(), m.Email)
+	if err == nil && u.UserID != m.UserID {
+		m, err = c.Store.MoveMember(r.Context(), m.WorkspaceID, m.UserID, u.UserID)
+	}
+	if err != nil {
+		if !refuse(w, err, func(status int, msg string, _ bool) { c.fail(w, r, status, msg) }) {
+			c.internalError(w, r, "reset a member's password", err)
+		}
+		return
+	}
+	c.logger(r).Info("member password reset", "workspace_id", req.current.WorkspaceID, "user_id", u.UserID, "by", req.session.UserID)
+	v := c.view(req, "members", "New temporary password")
+	v.Data = resetMemberData{Member: m, TemporaryPassword: u.TemporaryPassword}
+	c.render(w, r, http.StatusOK, "resetmember", v)
+}
+
+// adopt moves ws's membership held by an earlier user of email (one the
+// pool has lost and made again) to user, so that adding the person again
+// finds them rather than listing them twice.
+func (c *Console) adopt(ctx context.Context, ws, email, user string) error {
+	ms, err := c.Store.Members(ctx, ws)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.Email == email && m.UserID != user {
+			if _, err := c.Store.MoveMember(ctx, ws, m.UserID, user); err != nil && !errors.Is(err, store.ErrExists) {
+				return err
+			}
+		}
+	}
+	return nil
+}
