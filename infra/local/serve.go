@@ -204,6 +204,7 @@ func serve(args []string) error {
 		return fmt.Errorf("restore the console's people of earlier runs: %w", err)
 	}
 	local.ServeStripe(ctx, stripeLn, baseURL)
+	local.Mail.Log = log
 	handlers, err := local.Functions(tpl, log)
 	if err != nil {
 		return err
@@ -260,7 +261,8 @@ MCP server (give an MCP client this URL and the token as a bearer token; docs/mc
 The console: open %[1]s/app and sign in as the demo owner
   email    %[14]s
   password %[15]s
-  (also in .local/demo-owner.json; payments go to the Stripe test double on %[16]s)
+  (also in .local/demo-owner.json; payments go to the Stripe test double on %[16]s;
+  moto sends no email: "Forgot your password?" logs its code here)
 
 For the command line (go install ./cmd/genjobs, then genjobs --help):
   export GENJOBS_TOKEN=%[7]s

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -36,7 +37,11 @@ type consoleStack struct {
 
 const ownerEmail, ownerPassword = "owner@example.com", "Owner-Password-1!"
 
-func newConsoleStack(t *testing.T) *consoleStack {
+func newConsoleStack(t *testing.T) *consoleStack { return newConsoleStackAt(t, nil) }
+
+// newConsoleStackAt is newConsoleStack whose console reads the time from
+// clk (nil: the system's).
+func newConsoleStackAt(t *testing.T, clk clock.Clock) *consoleStack {
 	t.Helper()
 	ctx := context.Background()
 	s := newStack(t)
@@ -58,6 +63,9 @@ func newConsoleStack(t *testing.T) *consoleStack {
 	})
 	s.d.Console.UserPoolID, s.d.Console.ClientID, s.d.Console.JWKSURL = pool.PoolID, pool.ClientID, jwks
 	s.d.Console.StripeSecretID = "test/stripe"
+	if clk != nil {
+		s.d.Clock = clk
+	}
 	cs.h = s.build(consolefn.Build)
 	cs.person(ownerEmail, ownerPassword, member.Owner)
 	return cs
@@ -291,4 +299,155 @@ func excerpt(body string) string {
 		}
 	}
 	return body[:min(len(body), 240)]
+}
+
+// Every console page that calls Cognito answers 503 with Retry-After when
+// Cognito fails, whatever the way, logs the outage with the request id,
+// writes nothing (no session, no member), and answers normally once
+// Cognito is back.
+func TestEveryConsolePathAnswers503WhenCognitoFails(t *testing.T) {
+	t.Parallel()
+	cs := newConsoleStack(t)
+	cookie, csrf := cs.signIn()
+	memberID := cs.person("member@example.com", "Member-Password-1!", member.Member)
+	ctx := context.Background()
+	cases := []struct {
+		name, op string
+		fault    testenv.Fault
+		send     func() page
+		after    int
+		written  func() bool // what the request would have written
+	}{
+		{"sign-in", "InitiateAuth", testenv.Unavailable, func() page {
+			return cs.visit("POST", "/app/sign-in", "198.51.100.2", "", url.Values{"email": {ownerEmail}, "password": {ownerPassword}}, lambdaTimeout)
+		}, http.StatusSeeOther, nil},
+		{"set-password", "RespondToAuthChallenge", testenv.Freeze, func() page {
+			return cs.visit("POST", "/app/set-password", "198.51.100.3", "", url.Values{"email": {"x@example.com"}, "challenge": {"a-session"},
+				"password": {"New-Password-12!"}, "password_again": {"New-Password-12!"}}, lambdaTimeout)
+		}, http.StatusUnauthorized, nil},
+		{"forgot password", "ForgotPassword", testenv.Throttle, func() page {
+			return cs.visit("POST", "/app/forgot-password", "198.51.100.4", "", url.Values{"email": {ownerEmail}}, 10*time.Second)
+		}, http.StatusSeeOther, nil},
+		{"new password by code", "ConfirmForgotPassword", testenv.Drop, func() page {
+			return cs.visit("POST", "/app/reset-password", "198.51.100.5", "", url.Values{"email": {"x@example.com"}, "code": {"moto-confirmation-code:1"},
+				"password": {"New-Password-12!"}, "password_again": {"New-Password-12!"}}, lambdaTimeout)
+		}, http.StatusBadRequest, nil},
+		{"member add", "AdminCreateUser", testenv.Unavailable, func() page {
+			return cs.visit("POST", "/app/settings/members", "198.51.100.6", cookie, url.Values{"csrf": {csrf}, "workspace": {"ws_a"},
+				"email": {"added@example.com"}, "role": {"member"}}, lambdaTimeout)
+		}, http.StatusCreated, func() bool {
+			ms, _ := consoledb.New(cs.store).Members(ctx, "ws_a")
+			for _, m := range ms {
+				if m.Email == "added@example.com" {
+					return true
+				}
+			}
+			return false
+		}},
+		{"member reset", "AdminSetUserPassword", testenv.Unavailable, func() page {
+			return cs.visit("POST", "/app/settings/members/"+memberID+"/reset-password", "198.51.100.7", cookie,
+				url.Values{"csrf": {csrf}, "workspace": {"ws_a"}}, lambdaTimeout)
+		}, http.StatusOK, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cs.cognito.Set(c.op, c.fault)
+			p := c.send()
+			failed := cs.cognito.Failed(c.op)
+			cs.cognito.Clear()
+			if p.status != http.StatusServiceUnavailable || p.retryAfter != "2" || !strings.Contains(p.body, "The service is busy or briefly unavailable.") {
+				t.Errorf("during the outage: %d, Retry-After %q, %q; want 503, Retry-After 2", p.status, p.retryAfter, excerpt(p.body))
+			}
+			if failed == 0 {
+				t.Errorf("no %s call was failed: the 503 came from elsewhere", c.op)
+			}
+			if p.cookie != "" {
+				t.Error("a session began during the outage")
+			}
+			if c.written != nil && c.written() {
+				t.Error("written during the outage")
+			}
+			if len(cs.logs.lines("dependency unavailable", `"code":"`)) == 0 {
+				t.Errorf("no log line with the outage's code:\n%s", cs.logs.lines())
+			}
+			if p := c.send(); p.status != c.after {
+				t.Errorf("after the outage: %d %q; want %d", p.status, excerpt(p.body), c.after)
+			}
+		})
+	}
+}
+
+// A member whose add failed half-way is recovered, not lost: the pool made
+// the user but the membership was not written (the add again shows a new
+// temporary password, which signs in), or the membership is there but the
+// pool has lost the user (an owner's reset makes the user again and moves
+// the membership to it).
+func TestAMemberWhoseAddFailedHalfWayIsRecovered(t *testing.T) {
+	t.Parallel()
+	cs := newConsoleStack(t)
+	cookie, csrf := cs.signIn()
+	ctx := context.Background()
+	add := func() page {
+		return cs.visit("POST", "/app/settings/members", "198.51.100.8", cookie, url.Values{"csrf": {csrf}, "workspace": {"ws_a"},
+			"email": {"half@example.com"}, "role": {"admin"}}, lambdaTimeout)
+	}
+	cs.table.SetIf("TransactWriteItems", "MEMBER#", testenv.Unavailable)
+	if p := add(); p.status != http.StatusServiceUnavailable {
+		t.Fatalf("the add whose membership write fails: %d; want 503", p.status)
+	}
+	cs.table.Clear()
+	p := add()
+	temp := html.UnescapeString(between(p.body, `id="temp-password">`, "<"))
+	if p.status != http.StatusCreated || temp == "" {
+		t.Fatalf("the add again: %d, temporary password %q; want 201 and a new temporary password", p.status, temp)
+	}
+	if r, err := cs.users.SignIn(ctx, "half@example.com", temp); err != nil || !r.NewPasswordRequired {
+		t.Errorf("the temporary password shown: %+v %v; want the set-password step", r, err)
+	}
+
+	// The membership is there; the pool has no such user.
+	if err := consoledb.New(cs.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: "a-user-the-pool-lost",
+		Email: "lost@example.com", Role: member.Admin, AddedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if p := cs.visit("GET", "/app/settings/members/a-user-the-pool-lost/reset-password", "198.51.100.8", cookie, nil, lambdaTimeout); p.status != http.StatusOK ||
+		!strings.Contains(p.body, `id="confirm-reset"`) {
+		t.Fatalf("the reset's confirmation: %d", p.status)
+	}
+	p = cs.visit("POST", "/app/settings/members/a-user-the-pool-lost/reset-password", "198.51.100.8", cookie,
+		url.Values{"csrf": {csrf}, "workspace": {"ws_a"}}, lambdaTimeout)
+	temp = html.UnescapeString(between(p.body, `id="temp-password">`, "<"))
+	if p.status != http.StatusOK || temp == "" {
+		t.Fatalf("the reset: %d %q; want a temporary password", p.status, excerpt(p.body))
+	}
+	u, err := cs.users.User(ctx, "lost@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := consoledb.New(cs.store).Members(ctx, "ws_a")
+	var found []member.Membership
+	for _, m := range ms {
+		if m.Email == "lost@example.com" {
+			found = append(found, m)
+		}
+	}
+	if len(found) != 1 || found[0].UserID != u.UserID || found[0].Role != member.Admin {
+		t.Errorf("memberships of lost@example.com: %+v; want one, an admin, of the new user %s", found, u.UserID)
+	}
+	if r, err := cs.users.SignIn(ctx, "lost@example.com", temp); err != nil || !r.NewPasswordRequired {
+		t.Errorf("the temporary password shown: %+v %v; want the set-password step", r, err)
+	}
+}
+
+// between is the text of s after from, up to to.
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(from):]
+	if j := strings.Index(s, to); j >= 0 {
+		return s[:j]
+	}
+	return s
 }

@@ -120,6 +120,9 @@ type Stack struct {
 	FunctionAPIOptions []func(*middleware.Stack) error
 	// Secrets are the provider secrets Provision loads (LoadSecrets).
 	Secrets ProviderSecrets
+	// Mail gets the password reset codes moto answers instead of
+	// emailing them (mailbox.go).
+	Mail *Mailbox
 	// Pool is the console's Cognito user pool in moto (ProvisionConsole),
 	// and StripeAPIBase the Stripe test double the console calls
 	// (ServeStripe); empty, the console's Stripe calls go to api.stripe.com
@@ -161,7 +164,7 @@ type Stack struct {
 func New(db *dynamodb.Client, q *sqs.Client, s *s3.Client, baseURL string) *Stack {
 	st := &Stack{DynamoDB: db, SQS: q, S3: s, BaseURL: baseURL,
 		Table: Table, JobsQueue: JobsQueue, DeliveriesQueue: DeliveriesQueue, ResultsBucket: ResultsBucket,
-		AssetsBucket: AssetsBucket, AllowPrivateDestinations: true}
+		AssetsBucket: AssetsBucket, AllowPrivateDestinations: true, Mail: &Mailbox{}}
 	if ep := db.Options().BaseEndpoint; ep != nil {
 		st.Streams = emulator.DynamoDBStreamsClient(*ep)
 	}
@@ -468,6 +471,9 @@ func (s *Stack) FunctionConfig() aws.Config {
 		"KMS":      moto, "Secrets Manager": moto, "Cognito Identity Provider": moto,
 	})
 	cfg.APIOptions = append(slices.Clone(cfg.APIOptions), s.FunctionAPIOptions...)
+	if s.Mail != nil {
+		cfg.APIOptions = append(cfg.APIOptions, s.Mail.apiOption)
+	}
 	return cfg
 }
 
