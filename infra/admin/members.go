@@ -23,6 +23,7 @@ import (
 // (cognito.Client).
 type users interface {
 	EnsureUser(ctx context.Context, email string) (cognito.User, bool, error)
+	ResetPassword(ctx context.Context, email string) (cognito.User, error)
 }
 
 // pool returns the user pool of the command's target, resolving it unless
@@ -98,8 +99,18 @@ func (c *cli) memberAdd(ctx context.Context, args []string, stdout io.Writer) er
 		return err
 	}
 	u, _, err := pool.EnsureUser(ctx, e)
+	if errors.Is(err, cognito.ErrInvalidEmail) {
+		return usagef("%s: --email: the user pool does not accept %s", c.cmd.name, e)
+	}
 	if err != nil {
 		return err
+	}
+	// A membership of an earlier user of the address (one the pool lost
+	// and has made again) moves to this one rather than stay beside it.
+	if m, err := memberByEmail(ctx, s, *ws, e); err == nil && m.UserID != u.UserID {
+		if _, err := consoledb.New(s).MoveMember(ctx, *ws, m.UserID, u.UserID); err != nil && !errors.Is(err, store.ErrExists) {
+			return c.target.explain(err)
+		}
 	}
 	err = consoledb.New(s).AddMember(ctx, member.Membership{WorkspaceID: *ws, UserID: u.UserID, Email: e, Role: r, AddedAt: c.clock.Now()})
 	if errors.Is(err, store.ErrExists) {
@@ -109,7 +120,9 @@ func (c *cli) memberAdd(ctx context.Context, args []string, stdout io.Writer) er
 		return c.notFound(err, "workspace %s does not exist", *ws)
 	}
 	// The temporary password is printed only when the pool made the user
-	// now: an existing person signs in with their own.
+	// now, or the user never signed in (an earlier add that failed
+	// half-way lost the first one): an existing person signs in with their
+	// own.
 	return writeJSON(stdout, struct {
 		UserID            string `json:"user_id"`
 		TemporaryPassword string `json:"temporary_password,omitempty"`
@@ -189,4 +202,49 @@ func (c *cli) memberList(ctx context.Context, args []string, stdout io.Writer) e
 		out.Members = append(out.Members, row{m.UserID, m.Email, string(m.Role), m.AddedAt.UTC().Format("2006-01-02T15:04:05Z")})
 	}
 	return writeJSON(stdout, out)
+}
+
+// memberResetPassword gives a member a new temporary password, printed
+// once: the person chooses their own at their next sign-in. A member whose
+// user the pool has lost (an add that failed half-way, a pool made again)
+// gets a new user, and the membership moves to it.
+func (c *cli) memberResetPassword(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	email := fs.String("email", "", "the member's `email` (required)")
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
+		return err
+	}
+	e := member.NormalizeEmail(*email)
+	if e == "" {
+		return usagef("%s: --email is required", c.cmd.name)
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := memberByEmail(ctx, s, *ws, e)
+	if errors.Is(err, member.ErrNotMember) {
+		return fmt.Errorf("%s is not a member of %s", e, *ws)
+	}
+	if err != nil {
+		return c.target.explain(err)
+	}
+	pool, err := c.pool(ctx)
+	if err != nil {
+		return err
+	}
+	u, err := pool.ResetPassword(ctx, e)
+	if err != nil {
+		return err
+	}
+	if u.UserID != m.UserID {
+		if _, err := consoledb.New(s).MoveMember(ctx, *ws, m.UserID, u.UserID); err != nil {
+			return c.target.explain(err)
+		}
+	}
+	return writeJSON(stdout, struct {
+		UserID            string `json:"user_id"`
+		TemporaryPassword string `json:"temporary_password"`
+	}{u.UserID, u.TemporaryPassword})
 }
