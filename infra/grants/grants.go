@@ -377,7 +377,8 @@ var services = map[string][]string{
 	"github.com/aws/aws-sdk-go-v2/service/kms":            {"KeyId"},
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager": {"SecretId"},
 	// The console's user pool. Sign-in (InitiateAuth,
-	// RespondToAuthChallenge) is public: no grant, and no pool named.
+	// RespondToAuthChallenge) and a reset by code (ForgotPassword,
+	// ConfirmForgotPassword) are public: no grant, and no pool named.
 	"github.com/aws/aws-sdk-go-v2/service/cognitoidentityprovider": {"UserPoolId"},
 }
 
@@ -405,7 +406,8 @@ func action(pkg, typeName string) string {
 	}
 	svc := path.Base(pkg)
 	switch {
-	case svc == "cognitoidentityprovider" && (op == "InitiateAuth" || op == "RespondToAuthChallenge"):
+	case svc == "cognitoidentityprovider" && (op == "InitiateAuth" || op == "RespondToAuthChallenge" ||
+		op == "ForgotPassword" || op == "ConfirmForgotPassword"):
 		return "" // an app client's own calls, which IAM does not authorise
 	case svc == "cognitoidentityprovider" && (op == "AssociateSoftwareToken" || op == "VerifySoftwareToken" ||
 		op == "SetUserMFAPreference" || op == "ChangePassword" || op == "GlobalSignOut"):

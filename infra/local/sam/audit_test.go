@@ -307,3 +307,30 @@ func TestDashboardIsJSON(t *testing.T) {
 		t.Errorf("dashboard body: %v, %d widgets", err, len(doc.Widgets))
 	}
 }
+
+// The console's forms that check a password or a code have routes of
+// their own with a rate limit at API Gateway, below the API's default: a
+// flood of guesses is refused before the function runs (the console's own
+// throttle counts failures per address and per source).
+func TestTheConsolesPasswordFormsHaveARouteThrottle(t *testing.T) {
+	tpl := loadRepoTemplate(t)
+	limited := map[string]bool{}
+	for _, f := range tpl.Functions() {
+		for _, ev := range f.Events {
+			if ev.Type != "HttpApi" {
+				continue
+			}
+			rs, _ := ev.Properties["RouteSettings"].(map[string]any)
+			rate, _ := rs["ThrottlingRateLimit"].(int)
+			burst, _ := rs["ThrottlingBurstLimit"].(int)
+			if rate > 0 && rate <= 20 && burst > 0 && burst <= 40 {
+				limited[fmt.Sprint(ev.Properties["Method"], " ", ev.Properties["Path"])] = true
+			}
+		}
+	}
+	for _, route := range []string{"POST /app/sign-in", "POST /app/set-password", "POST /app/forgot-password", "POST /app/reset-password"} {
+		if !limited[route] {
+			t.Errorf("%s has no route throttle of its own (RouteSettings with a rate of at most 20 a second)", route)
+		}
+	}
+}
