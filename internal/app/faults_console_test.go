@@ -347,7 +347,7 @@ func TestEveryConsolePathAnswers503WhenCognitoFails(t *testing.T) {
 		{"member reset", "AdminSetUserPassword", testenv.Unavailable, func() page {
 			return cs.visit("POST", "/app/settings/members/"+memberID+"/reset-password", "198.51.100.7", cookie,
 				url.Values{"csrf": {csrf}, "workspace": {"ws_a"}}, lambdaTimeout)
-		}, http.StatusOK, nil},
+		}, http.StatusSeeOther, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -416,13 +416,24 @@ func TestAMemberWhoseAddFailedHalfWayIsRecovered(t *testing.T) {
 	}
 	p = cs.visit("POST", "/app/settings/members/a-user-the-pool-lost/reset-password", "198.51.100.8", cookie,
 		url.Values{"csrf": {csrf}, "workspace": {"ws_a"}}, lambdaTimeout)
-	temp = html.UnescapeString(between(p.body, `id="temp-password">`, "<"))
-	if p.status != http.StatusOK || temp == "" {
-		t.Fatalf("the reset: %d %q; want a temporary password", p.status, excerpt(p.body))
-	}
 	u, err := cs.users.User(ctx, "lost@example.com")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Post/Redirect/Get: the page after the redirect shows the temporary
+	// password once (the new user's page: the membership moved to it).
+	shownAt := "/app/settings/members/" + u.UserID + "/reset-password?done=1"
+	if p.status != http.StatusSeeOther || !strings.HasSuffix(p.location, shownAt) || strings.Contains(p.body, "temp-password") {
+		t.Fatalf("the reset: %d %s; want 303 to %s, without the password", p.status, p.location, shownAt)
+	}
+	p = cs.visit("GET", shownAt, "198.51.100.8", cookie, nil, lambdaTimeout)
+	temp = html.UnescapeString(between(p.body, `id="temp-password">`, "<"))
+	if p.status != http.StatusOK || temp == "" {
+		t.Fatalf("the reset's page: %d %q; want a temporary password", p.status, excerpt(p.body))
+	}
+	if again := cs.visit("GET", shownAt, "198.51.100.8", cookie, nil, lambdaTimeout); strings.Contains(again.body, temp) ||
+		!strings.Contains(again.body, `id="reset-shown-once"`) {
+		t.Errorf("the reset's page reloaded: %d; want the password gone and a note that it was shown once", again.status)
 	}
 	ms, _ := consoledb.New(cs.store).Members(ctx, "ws_a")
 	var found []member.Membership

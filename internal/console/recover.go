@@ -163,7 +163,11 @@ func (c *Console) confirmReset(w http.ResponseWriter, r *http.Request) {
 type resetMemberData struct {
 	Member            member.Membership
 	TemporaryPassword string
+	ShownOnce         bool // the page after the reset, reloaded
 }
+
+// onceReset is the holder's id of a member's new temporary password.
+func onceReset(user string) string { return "reset:" + user }
 
 // theMember finds the workspace's member the path names; the answer is
 // written (404) when there is none.
@@ -191,8 +195,18 @@ func (c *Console) resetMemberPage(w http.ResponseWriter, r *http.Request, req *r
 	if !ok {
 		return
 	}
+	data := resetMemberData{Member: m}
+	if r.URL.Query().Get("done") == "1" {
+		// After the reset's redirect: its one display.
+		value, ok, err := c.takeOnce(r.Context(), req, onceReset(m.UserID))
+		if err != nil {
+			c.internalError(w, r, "show the temporary password", err)
+			return
+		}
+		data.TemporaryPassword, data.ShownOnce = value, !ok
+	}
 	v := c.view(req, "members", "Reset the password of "+m.Email)
-	v.Data = resetMemberData{Member: m}
+	v.Data = data
 	c.render(w, r, http.StatusOK, "resetmember", v)
 }
 
@@ -215,9 +229,13 @@ func (c *Console) resetMember(w http.ResponseWriter, r *http.Request, req *reque
 		return
 	}
 	c.logger(r).Info("member password reset", "workspace_id", req.current.WorkspaceID, "user_id", u.UserID, "by", req.session.UserID)
-	v := c.view(req, "members", "New temporary password")
-	v.Data = resetMemberData{Member: m, TemporaryPassword: u.TemporaryPassword}
-	c.render(w, r, http.StatusOK, "resetmember", v)
+	// Shown once, after a redirect (a reload of the page resets nothing):
+	// held under the session for at most OnceLife.
+	if err := c.holdOnce(r.Context(), req, onceReset(u.UserID), u.TemporaryPassword); err != nil {
+		c.internalError(w, r, "hold the temporary password", err)
+		return
+	}
+	http.Redirect(w, r, Base+"/settings/members/"+url.PathEscape(u.UserID)+"/reset-password?done=1", http.StatusSeeOther)
 }
 
 // adopt moves ws's membership held by an earlier user of email (one the
