@@ -355,7 +355,7 @@ func TestEveryConsolePathAnswers503WhenCognitoFails(t *testing.T) {
 			p := c.send()
 			failed := cs.cognito.Failed(c.op)
 			cs.cognito.Clear()
-			if p.status != http.StatusServiceUnavailable || p.retryAfter != "2" || !strings.Contains(p.body, "The service is busy or briefly unavailable.") {
+			if p.status != http.StatusServiceUnavailable || p.retryAfter != "2" || !strings.Contains(p.body, "A service the console depends on did not answer just now") {
 				t.Errorf("during the outage: %d, Retry-After %q, %q; want 503, Retry-After 2", p.status, p.retryAfter, excerpt(p.body))
 			}
 			if failed == 0 {
