@@ -20,7 +20,7 @@ import (
 func TestSignInStepsAreThrottledPerAddressAndPerSource(t *testing.T) {
 	t.Parallel()
 	clk := &clock.Fixed{T: time.Now().UTC()}
-	cs := newConsoleStackAt(t, clk)
+	cs := newCognitoStackAt(t, clk)
 	signIn := func(ip, email, password string) page {
 		return cs.visit("POST", "/app/sign-in", ip, "", url.Values{"email": {email}, "password": {password}}, 10*time.Second)
 	}

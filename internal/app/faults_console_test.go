@@ -25,10 +25,10 @@ import (
 	"genjobs/internal/testenv"
 )
 
-// consoleStack is the console function built as Lambda builds it, on a
+// cognitoStack is the console function built as Lambda builds it, on a
 // stack (newStack) whose Cognito is moto's behind a fault proxy: a test
 // makes Cognito refuse or fail the calls it chooses.
-type consoleStack struct {
+type cognitoStack struct {
 	*stack
 	cognito *testenv.Faults
 	users   *cognito.Client // moto's pool directly, to set up
@@ -37,11 +37,11 @@ type consoleStack struct {
 
 const ownerEmail, ownerPassword = "owner@example.com", "Owner-Password-1!"
 
-func newConsoleStack(t *testing.T) *consoleStack { return newConsoleStackAt(t, nil) }
+func newCognitoStack(t *testing.T) *cognitoStack { return newCognitoStackAt(t, nil) }
 
-// newConsoleStackAt is newConsoleStack whose console reads the time from
+// newCognitoStackAt is newCognitoStack whose console reads the time from
 // clk (nil: the system's).
-func newConsoleStackAt(t *testing.T, clk clock.Clock) *consoleStack {
+func newCognitoStackAt(t *testing.T, clk clock.Clock) *cognitoStack {
 	t.Helper()
 	ctx := context.Background()
 	s := newStack(t)
@@ -56,7 +56,7 @@ func newConsoleStackAt(t *testing.T, clk clock.Clock) *consoleStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := &consoleStack{stack: s, cognito: testenv.NewFaults(t, testenv.MotoEndpoint()), users: users}
+	cs := &cognitoStack{stack: s, cognito: testenv.NewFaults(t, testenv.MotoEndpoint()), users: users}
 	s.d.AWS = emulator.FunctionConfig(awsclient.Endpoints{
 		"DynamoDB": s.table.URL, "SQS": s.queues.URL, "S3": s.queues.URL,
 		"KMS": testenv.MotoEndpoint(), "Secrets Manager": testenv.MotoEndpoint(), cip.ServiceID: cs.cognito.URL,
@@ -72,7 +72,7 @@ func newConsoleStackAt(t *testing.T, clk clock.Clock) *consoleStack {
 }
 
 // person makes a user with a permanent password and a membership of ws_a.
-func (cs *consoleStack) person(email, password string, role member.Role) string {
+func (cs *cognitoStack) person(email, password string, role member.Role) string {
 	cs.t.Helper()
 	ctx := context.Background()
 	u, _, err := cs.users.EnsureUser(ctx, email)
@@ -101,7 +101,7 @@ type page struct {
 // visit sends a request as a browser on the console's own origin does,
 // from source ip, with the session cookie when there is one, through the
 // Lambda adapter, under a deadline of timeout.
-func (cs *consoleStack) visit(method, path, ip, cookie string, form url.Values, timeout time.Duration) page {
+func (cs *cognitoStack) visit(method, path, ip, cookie string, form url.Values, timeout time.Duration) page {
 	cs.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -131,7 +131,7 @@ func (cs *consoleStack) visit(method, path, ip, cookie string, form url.Values, 
 }
 
 // signIn signs the owner in and returns the session cookie and a CSRF token.
-func (cs *consoleStack) signIn() (cookie, csrf string) {
+func (cs *cognitoStack) signIn() (cookie, csrf string) {
 	cs.t.Helper()
 	p := cs.visit("POST", "/app/sign-in", "198.51.100.1", "", url.Values{"email": {ownerEmail}, "password": {ownerPassword}}, 10*time.Second)
 	if p.status != http.StatusSeeOther || p.cookie == "" {
@@ -156,7 +156,7 @@ const internalPage = "Something went wrong on our side."
 // trigger's failure, which nobody's request causes) get the fixed 500.
 func TestEveryCognitoRefusalIsAPageAPersonCanActOn(t *testing.T) {
 	t.Parallel()
-	cs := newConsoleStack(t)
+	cs := newCognitoStack(t)
 	cookie, csrf := cs.signIn()
 	memberID := cs.person("member@example.com", "Member-Password-1!", member.Member)
 
@@ -307,7 +307,7 @@ func excerpt(body string) string {
 // Cognito is back.
 func TestEveryConsolePathAnswers503WhenCognitoFails(t *testing.T) {
 	t.Parallel()
-	cs := newConsoleStack(t)
+	cs := newCognitoStack(t)
 	cookie, csrf := cs.signIn()
 	memberID := cs.person("member@example.com", "Member-Password-1!", member.Member)
 	ctx := context.Background()
@@ -384,7 +384,7 @@ func TestEveryConsolePathAnswers503WhenCognitoFails(t *testing.T) {
 // the membership to it).
 func TestAMemberWhoseAddFailedHalfWayIsRecovered(t *testing.T) {
 	t.Parallel()
-	cs := newConsoleStack(t)
+	cs := newCognitoStack(t)
 	cookie, csrf := cs.signIn()
 	ctx := context.Background()
 	add := func() page {
