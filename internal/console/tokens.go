@@ -111,6 +111,15 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, req *reque
 		c.render(w, r, http.StatusBadRequest, "tokens", v)
 		return
 	}
+	// The page after the redirect shows the session's workspace: the one
+	// the token is made in, though another tab switched away meanwhile.
+	if req.session.WorkspaceID != req.current.WorkspaceID {
+		req.session.WorkspaceID, req.session.SeenAt = req.current.WorkspaceID, c.Clock.Now()
+		if err := c.Store.UpdateSession(r.Context(), req.session); err != nil {
+			c.internalError(w, r, "switch workspace", err)
+			return
+		}
+	}
 	token, hash := auth.NewToken()
 	t := auth.Token{ID: auth.NewID("tok_"), WorkspaceID: req.current.WorkspaceID, Name: name, Hash: hash,
 		Prefix: auth.Prefix(token), CreatedAt: c.Clock.Now(), CreatedBy: req.session.Email}

@@ -288,6 +288,28 @@ func TestATokenIsShownOnceAndRevokedWithinTheCacheAge(t *testing.T) {
 	}
 }
 
+// A token made from a page of workspace A, while another tab switched the
+// session to B, is shown once all the same: the page after the redirect is
+// A's.
+func TestANewTokenIsShownInItsWorkspaceAfterAnotherTabSwitched(t *testing.T) {
+	s, b := signedIn(t, member.Owner)
+	second := "ws_second"
+	s.Workspace(t, second, 10*billing.USD, 5, 5)
+	person(t, s, "owner@example.com", second, member.Owner)
+	form := b.form(devstack.DemoWorkspace, "name", "from the first tab") // the first tab's page, of A
+	if p := b.post("/app/workspace", b.form(second, "back", "/app/settings/api-tokens")); p.status != http.StatusSeeOther {
+		t.Fatalf("switch to %s: %d", second, p.status)
+	}
+	p := b.post("/app/settings/api-tokens", form)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("create: %d", p.status)
+	}
+	shown := b.get(p.location)
+	if token := between(shown.body, `id="new-token-value">`, "<"); !strings.HasPrefix(token, auth.TokenPrefix) {
+		t.Errorf("the page after creating a token in %s while the session was on %s shows no token", devstack.DemoWorkspace, second)
+	}
+}
+
 func between(s, from, to string) string {
 	i := strings.Index(s, from)
 	if i < 0 {
