@@ -80,14 +80,23 @@ func (m Micros) Dollars() string {
 // CheckoutStatus is where a top-up by checkout stands.
 type CheckoutStatus string
 
-// A top-up starts pending; only the payment provider's verified webhook
-// moves it on: paid (credited once), failed or expired.
+// A top-up starts pending. Only the payment provider's verified webhook
+// credits it (paid, once; from any status, since the money arrived). A
+// pending one ends failed (the provider's webhook, or a checkout session
+// that could not be made), expired (the provider's webhook, or the sweeper
+// once the session's life is over) or cancelled (the payer came back by
+// the checkout's Cancel); none of those three has a credit.
 const (
-	CheckoutPending CheckoutStatus = "pending"
-	CheckoutPaid    CheckoutStatus = "paid"
-	CheckoutFailed  CheckoutStatus = "failed"
-	CheckoutExpired CheckoutStatus = "expired"
+	CheckoutPending   CheckoutStatus = "pending"
+	CheckoutPaid      CheckoutStatus = "paid"
+	CheckoutFailed    CheckoutStatus = "failed"
+	CheckoutExpired   CheckoutStatus = "expired"
+	CheckoutCancelled CheckoutStatus = "cancelled"
 )
+
+// CheckoutLife is how long a checkout session can be paid (Stripe
+// Checkout's default 24 hours): a top-up pending longer is expired.
+const CheckoutLife = 24 * time.Hour
 
 // Checkout is a top-up by external checkout: what the owner asked for, and
 // what the provider's webhook said was paid.

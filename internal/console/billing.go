@@ -1,15 +1,19 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"genjobs/internal/billing"
 	"genjobs/internal/checkout"
+	"genjobs/internal/store"
 )
 
 type billingData struct {
@@ -48,13 +52,23 @@ func (c *Console) billingData(r *http.Request, req *request) (billingData, error
 }
 
 func (c *Console) billingPage(w http.ResponseWriter, r *http.Request, req *request) {
+	q := r.URL.Query()
+	if id := q.Get("cancelled"); id != "" && !c.cancelled(w, r, req, id) {
+		return
+	}
 	data, err := c.billingData(r, req)
 	if err != nil {
 		c.internalError(w, r, "read billing", err)
 		return
 	}
 	v := c.view(req, "billing", "Billing")
-	q := r.URL.Query()
+	if id := q.Get("cancelled"); id != "" {
+		for i := range data.Checkouts {
+			if data.Checkouts[i].ID == id {
+				data.Return = &data.Checkouts[i]
+			}
+		}
+	}
 	if sid := q.Get("checkout"); sid != "" {
 		for i := range data.Checkouts {
 			if data.Checkouts[i].SessionID == sid {
@@ -70,6 +84,11 @@ func (c *Console) billingPage(w http.ResponseWriter, r *http.Request, req *reque
 	v.Notice, v.Data = notices[q.Get("done")], data
 	c.render(w, r, http.StatusOK, "billing", v)
 }
+
+// cleanupTimeout bounds the write that marks a top-up failed after its
+// Checkout Session could not be made: within httpapi.AnswerMargin, which
+// the request keeps after its own deadline.
+const cleanupTimeout = 500 * time.Millisecond
 
 func newTopUpID() string {
 	var b [12]byte
@@ -104,8 +123,13 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 	}
 	s, err := c.Payments.CreateSession(r.Context(), checkoutRequest(c.appURL(r), co))
 	if err != nil {
-		// The top-up is marked failed: the browser never saw a page to pay on.
-		if _, merr := c.Store.EndCheckout(r.Context(), co.WorkspaceID, co.ID, billing.CheckoutFailed, now); merr != nil {
+		// The top-up is marked failed: the browser never saw a page to pay
+		// on. Also when the request's time ran out waiting for Stripe: the
+		// mark has time of its own (cleanupTimeout, inside the answer's
+		// margin), or the top-up would stay pending a day.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), cleanupTimeout)
+		defer cancel()
+		if _, merr := c.Store.EndCheckout(ctx, co.WorkspaceID, co.ID, billing.CheckoutFailed, now); merr != nil {
 			c.logger(r).Error("mark top-up failed", "topup_id", co.ID, "error", merr.Error())
 		}
 		c.logger(r).Error("create checkout session", "topup_id", co.ID, "error", err.Error())
@@ -121,10 +145,44 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 	http.Redirect(w, r, s.URL, http.StatusSeeOther)
 }
 
+// checkoutRequest is the Checkout Session of top-up co, with the URLs
+// Stripe sends the browser back to: the return page, by the session's id
+// once paid, and by the top-up's id when the payer cancels.
 func checkoutRequest(appURL string, co billing.Checkout) checkout.SessionRequest {
 	return checkout.SessionRequest{TopUpID: co.ID, WorkspaceID: co.WorkspaceID, Amount: co.Requested,
 		SuccessURL: appURL + "/settings/billing?checkout={CHECKOUT_SESSION_ID}",
-		CancelURL:  appURL + "/settings/billing"}
+		CancelURL:  appURL + "/settings/billing?" + url.Values{"cancelled": {co.ID}}.Encode()}
+}
+
+// cancelled marks the top-up a payer left by the checkout's Cancel
+// (cancel_url's ?cancelled=) cancelled, when it is the workspace's own and
+// still pending, and returns it for the page's notice; again (a reload) it
+// changes nothing. A top-up paid meanwhile stays paid. ok is false when the
+// answer is written.
+func (c *Console) cancelled(w http.ResponseWriter, r *http.Request, req *request, id string) (ok bool) {
+	if !validTopUpID(id) {
+		return true // nothing of ours: the page as usual
+	}
+	_, err := c.Store.EndCheckout(r.Context(), req.current.WorkspaceID, id, billing.CheckoutCancelled, c.Clock.Now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return true
+	case err != nil:
+		c.internalError(w, r, "cancel top-up", err)
+		return false
+	}
+	c.logger(r).Info("top-up cancelled at checkout", "workspace_id", req.current.WorkspaceID, "topup_id", id)
+	return true
+}
+
+// validTopUpID says whether id has the form newTopUpID makes.
+func validTopUpID(id string) bool {
+	hexPart, ok := strings.CutPrefix(id, "top_")
+	if !ok || len(hexPart) != 24 {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart)
+	return err == nil
 }
 
 // sentence writes an error's text for a page: capitalised, with a full stop.

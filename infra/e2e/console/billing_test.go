@@ -49,7 +49,7 @@ func TestATopUpIsCreditedOnlyByItsVerifiedWebhook(t *testing.T) {
 	before := balance(t, s)
 	cs := startTopUp(t, s, b, "25")
 	if cs.AmountTotal != 2500 || cs.Currency != "usd" || cs.ClientReferenceID != devstack.DemoWorkspace || cs.Metadata["topup_id"] == "" ||
-		!strings.HasSuffix(cs.SuccessURL, "/app/settings/billing?checkout={CHECKOUT_SESSION_ID}") || !strings.HasSuffix(cs.CancelURL, "/app/settings/billing") {
+		!strings.HasSuffix(cs.SuccessURL, "/app/settings/billing?checkout={CHECKOUT_SESSION_ID}") || !strings.HasSuffix(cs.CancelURL, "/app/settings/billing?cancelled="+cs.Metadata["topup_id"]) {
 		t.Errorf("checkout session: %+v", cs)
 	}
 	if got := balance(t, s); got != before {
@@ -233,6 +233,68 @@ func TestFailedAndExpiredCheckoutsAreMarked(t *testing.T) {
 	if !strings.Contains(page, `pill failed`) || !strings.Contains(page, `pill expired`) {
 		t.Error("the billing page does not show the failed and expired top-ups")
 	}
+}
+
+// Coming back by the checkout's Cancel (its cancel_url names the top-up)
+// says nothing was charged and marks the top-up cancelled, once however
+// often the page is loaded; another workspace's top-up, or an id that is
+// none, changes nothing. A payment that arrives after all is credited.
+func TestReturningByCancelSaysNothingWasChargedAndCancelsTheTopUp(t *testing.T) {
+	s, b := signedIn(t, member.Owner)
+	ctx := context.Background()
+	before := balance(t, s)
+	cs := startTopUp(t, s, b, "10")
+	id := cs.Metadata["topup_id"]
+	back := strings.TrimPrefix(cs.CancelURL, s.URL)
+	if back != "/app/settings/billing?cancelled="+id {
+		t.Fatalf("cancel_url %q; want the billing page naming top-up %s", cs.CancelURL, id)
+	}
+	status := func(ws, id string) billing.CheckoutStatus {
+		t.Helper()
+		co, err := cdb(s).Checkout(ctx, ws, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return co.Status
+	}
+	for range 2 { // a reload changes nothing more
+		p := b.get(back)
+		if p.status != http.StatusOK || !strings.Contains(between(p.body, `id="checkout-result">`, "<"), "nothing was charged") {
+			t.Errorf("the cancel return: %d %q; want 200 saying nothing was charged", p.status, between(p.body, `id="checkout-result">`, "<"))
+		}
+		if got := status(devstack.DemoWorkspace, id); got != billing.CheckoutCancelled {
+			t.Errorf("the top-up after the cancel return: %s; want cancelled", got)
+		}
+	}
+	if got := balance(t, s); got != before {
+		t.Errorf("the balance moved: %s -> %s", before, got)
+	}
+
+	devstacktest.Workspace(t, s.Store, "ws_other", 0, 5, 5)
+	other := billing.Checkout{ID: "top_0123456789abcdef01234567", WorkspaceID: "ws_other", Status: billing.CheckoutPending,
+		Requested: 10 * billing.USD, CreatedBy: "x@example.com", CreatedAt: time.Now()}
+	if err := cdb(s).CreateCheckout(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{other.ID, "top_" + strings.Repeat("f", 2000), "not-a-top-up"} {
+		p := b.get("/app/settings/billing?cancelled=" + q)
+		if p.status != http.StatusOK || strings.Contains(p.body, `id="checkout-result"`) {
+			t.Errorf("?cancelled=%.40s: %d, notice %q; want the page without one", q, p.status, between(p.body, `id="checkout-result">`, "<"))
+		}
+	}
+	if got := status("ws_other", other.ID); got != billing.CheckoutPending {
+		t.Errorf("another workspace's top-up: %s; want it still pending", got)
+	}
+
+	// Paid in another tab after all: the money arrived, so it is credited.
+	cs.Status, cs.PaymentStatus = "complete", "paid"
+	if err := s.Stripe.Send(ctx, "checkout.session.completed", cs); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(devstack.DemoWorkspace, id); got != billing.CheckoutPaid || balance(t, s) != before+10*billing.USD {
+		t.Errorf("paid after cancelling: %s, balance %s; want paid and 10.00 more", got, balance(t, s))
+	}
+	audit(t, s)
 }
 
 func TestCustomAmountsOutsideTheRulesAreRefusedBesideTheField(t *testing.T) {

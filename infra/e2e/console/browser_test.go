@@ -46,9 +46,10 @@ func screenshotDir(t *testing.T) string {
 // the local stack: the demo owner signs in, creates a token and reads it
 // once (a reload makes no other and shows it no more), calls the API with
 // it, revokes it, switches API access off and on,
-// tops up 25 USD through the Stripe double, reads the usage chart, signs
-// out; a member then sees no create or revoke action, adds an authenticator
-// app on the security page (QR code, first code) and signs in with a code.
+// tops up 25 USD through the Stripe double, starts another and cancels it
+// on the checkout page, reads the usage chart, signs out; a member then
+// sees no create or revoke action, adds an authenticator app on the
+// security page (QR code, first code) and signs in with a code.
 func TestTheConsoleInABrowser(t *testing.T) {
 	if _, err := os.Stat(chromium()); err != nil {
 		t.Fatalf("no Chromium at %s (make test installs Debian's chromium; CHROMIUM names another): %v", chromium(), err)
@@ -209,6 +210,23 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	result, after := text(`#checkout-result`), text(`#available`)
 	if !strings.Contains(result, "Payment received: 25.00 USD") || dollars(t, after)-dollars(t, before) != 25*billing.USD {
 		t.Errorf("after paying 25 USD: %q, available %s -> %s", result, before, after)
+	}
+
+	// Cancel on the checkout page: back on billing, told nothing was
+	// charged, the top-up cancelled and the balance as it was.
+	do("top up 10 USD, then cancel",
+		chromedp.Click(css(`#preset-10`)),
+		chromedp.WaitVisible(css(`button.cancel`)),
+		chromedp.Click(css(`button.cancel`)),
+		chromedp.WaitVisible(css(`#checkout-result`)),
+		shot("09b-checkout-cancelled"),
+	)
+	result, left := text(`#checkout-result`), text(`#available`)
+	if !strings.Contains(result, "nothing was charged") || left != after {
+		t.Errorf("after cancelling at checkout: %q, available %s -> %s", result, after, left)
+	}
+	if row := text(`#topups tbody tr:first-child`); !strings.Contains(row, "Cancelled") || !strings.Contains(row, "10.00") {
+		t.Errorf("the newest top-up after cancelling: %q; want it cancelled", row)
 	}
 
 	do("usage", chromedp.Navigate(app+"/settings/usage"), chromedp.WaitVisible(css(`#usage-chart`)), shot("10-usage"))
