@@ -1,8 +1,10 @@
 package billing
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -115,3 +117,52 @@ type Checkout struct {
 // PaymentID is the ledger's payment id of a checkout session: the top-up
 // is credited once per session, however often its webhook comes.
 func PaymentID(sessionID string) string { return "checkout:" + sessionID }
+
+// AuditCheckouts checks the top-ups by checkout against the ledger's top-up
+// entries: a paid top-up has exactly one credit, of its session's payment
+// id (PaymentID) and its credited amount; a pending, failed, expired or
+// cancelled one has none; and no checkout session is credited that no paid
+// top-up names. It returns the differences found, in a stable order.
+func AuditCheckouts(entries []Entry, checkouts []Checkout) []string {
+	credits := map[string][]Micros{} // by payment id, checkout sessions only
+	for _, e := range entries {
+		if e.Kind == TopUp && strings.HasPrefix(e.PaymentID, PaymentID("")) {
+			credits[e.PaymentID] = append(credits[e.PaymentID], e.Amount)
+		}
+	}
+	var diffs []string
+	named := map[string]bool{}
+	for _, c := range checkouts {
+		var got []Micros
+		if c.SessionID != "" {
+			got = credits[PaymentID(c.SessionID)]
+		}
+		switch c.Status {
+		case CheckoutPaid:
+			named[PaymentID(c.SessionID)] = true
+			switch {
+			case c.SessionID == "" || len(got) == 0:
+				diffs = append(diffs, fmt.Sprintf("top-up %s is paid (%s USD) but the ledger has no credit of its checkout session %s", c.ID, c.Credited.Dollars(), cmp.Or(c.SessionID, "(none)")))
+			case len(got) > 1:
+				diffs = append(diffs, fmt.Sprintf("top-up %s: the ledger credits its checkout session %s %d times", c.ID, c.SessionID, len(got)))
+			case got[0] != c.Credited:
+				diffs = append(diffs, fmt.Sprintf("top-up %s is paid %s USD but the ledger credited %s USD", c.ID, c.Credited.Dollars(), got[0].Dollars()))
+			}
+		case CheckoutPending, CheckoutFailed, CheckoutExpired, CheckoutCancelled:
+			if len(got) > 0 {
+				named[PaymentID(c.SessionID)] = true
+				diffs = append(diffs, fmt.Sprintf("top-up %s is %s but the ledger credited its checkout session %s %s USD", c.ID, c.Status, c.SessionID, got[0].Dollars()))
+			}
+		default:
+			diffs = append(diffs, fmt.Sprintf("top-up %s has the unknown status %q", c.ID, c.Status))
+		}
+	}
+	var orphans []string
+	for id, amounts := range credits {
+		if !named[id] {
+			orphans = append(orphans, fmt.Sprintf("the ledger credits %s (%s USD), which no top-up by checkout names", id, amounts[0].Dollars()))
+		}
+	}
+	sort.Strings(orphans)
+	return append(diffs, orphans...)
+}

@@ -17,7 +17,7 @@
 //	delivery      JOB#<job id>       WEBHOOK               deliveriesdb
 //	style, ...    STYLE#<id>         STYLE, SET#<set>      stylesdb
 //	lease         LEASE#<name>       LEASE                 leasedb
-//	console       WS#, USER#, SESSION#                     consoledb
+//	console       WS#, USER#, SESSION#                     consoledb (a pending top-up is on deliveries-due too)
 //
 // A job's creation and its end are one transaction each over the job, the
 // workspace's balance and slot counters and a ledger entry: one consistency

@@ -2,7 +2,9 @@
 // stuck. It re-sends the message of a job that may have lost its own (queued
 // and untaken, or running with a lapsed lease), fails jobs 30 minutes past queued with timeout, fails the jobs whose
 // messages the dead-letter queue took, promotes backlogged jobs a
-// promotion missed, and re-sends the message of an overdue webhook attempt. Every change goes through the store's one transition.
+// promotion missed, re-sends the message of an overdue webhook attempt, and
+// expires the top-ups by checkout left pending past their session's life.
+// Every change of a job goes through the store's one transition.
 package sweeper
 
 import (
@@ -59,6 +61,16 @@ type DeliveryQueue interface {
 	Schedule(ctx context.Context, jobID string, attempt int, delay time.Duration) error
 }
 
+// TopUps finds and expires top-ups by checkout left pending (consoledb.DB).
+type TopUps interface {
+	// EachStalePendingCheckout calls fn with every top-up pending since
+	// before created, from an index that may lag.
+	EachStalePendingCheckout(ctx context.Context, created time.Time, fn func(ws, id string) error) error
+	// EndCheckout ends a pending top-up; changed is false when it was not
+	// pending any more.
+	EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (changed bool, err error)
+}
+
 // DeadLetters reads the jobs DLQ (queue.DeadLetters).
 type DeadLetters interface {
 	Drain(ctx context.Context, max int, fn func(jobID string) error) (int, error)
@@ -99,6 +111,10 @@ type Sweeper struct {
 	// every workspace with a plan gets its monthly compute units back, once
 	// (docs/operations.md, "Plans and compute units").
 	Plans Plans
+	// TopUps, when set, marks expired every top-up by checkout still
+	// pending after billing.CheckoutLife: its session can no longer be
+	// paid, and its webhook was lost (or its session never made).
+	TopUps TopUps
 }
 
 // Defaults for Deadline and RequeueAfter.
@@ -132,6 +148,8 @@ type Report struct {
 	// ToppedUp counts the plans this sweep topped up (the first sweep of a
 	// month).
 	ToppedUp int `json:"plans_topped_up"`
+	// TopUpsExpired counts the top-ups by checkout this sweep expired.
+	TopUpsExpired int `json:"topups_expired"`
 }
 
 // Handle runs one sweep for the schedule. It fails (so the run is retried
@@ -165,7 +183,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (Report, error) {
 	var r Report
 	err := s.sweep(ctx, &r)
 	attrs := []any{"scanned", r.Scanned, "requeued", r.Requeued, "timed_out", r.TimedOut,
-		"dead_lettered", r.DeadLettered, "promoted", r.Promoted, "webhooks_resent", r.WebhooksSent, "plans_topped_up", r.ToppedUp, "duration_ms", time.Since(start).Milliseconds()}
+		"dead_lettered", r.DeadLettered, "promoted", r.Promoted, "webhooks_resent", r.WebhooksSent, "plans_topped_up", r.ToppedUp, "topups_expired", r.TopUpsExpired, "duration_ms", time.Since(start).Milliseconds()}
 	if err != nil {
 		s.Log.Error("sweep", append(attrs, "error", err.Error())...)
 		return r, err
@@ -246,6 +264,25 @@ func (s *Sweeper) sweep(ctx context.Context, r *Report) error {
 	}
 	if s.Plans != nil {
 		if stopOn(s.topUpPlans(ctx, r)) {
+			return outcome(failed, ctx.Err())
+		}
+	}
+	if s.TopUps != nil {
+		now := s.Clock.Now()
+		err := s.TopUps.EachStalePendingCheckout(ctx, now.Add(-billing.CheckoutLife), func(ws, id string) error {
+			changed, err := s.TopUps.EndCheckout(ctx, ws, id, billing.CheckoutExpired, now)
+			if err != nil {
+				err = fmt.Errorf("expire top-up %s of %s: %w", id, ws, err)
+			} else if changed {
+				r.TopUpsExpired++
+				s.Log.Warn("top-up expired: still pending after its checkout's life", "workspace_id", ws, "topup_id", id)
+			}
+			if stopOn(err) {
+				return ctx.Err()
+			}
+			return nil
+		})
+		if stopOn(err) {
 			return outcome(failed, ctx.Err())
 		}
 	}

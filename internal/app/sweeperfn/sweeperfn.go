@@ -1,5 +1,5 @@
 // Package sweeperfn wires the sweeper function: on its schedule, it moves
-// on the jobs and webhook attempts that nothing else will.
+// on the jobs, webhook attempts and pending top-ups that nothing else will.
 package sweeperfn
 
 import (
@@ -10,6 +10,7 @@ import (
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/queue"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/consoledb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/leasedb"
 	"genjobs/internal/sweeper"
@@ -37,6 +38,7 @@ func Build(d app.Deps) (app.ScheduleHandler, error) {
 		Lease:        leasedb.New(st),
 		LeaseFor:     sweeper.DefaultLeaseFor,
 		Plans:        accountsdb.New(st),
+		TopUps:       consoledb.New(st),
 	}
 	if d.Webhooks.Queue != "" { // re-sends overdue webhook attempts too
 		s.Deliveries = deliveriesdb.New(st)

@@ -151,7 +151,9 @@ type Audit struct {
 
 // AuditLedger recomputes a workspace's balances (USD and compute units)
 // from its ledger and checks every job's entries against its status and
-// its one currency. Exact when the workspace is quiet.
+// its one currency, and every top-up by checkout's status against the
+// ledger's credits (billing.AuditCheckouts). Exact when the workspace is
+// quiet.
 func (s *DB) AuditLedger(ctx context.Context, ws string) (Audit, error) {
 	var it store.WorkspaceItem
 	if err := s.Get(ctx, store.WorkspacePK(ws), "WS", &it); err != nil {
@@ -167,5 +169,50 @@ func (s *DB) AuditLedger(ctx context.Context, ws string) (Audit, error) {
 		return Audit{}, err
 	}
 	ledger, ledgerUnits, diffs := billing.Audit(stored, storedUnits, entries, outcomes)
+	checkouts, err := s.checkouts(ctx, ws)
+	if err != nil {
+		return Audit{}, err
+	}
+	diffs = append(diffs, billing.AuditCheckouts(entries, checkouts)...)
 	return Audit{Stored: stored, Ledger: ledger, StoredUnits: storedUnits, LedgerUnits: ledgerUnits, Differences: diffs}, nil
+}
+
+// checkouts reads a workspace's top-ups by checkout (WS#<ws> / TOPUP#<id>,
+// which consoledb writes) as far as the audit needs them: id, status,
+// session and credited amount.
+func (s *DB) checkouts(ctx context.Context, ws string) ([]billing.Checkout, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.Table()),
+		KeyConditionExpression:   aws.String("PK = :pk AND begins_with(SK, :prefix)"),
+		ProjectionExpression:     aws.String("topup_id, #status, session_id, credited_micros"),
+		ExpressionAttributeNames: map[string]string{"#status": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": store.String(store.WorkspacePK(ws)), ":prefix": store.String("TOPUP#"),
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+	var out []billing.Checkout
+	for {
+		page, err := s.Client().Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("top-ups of %s: %w", ws, err)
+		}
+		for _, item := range page.Items {
+			var it struct {
+				ID        string `dynamodbav:"topup_id"`
+				Status    string `dynamodbav:"status"`
+				SessionID string `dynamodbav:"session_id"`
+				Credited  int64  `dynamodbav:"credited_micros"`
+			}
+			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+				return nil, err
+			}
+			out = append(out, billing.Checkout{ID: it.ID, WorkspaceID: ws, Status: billing.CheckoutStatus(it.Status),
+				SessionID: it.SessionID, Credited: billing.Micros(it.Credited)})
+		}
+		if page.LastEvaluatedKey == nil {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
 }

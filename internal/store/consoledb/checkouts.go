@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,8 +20,16 @@ import (
 
 // A top-up by checkout is WS#<ws> / TOPUP#<id>: pending when the owner
 // asks for it, then paid, failed or expired by the payment provider's
-// webhook. The money itself moves only through accountsdb.DB.TopUpWith, keyed on the
+// webhook, failed or cancelled by the console, expired by the sweeper. The
+// money itself moves only through accountsdb.DB.TopUpWith, keyed on the
 // checkout session, in the same transaction as the item turns paid.
+//
+// While pending, the item is in the deliveries-due index too (the sparse
+// index of things due at a time, beside the webhook deliveries' DUE#
+// partitions), in the one partition pendingPK sorted by creation, so that
+// the sweeper finds the stale ones with one Query; leaving pending removes
+// it. Top-ups are made by people, a few a minute at most: one partition
+// takes them.
 type checkoutItem struct {
 	PK, SK      string
 	TopUpID     string `dynamodbav:"topup_id"`
@@ -32,9 +41,20 @@ type checkoutItem struct {
 	CreatedBy   string `dynamodbav:"created_by"`
 	CreatedAt   string `dynamodbav:"created_at"`
 	UpdatedAt   string `dynamodbav:"updated_at"`
+	// The deliveries-due index's keys, while pending.
+	GSI4PK string `dynamodbav:"GSI4PK,omitempty"`
+	GSI4SK string `dynamodbav:"GSI4SK,omitempty"`
 }
 
 const checkoutPrefix = "TOPUP#"
+
+// pendingPK is the index partition of pending top-ups; their sort key is
+// the creation's stamp, the workspace and the id.
+const pendingPK = "TOPUPS#PENDING"
+
+func pendingSK(c billing.Checkout) string {
+	return store.Stamp(c.CreatedAt) + "#" + c.WorkspaceID + "#" + c.ID
+}
 
 func (it checkoutItem) checkout() billing.Checkout {
 	created, _ := job.ParseTime(it.CreatedAt)
@@ -48,7 +68,8 @@ func (it checkoutItem) checkout() billing.Checkout {
 func (d *DB) CreateCheckout(ctx context.Context, c billing.Checkout) error {
 	item, err := attributevalue.MarshalMap(checkoutItem{PK: store.WorkspacePK(c.WorkspaceID), SK: checkoutPrefix + c.ID,
 		TopUpID: c.ID, WorkspaceID: c.WorkspaceID, Status: string(billing.CheckoutPending), Requested: int64(c.Requested),
-		CreatedBy: c.CreatedBy, CreatedAt: store.Stamp(c.CreatedAt), UpdatedAt: store.Stamp(c.CreatedAt)})
+		CreatedBy: c.CreatedBy, CreatedAt: store.Stamp(c.CreatedAt), UpdatedAt: store.Stamp(c.CreatedAt),
+		GSI4PK: pendingPK, GSI4SK: pendingSK(c)})
 	if err != nil {
 		return err
 	}
@@ -121,7 +142,7 @@ func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amoun
 	}
 	mark := types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(d.Table()), Key: store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
-		UpdateExpression:          aws.String("SET #status = :paid, credited_micros = :amount, session_id = :sid, updated_at = :at"),
+		UpdateExpression:          aws.String("SET #status = :paid, credited_micros = :amount, session_id = :sid, updated_at = :at REMOVE GSI4PK, GSI4SK"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(session_id) OR session_id = :sid)"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":paid": store.String(string(billing.CheckoutPaid)), ":amount": store.Number(int64(amount)), ":sid": store.String(sessionID), ":at": store.String(store.Stamp(at))},
@@ -133,25 +154,61 @@ func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amoun
 	return credited, err
 }
 
-// EndCheckout marks a pending top-up failed or expired; one that is paid
-// (or ended) already keeps its status. An unknown top-up is ErrNotFound.
+// EndCheckout marks a pending top-up failed, expired or cancelled; one
+// that is paid (or ended) already keeps its status. An unknown top-up is
+// ErrNotFound. A retry whose first answer was lost meets its own write (the
+// status and the time it wrote) and reports it changed.
 func (d *DB) EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (changed bool, err error) {
 	_, err = d.Client().UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(d.Table()),
 		Key:                       store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
-		UpdateExpression:          aws.String("SET #status = :to, updated_at = :at"),
+		UpdateExpression:          aws.String("SET #status = :to, updated_at = :at REMOVE GSI4PK, GSI4SK"),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND #status = :pending"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":to": store.String(string(status)), ":pending": store.String(string(billing.CheckoutPending)), ":at": store.String(store.Stamp(at))},
 	})
 	if isConditionFailed(err) {
-		if _, rerr := d.Checkout(ctx, ws, id); rerr != nil {
+		now, rerr := d.Checkout(ctx, ws, id)
+		if rerr != nil {
 			return false, rerr
 		}
-		return false, nil
+		return now.Status == status && store.Stamp(now.UpdatedAt) == store.Stamp(at), nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("end top-up %s: %w", id, err)
 	}
 	return true, nil
+}
+
+// EachStalePendingCheckout calls fn with the workspace and id of every
+// top-up pending since before created, oldest first, from the index (which
+// may lag: EndCheckout's condition is the check).
+func (d *DB) EachStalePendingCheckout(ctx context.Context, created time.Time, fn func(ws, id string) error) error {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(d.Table()),
+		IndexName:                 aws.String(store.IndexDeliveriesDue),
+		KeyConditionExpression:    aws.String("GSI4PK = :pk AND GSI4SK < :before"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": store.String(pendingPK), ":before": store.String(store.Stamp(created))},
+	}
+	for {
+		out, err := d.Client().Query(ctx, in)
+		if err != nil {
+			return fmt.Errorf("list pending top-ups: %w", err)
+		}
+		for _, item := range out.Items {
+			var k struct{ PK, SK string }
+			if err := attributevalue.UnmarshalMap(item, &k); err != nil {
+				return err
+			}
+			ws, _ := strings.CutPrefix(k.PK, "WS#")
+			id, _ := strings.CutPrefix(k.SK, checkoutPrefix)
+			if err := fn(ws, id); err != nil {
+				return err
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
 }
