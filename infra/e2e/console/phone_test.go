@@ -73,8 +73,9 @@ const measureChart = `(() => {
 })()`
 
 // TestEveryPageFitsAPhone opens every page of the console in Chromium at a
-// phone's 390 CSS pixels (sign-in, set-password, no workspace, tokens,
-// revoke, billing, members, remove member, security, the shared style, an
+// phone's 390 CSS pixels (sign-in, both steps of a forgotten password,
+// set-password, no workspace, tokens, revoke, billing, members, remove
+// member, reset a member's password, security, the shared style, an
 // error, usage), with long names and emails in its tables: no
 // page is wider than the screen, every action (a row's Revoke, Remove or
 // role, every form's button) lies within it, and the usage chart's labels
@@ -203,6 +204,8 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	}
 
 	check("sign-in", "/sign-in", "input[name=email]", false)
+	check("forgot-password", "/forgot-password?email="+newcomer, "#forgot-form", false)
+	check("reset-password", "/reset-password?email="+newcomer, "#reset-form", false)
 	signIn(newcomer, fresh.TemporaryPassword, `input[name=password_again]`)
 	measure("set-password", false)
 	signIn(loner, password, `#sign-out`)
@@ -214,6 +217,7 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	check("billing", "/settings/billing", "#topups", false)
 	check("members", "/settings/members", "#members", true)
 	check("remove-member", "/settings/members/"+other+"/remove", "main form", false)
+	check("reset-member", "/settings/members/"+other+"/reset-password", "#confirm-reset", false)
 	check("security", "/settings/security", "main h1", false)
 	check("shared-style", "/styles/shared/"+share, "main h1", false)
 	check("error", "/settings/no-such-page", "main h1", false)
