@@ -33,6 +33,7 @@ type Parameter struct {
 	Type          string `yaml:"Type"`
 	Default       any    `yaml:"Default"`
 	AllowedValues []any  `yaml:"AllowedValues"`
+	Description   string `yaml:"Description"`
 }
 
 // Globals holds the function defaults.
