@@ -41,9 +41,11 @@ var probes = map[string]probe{
 	"styles":   {"events/styles-list.json", http.StatusUnauthorized},
 	"mcp":      {"events/mcp-tools-list.json", http.StatusUnauthorized},
 	"console":  {"events/console-sign-in.json", http.StatusOK},
-	"openapi":  {"events/openapi.json", http.StatusOK},
-	"notfound": {"events/notfound.json", http.StatusNotFound},
-	bareName:   {"events/notfound.json", http.StatusOK},
+	// Refused before its keys are read: no Stripe-Signature.
+	"stripewebhook": {"events/stripewebhook-unsigned.json", http.StatusBadRequest},
+	"openapi":       {"events/openapi.json", http.StatusOK},
+	"notfound":      {"events/notfound.json", http.StatusNotFound},
+	bareName:        {"events/notfound.json", http.StatusOK},
 }
 
 // loadEvent reads a sample event and removes its credentials.
