@@ -109,6 +109,11 @@ func (c *Console) reauth(w http.ResponseWriter, r *http.Request, req *request, p
 	if password == "" || len(password) > MaxPasswordBytes {
 		return refuse(http.StatusBadRequest, "Enter your current password.")
 	}
+	// A password or code guessed here counts as at sign-in (throttle.go).
+	t := c.throttleOf(r, scopeSignIn, req.session.Email)
+	if c.throttled(w, r, t) {
+		return cognito.Result{}, false, false
+	}
 	res, err := c.Identity.SignIn(r.Context(), req.session.Email, password)
 	if err == nil && res.MFARequired {
 		mfa = true
@@ -118,6 +123,7 @@ func (c *Console) reauth(w http.ResponseWriter, r *http.Request, req *request, p
 		}
 		res, err = c.Identity.AnswerMFA(r.Context(), req.session.Email, res.Session, digits)
 	}
+	err = c.counted(r, t, err)
 	switch {
 	case errors.Is(err, cognito.ErrBadCredentials):
 		return refuse(http.StatusUnauthorized, "That is not your current password. Nothing was changed.")

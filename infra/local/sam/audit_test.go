@@ -328,7 +328,7 @@ func TestTheConsolesPasswordFormsHaveARouteThrottle(t *testing.T) {
 			}
 		}
 	}
-	for _, route := range []string{"POST /app/sign-in", "POST /app/set-password", "POST /app/forgot-password", "POST /app/reset-password"} {
+	for _, route := range []string{"POST /app/sign-in", "POST /app/sign-in/mfa", "POST /app/set-password", "POST /app/forgot-password", "POST /app/reset-password"} {
 		if !limited[route] {
 			t.Errorf("%s has no route throttle of its own (RouteSettings with a rate of at most 20 a second)", route)
 		}

@@ -109,6 +109,7 @@ func TestRoutesCoverTheAPI(t *testing.T) {
 		"POST /app/reset-password -> ConsoleFunction",
 		"POST /app/set-password -> ConsoleFunction",
 		"POST /app/sign-in -> ConsoleFunction",
+		"POST /app/sign-in/mfa -> ConsoleFunction",
 		"POST /assets -> AssetsFunction",
 		"POST /assets/uploads -> AssetsFunction",
 		"POST /callbacks/{provider}/{job_id}/{token} -> CallbacksFunction",
