@@ -128,10 +128,14 @@ func TestCountClaimsAreFound(t *testing.T) {
 
 // parameterTable reads the first table under "## Parameters" of a page:
 // each row's parameter name (its first cell, in backticks) and its default.
-func parameterTable(text string) (map[string]string, error) {
-	i := strings.Index(text, "\n## Parameters\n")
+func parameterTable(text string) (map[string]string, error) { return sectionTable(text, "Parameters") }
+
+// sectionTable reads the first table of the section "## heading" of a
+// page: its rows' first cells (in backticks) and their second cells.
+func sectionTable(text, heading string) (map[string]string, error) {
+	i := strings.Index(text, "\n## "+heading+"\n")
 	if i < 0 {
-		return nil, fmt.Errorf("no \"## Parameters\" section")
+		return nil, fmt.Errorf("no \"## %s\" section", heading)
 	}
 	rows := map[string]string{}
 	inTable := false
@@ -178,6 +182,26 @@ func TestTheParameterTableIsTheTemplates(t *testing.T) {
 	for name := range rows {
 		if _, ok := tpl.Parameters[name]; !ok {
 			t.Errorf("docs/operations.md's parameter table lists %s, which template.yaml does not have", name)
+		}
+	}
+}
+
+// docs/operations.md's table of outputs lists exactly the stack's outputs,
+// each with what it is for: what `sam deploy` prints is all explained.
+func TestTheOutputsTableIsTheTemplates(t *testing.T) {
+	tpl := loadRepoTemplate(t)
+	rows, err := sectionTable(docPages(t)["docs/operations.md"], "Outputs")
+	if err != nil {
+		t.Fatalf("docs/operations.md: %v", err)
+	}
+	for name := range tpl.Outputs {
+		if cell, ok := rows[name]; !ok || cell == "" {
+			t.Errorf("docs/operations.md's table of outputs lacks %s", name)
+		}
+	}
+	for name := range rows {
+		if _, ok := tpl.Outputs[name]; !ok {
+			t.Errorf("docs/operations.md's table of outputs lists %s, which template.yaml does not have", name)
 		}
 	}
 }
