@@ -20,6 +20,7 @@ import (
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/devstack/devstacktest"
+	"genjobs/internal/console"
 	"genjobs/internal/emulator"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
@@ -282,4 +283,19 @@ func TestChangingThePasswordEndsTheOtherSessions(t *testing.T) {
 		t.Fatalf("the old password still signs in: %d", p.status)
 	}
 	newBrowser(t, s).signIn(email, newPassword)
+}
+
+// A stolen session cookie does not let anyone guess the password on the
+// security page: its wrong passwords count toward the sign-in throttle.
+func TestTheSecurityPageThrottlesPasswordGuesses(t *testing.T) {
+	_, b := signedIn(t, member.Member)
+	for i := 0; i < console.FailureLimit; i++ {
+		if p := b.post("/app/settings/security/mfa/start", b.form(devstack.DemoWorkspace, "password", "Guess-Number-"+strconv.Itoa(i)+"!")); p.status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d; want 401", i, p.status)
+		}
+	}
+	p := b.post("/app/settings/security/mfa/start", b.form(devstack.DemoWorkspace, "password", password))
+	if p.status != http.StatusTooManyRequests || strings.Contains(p.body, "totp-secret") {
+		t.Fatalf("after %d wrong passwords, the right one: %d; want 429 and no key shown", console.FailureLimit, p.status)
+	}
 }
