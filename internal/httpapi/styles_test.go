@@ -51,7 +51,10 @@ type styleEnv struct {
 	at             time.Time
 }
 
-func newStyleEnv(t *testing.T) *styleEnv {
+func newStyleEnv(t *testing.T) *styleEnv { t.Helper(); return newStyleEnvAt(t, testAppURL) }
+
+// newStyleEnvAt is newStyleEnv with the styles handler's AppURL (APP_URL).
+func newStyleEnvAt(t *testing.T, appURL string) *styleEnv {
 	t.Helper()
 	ctx := context.Background()
 	db := testenv.DynamoDB(t)
@@ -75,7 +78,7 @@ func newStyleEnv(t *testing.T) *styleEnv {
 			e.tokenB = token
 		}
 	}
-	h := &httpapi.Styles{Auth: auth.Authenticator{Dir: accountsdb.New(e.store)}, Styles: e.styles, Clock: &clock.Fixed{T: now}, AppURL: testAppURL}
+	h := &httpapi.Styles{Auth: auth.Authenticator{Dir: accountsdb.New(e.store)}, Styles: e.styles, Clock: &clock.Fixed{T: now}, AppURL: appURL}
 	e.api = lambdatest.Handler(httpapi.Middleware(slog.New(slog.NewJSONHandler(io.Discard, nil)), h.Routes()))
 	return e
 }
@@ -396,5 +399,38 @@ func TestShareLinkTwoFirstRequestsAtOnce(t *testing.T) {
 		if (a.status == http.StatusCreated) != a.isNew {
 			t.Errorf("%+v: 201 goes with is_new true", a)
 		}
+	}
+}
+
+// Without APP_URL (the template's default), share links and avatars are
+// under https://{the API domain the request reached}/app: API Gateway's
+// requestContext.domainName, which the Lambda adapter makes the request's
+// host.
+func TestWithoutAnAppURLLinksAreOnTheRequestsAPIDomain(t *testing.T) {
+	e := newStyleEnvAt(t, "")
+	e.add("mine", &callerA, nil)
+	const domain = "a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com"
+	get := func(path string) response {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Host = domain
+		req.Header.Set("Authorization", "Bearer "+e.tokenA)
+		if ev := lambdatest.Event(req); ev.RequestContext.DomainName != domain {
+			t.Fatalf("the event's domainName is %q", ev.RequestContext.DomainName)
+		}
+		rec := httptest.NewRecorder()
+		e.api.ServeHTTP(rec, req)
+		return response{rec.Code, rec.Result().Header, rec.Body.Bytes()}
+	}
+	app := "https://" + domain + "/app"
+	r := get("/styles/mine/share/link")
+	var link struct {
+		ShareLink string `json:"share_link"`
+	}
+	if err := json.Unmarshal(r.body, &link); err != nil || r.status != http.StatusCreated || !strings.HasPrefix(link.ShareLink, app+"/styles/shared/") {
+		t.Errorf("share link: %d %s; want 201 and a link under %s", r.status, r.body, app)
+	}
+	r = get("/styles?filter=all")
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"avatar_url":"`+app+"/avatars/"+style.APIUserID("ws_a")+`"`) {
+		t.Errorf("list: %d %s; want the owner's avatar under %s", r.status, r.body, app)
 	}
 }
