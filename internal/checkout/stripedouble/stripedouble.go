@@ -12,6 +12,7 @@ package stripedouble
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,6 +109,18 @@ func (d *Double) Session(id string) (Session, bool) {
 		return Session{}, false
 	}
 	return *s, true
+}
+
+// Sessions lists the ids of the sessions created, oldest first.
+func (d *Double) Sessions() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ids := make([]string, 0, len(d.sessions))
+	for id := range d.sessions {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(d.sessions[a].Created, d.sessions[b].Created) })
+	return ids
 }
 
 // Handler serves Stripe's API paths and the checkout page.
