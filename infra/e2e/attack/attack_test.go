@@ -258,6 +258,13 @@ func attackConsole(t *testing.T, a *attacker, s *devstacktest.Stack) {
 		anonymous.send("POST", "/app/set-password", "set-password email "+short(v), []byte(url.Values{"email": {v},
 			"challenge": {"AYABeForged"}, "password": {password + "x"}, "password_again": {password + "x"}}.Encode()), origin)
 	}
+	for _, field := range []string{"email", "challenge", "code", "secret", "setup", "next"} {
+		for _, v := range hostileValues() {
+			vals := url.Values{"email": {email}, "challenge": {"AYABeForged"}, "code": {"123456"}, "next": {"/app/settings/api-tokens"}}
+			vals.Set(field, v)
+			anonymous.send("POST", "/app/sign-in/mfa", "forged MFA answer "+field+" "+short(v), []byte(vals.Encode()), origin)
+		}
+	}
 	a.sent = anonymous.sent
 
 	signIn()
