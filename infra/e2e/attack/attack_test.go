@@ -331,7 +331,7 @@ func attackStripe(t *testing.T, a *attacker, s *devstacktest.Stack, origin map[s
 	}
 	payload := s.Stripe.Event("checkout.session.completed", paid)
 	for _, at := range []time.Time{time.Now().Add(time.Hour), time.Now(), time.Now()} {
-		a.send("POST", "/webhooks/stripe", "the genuine event signed "+at.Sub(time.Now()).Round(time.Minute).String()+" from now", payload,
+		a.send("POST", "/webhooks/stripe", "the genuine event signed "+time.Until(at).Round(time.Minute).String()+" from now", payload,
 			map[string]string{"Content-Type": "application/json", "Stripe-Signature": s.Stripe.Sign(payload, at)})
 	}
 	cs, err := consoledb.New(s.Store).Checkouts(context.Background(), devstack.DemoWorkspace)
