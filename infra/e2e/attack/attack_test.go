@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,23 +248,36 @@ func attackConsole(t *testing.T, a *attacker, s *devstacktest.Stack) {
 	// The pages anyone can reach: the sign-in page and what it links to
 	// (its forms sent by someone with no session), and a set-password with
 	// a challenge Cognito never issued.
+	// Each anonymous request comes from another loopback address and names
+	// another person, so that the forms' throttles (10 failures per address
+	// and per source) do not stop the run short of the code behind them.
 	anonymous := *a
-	anonymous.client = &http.Client{Timeout: a.client.Timeout, CheckRedirect: a.client.CheckRedirect}
+	anonymous.client = &http.Client{Timeout: a.client.Timeout, CheckRedirect: a.client.CheckRedirect, Transport: fromManySources()}
 	done := map[string]bool{}
 	attackForms(t, &anonymous, crawl(&anonymous, "/app/sign-in"), origin, done, func() {})
-	for _, v := range hostileValues() {
-		anonymous.send("POST", "/app/set-password", "forged challenge "+short(v), []byte(url.Values{"email": {email},
-			"challenge": {v}, "password": {password + "x"}, "password_again": {password + "x"}}.Encode()), origin)
+	anonymousForms := []struct {
+		action string
+		fields url.Values
+	}{
+		{"/app/set-password", url.Values{"challenge": {"AYABeForged"}, "password": {password + "x"}, "password_again": {password + "x"}}},
+		{"/app/sign-in/mfa", url.Values{"challenge": {"AYABeForged"}, "code": {"123456"}, "secret": {"JBSWY3DPEHPK3PXP"}, "next": {"/app/settings/api-tokens"}}},
+		{"/app/reset-password", url.Values{"code": {"123456"}, "password": {password + "x"}, "password_again": {password + "x"}}},
+		{"/app/forgot-password", url.Values{}},
 	}
-	for _, v := range hostileValues() {
-		anonymous.send("POST", "/app/set-password", "set-password email "+short(v), []byte(url.Values{"email": {v},
-			"challenge": {"AYABeForged"}, "password": {password + "x"}, "password_again": {password + "x"}}.Encode()), origin)
-	}
-	for _, field := range []string{"email", "challenge", "code", "secret", "setup", "next"} {
-		for _, v := range hostileValues() {
-			vals := url.Values{"email": {email}, "challenge": {"AYABeForged"}, "code": {"123456"}, "next": {"/app/settings/api-tokens"}}
-			vals.Set(field, v)
-			anonymous.send("POST", "/app/sign-in/mfa", "forged MFA answer "+field+" "+short(v), []byte(vals.Encode()), origin)
+	for i, f := range anonymousForms {
+		f.fields.Set("email", fmt.Sprintf("attack-%d@example.com", i))
+		for _, field := range keys(f.fields) {
+			for j, v := range hostileValues() {
+				vals := url.Values{}
+				for k, vs := range f.fields {
+					vals[k] = vs
+				}
+				if field != "email" {
+					vals.Set("email", fmt.Sprintf("attack-%d-%s-%d@example.com", i, field, j))
+				}
+				vals.Set(field, v)
+				anonymous.send("POST", f.action, "anonymous "+field+" = "+short(v), []byte(vals.Encode()), origin)
+			}
 		}
 	}
 	a.sent = anonymous.sent
@@ -345,6 +360,20 @@ func attackStripe(t *testing.T, a *attacker, s *devstacktest.Stack, origin map[s
 	if credited != 10_000_000 {
 		t.Errorf("a top-up of 10 USD was credited %d micro-USD after the forged events: %+v", credited, cs)
 	}
+}
+
+// fromManySources is a transport whose connections come from 127.0.0.2,
+// 127.0.0.3, … in turn, none kept for a second request.
+func fromManySources() http.RoundTripper {
+	var n atomic.Uint32
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableKeepAlives = true
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ip := net.IPv4(127, 0, byte(1+n.Add(1)/250%250), byte(2+n.Load()%250))
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: 10 * time.Second}
+		return d.DialContext(ctx, network, addr)
+	}
+	return t
 }
 
 // crawl follows the console's links from start, at most 60 pages, and
