@@ -129,6 +129,33 @@ func (c *cli) memberAdd(ctx context.Context, args []string, stdout io.Writer) er
 	}{u.UserID, u.TemporaryPassword})
 }
 
+// namedMember reads the --workspace and --email of a command about one
+// member, and finds the member.
+func (c *cli) namedMember(ctx context.Context, args []string, stdout io.Writer) (*store.Store, member.Membership, error) {
+	fs := c.flags()
+	ws := fs.String("workspace", "", "the workspace `id` (required)")
+	email := fs.String("email", "", "the member's `email` (required)")
+	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
+		return nil, member.Membership{}, err
+	}
+	e := member.NormalizeEmail(*email)
+	if e == "" {
+		return nil, member.Membership{}, usagef("%s: --email is required", c.cmd.name)
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return nil, member.Membership{}, err
+	}
+	m, err := memberByEmail(ctx, s, *ws, e)
+	if errors.Is(err, member.ErrNotMember) {
+		return nil, member.Membership{}, fmt.Errorf("%s is not a member of %s", e, *ws)
+	}
+	if err != nil {
+		return nil, member.Membership{}, c.target.explain(err)
+	}
+	return s, m, nil
+}
+
 // memberByEmail finds a workspace's member by email.
 func memberByEmail(ctx context.Context, s *store.Store, ws, email string) (member.Membership, error) {
 	ms, err := consoledb.New(s).Members(ctx, ws)
@@ -144,29 +171,15 @@ func memberByEmail(ctx context.Context, s *store.Store, ws, email string) (membe
 }
 
 func (c *cli) memberRemove(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := c.flags()
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	email := fs.String("email", "", "the member's `email` (required)")
-	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
-		return err
-	}
-	e := member.NormalizeEmail(*email)
-	if e == "" {
-		return usagef("%s: --email is required", c.cmd.name)
-	}
-	s, err := c.store(ctx)
+	s, m, err := c.namedMember(ctx, args, stdout)
 	if err != nil {
 		return err
 	}
-	m, err := memberByEmail(ctx, s, *ws, e)
-	if err == nil {
-		err = consoledb.New(s).RemoveMember(ctx, *ws, m.UserID)
-	}
-	switch {
+	switch err := consoledb.New(s).RemoveMember(ctx, m.WorkspaceID, m.UserID); {
 	case errors.Is(err, member.ErrNotMember):
-		return fmt.Errorf("%s is not a member of %s", e, *ws)
+		return fmt.Errorf("%s is not a member of %s", m.Email, m.WorkspaceID)
 	case errors.Is(err, member.ErrLastOwner):
-		return fmt.Errorf("%s is the last owner of %s: make another member an owner first", e, *ws)
+		return fmt.Errorf("%s is the last owner of %s: make another member an owner first", m.Email, m.WorkspaceID)
 	case err != nil:
 		return c.target.explain(err)
 	}
@@ -209,37 +222,20 @@ func (c *cli) memberList(ctx context.Context, args []string, stdout io.Writer) e
 // user the pool has lost (an add that failed half-way, a pool made again)
 // gets a new user, and the membership moves to it.
 func (c *cli) memberResetPassword(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := c.flags()
-	ws := fs.String("workspace", "", "the workspace `id` (required)")
-	email := fs.String("email", "", "the member's `email` (required)")
-	if err := c.parseIDs(fs, args, stdout, "workspace"); err != nil {
-		return err
-	}
-	e := member.NormalizeEmail(*email)
-	if e == "" {
-		return usagef("%s: --email is required", c.cmd.name)
-	}
-	s, err := c.store(ctx)
+	s, m, err := c.namedMember(ctx, args, stdout)
 	if err != nil {
 		return err
-	}
-	m, err := memberByEmail(ctx, s, *ws, e)
-	if errors.Is(err, member.ErrNotMember) {
-		return fmt.Errorf("%s is not a member of %s", e, *ws)
-	}
-	if err != nil {
-		return c.target.explain(err)
 	}
 	pool, err := c.pool(ctx)
 	if err != nil {
 		return err
 	}
-	u, err := pool.ResetPassword(ctx, e)
+	u, err := pool.ResetPassword(ctx, m.Email)
 	if err != nil {
 		return err
 	}
 	if u.UserID != m.UserID {
-		if _, err := consoledb.New(s).MoveMember(ctx, *ws, m.UserID, u.UserID); err != nil {
+		if _, err := consoledb.New(s).MoveMember(ctx, m.WorkspaceID, m.UserID, u.UserID); err != nil {
 			return c.target.explain(err)
 		}
 	}
