@@ -133,10 +133,8 @@ func (c *Console) confirmReset(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case code == "" || len(code) > MaxCodeBytes:
 		data.Error = "Enter the code from the email."
-	case password != again:
-		data.Error = "The two passwords differ."
-	case len(password) < 12 || len(password) > MaxPasswordBytes:
-		data.Error = "Choose a password of at least 12 characters."
+	default:
+		data.Error = newPasswordProblem(password, again)
 	}
 	if data.Error != "" {
 		c.render(w, r, http.StatusBadRequest, "resetpassword", &view{Title: "Choose a new password", Data: data})

@@ -241,14 +241,8 @@ func (c *Console) disableTOTP(w http.ResponseWriter, r *http.Request, req *reque
 // sign-out). This session stays, with a refresh token of the new password
 // when one can be had without a code.
 func (c *Console) changePassword(w http.ResponseWriter, r *http.Request, req *request) {
-	var d securityData
-	proposed, again := r.PostForm.Get("new_password"), r.PostForm.Get("new_password_again")
-	switch {
-	case proposed != again:
-		d.ErrorPassword = "The two new passwords differ."
-	case len(proposed) < 12 || len(proposed) > MaxPasswordBytes:
-		d.ErrorPassword = "Choose a new password of at least 12 characters."
-	}
+	proposed := r.PostForm.Get("new_password")
+	d := securityData{ErrorPassword: newPasswordProblem(proposed, r.PostForm.Get("new_password_again"))}
 	if d.ErrorPassword != "" {
 		c.renderSecurity(w, r, req, http.StatusBadRequest, d)
 		return

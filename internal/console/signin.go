@@ -63,10 +63,8 @@ func (c *Console) setPassword(w http.ResponseWriter, r *http.Request) {
 	case data.Email == "" || data.Challenge == "" || len(data.Challenge) > 4096:
 		c.render(w, r, http.StatusBadRequest, "signin", &view{Title: "Sign in", Data: signInData{Error: "Sign in again to set your password."}})
 		return
-	case password != again:
-		data.Error = "The two passwords differ."
-	case len(password) < 12 || len(password) > MaxPasswordBytes:
-		data.Error = "Choose a password of at least 12 characters."
+	default:
+		data.Error = newPasswordProblem(password, again)
 	}
 	if data.Error != "" {
 		c.render(w, r, http.StatusBadRequest, "setpassword", &view{Title: "Choose a password", Data: data})
@@ -78,6 +76,18 @@ func (c *Console) setPassword(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := c.Identity.SetNewPassword(r.Context(), data.Email, data.Challenge, password)
 	c.afterCognito(w, r, data, res, c.counted(r, t, err))
+}
+
+// newPasswordProblem is what is wrong with a new password typed twice, or
+// "" (Cognito checks the pool's policy beyond the length).
+func newPasswordProblem(password, again string) string {
+	switch {
+	case password != again:
+		return "The two passwords differ."
+	case len(password) < 12 || len(password) > MaxPasswordBytes:
+		return "Choose a password of at least 12 characters."
+	}
+	return ""
 }
 
 // afterCognito answers a sign-in step: the set-password page, an error
