@@ -184,15 +184,21 @@ func (c *Client) EnsureUser(ctx context.Context, email string) (u User, created 
 
 // User reads the pool's user of email.
 func (c *Client) User(ctx context.Context, email string) (User, error) {
+	u, _, err := c.user(ctx, email)
+	return u, err
+}
+
+// user reads the pool's user of email and its status.
+func (c *Client) user(ctx context.Context, email string) (User, types.UserStatusType, error) {
 	out, err := c.api.AdminGetUser(ctx, &cip.AdminGetUserInput{UserPoolId: aws.String(c.poolID), Username: aws.String(email)})
 	if err != nil {
-		return User{}, fmt.Errorf("read user %s: %w", email, classify(opAdmin, err))
+		return User{}, "", fmt.Errorf("read user %s: %w", email, classify(opAdmin, err))
 	}
 	u := User{Email: email, UserID: attribute(out.UserAttributes, "sub")}
 	if u.UserID == "" {
-		return User{}, fmt.Errorf("cognito: the user %s has no sub", email)
+		return User{}, "", fmt.Errorf("cognito: the user %s has no sub", email)
 	}
-	return u, nil
+	return u, out.UserStatus, nil
 }
 
 // SetPassword gives a user a permanent password (the local stack's demo

@@ -83,15 +83,11 @@ func neverSignedIn(status types.UserStatusType) bool {
 // existing reads email's user, with a new temporary password when they
 // have never signed in.
 func (c *Client) existing(ctx context.Context, email string) (User, error) {
-	out, err := c.api.AdminGetUser(ctx, &cip.AdminGetUserInput{UserPoolId: aws.String(c.poolID), Username: aws.String(email)})
+	u, status, err := c.user(ctx, email)
 	if err != nil {
-		return User{}, fmt.Errorf("read user %s: %w", email, classify(opAdmin, err))
+		return User{}, err
 	}
-	u := User{Email: email, UserID: attribute(out.UserAttributes, "sub")}
-	if u.UserID == "" {
-		return User{}, fmt.Errorf("cognito: the user %s has no sub", email)
-	}
-	if neverSignedIn(out.UserStatus) {
+	if neverSignedIn(status) {
 		if u.TemporaryPassword, err = c.setTemporary(ctx, email); err != nil {
 			return User{}, err
 		}
