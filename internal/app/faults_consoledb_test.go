@@ -183,6 +183,12 @@ func TestEveryConsolePathAnswers503WhenTheTableFails(t *testing.T) {
 				}
 				return nil
 			}, 303},
+		// The jobs pages, on a queued job of ws_a ({job} in the path).
+		{"jobs page", "GET", "/app/jobs", nil, "Query", "jobs-by-workspace", testenv.Unavailable, nil, 200},
+		{"jobs page's jobs", "GET", "/app/jobs?status=queued", nil, "BatchGetItem", "JOB#", testenv.Throttle, nil, 200},
+		{"job page", "GET", "/app/jobs/{job}", nil, "GetItem", `"S":"JOB"}`, testenv.Unavailable, nil, 200},
+		{"job page's request", "GET", "/app/jobs/{job}", nil, "GetItem", `"S":"REQUEST"}`, testenv.Drop, nil, 200},
+		{"job page's deliveries", "GET", "/app/jobs/{job}", nil, "GetItem", `"S":"WEBHOOK"}`, testenv.Unavailable, nil, 200},
 		{"switch workspace", "POST", "/app/workspace", url.Values{"back": {"/app/settings/usage"}}, "UpdateItem", "SESSION#", testenv.Unavailable, nil, 303},
 		{"sign out", "POST", "/app/sign-out", url.Values{}, "DeleteItem", "SESSION#", testenv.Unavailable,
 			func(c *consoleStack) error {
@@ -196,8 +202,12 @@ func TestEveryConsolePathAnswers503WhenTheTableFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newConsoleStack(t)
+			path := tc.path
+			if strings.HasPrefix(path, "/app/jobs") {
+				path = strings.ReplaceAll(path, "{job}", c.queuedJob("").ID)
+			}
 			c.table.SetIf(tc.op, tc.where, tc.fault)
-			out := c.visit(tc.method, tc.path, tc.form)
+			out := c.visit(tc.method, path, tc.form)
 			if out.StatusCode != http.StatusServiceUnavailable || out.Headers.Get("Retry-After") != "2" ||
 				!strings.Contains(out.Body, consoleUnavailable) || !strings.HasPrefix(out.Headers.Get("Content-Type"), "text/html") {
 				t.Errorf("during the outage: %d, Retry-After %q, %s; want the console's 503 page with Retry-After 2",
@@ -218,7 +228,7 @@ func TestEveryConsolePathAnswers503WhenTheTableFails(t *testing.T) {
 			if tc.after == 0 {
 				return
 			}
-			if out := c.visit(tc.method, tc.path, tc.form); out.StatusCode != tc.after {
+			if out := c.visit(tc.method, path, tc.form); out.StatusCode != tc.after {
 				t.Errorf("after the outage: %d; want %d\n%s", out.StatusCode, tc.after, out.Body)
 			}
 		})

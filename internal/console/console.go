@@ -31,6 +31,7 @@ import (
 	"genjobs/internal/checkout"
 	"genjobs/internal/clock"
 	"genjobs/internal/cognito"
+	"genjobs/internal/console/jobview"
 	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/member"
@@ -70,6 +71,7 @@ type Store interface {
 	EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (bool, error)
 
 	Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
+	jobview.Store
 	SharedStyle(ctx context.Context, token string) (style.Style, error)
 
 	OnceStore
@@ -111,6 +113,11 @@ type Config struct {
 	// Empty, it is https://{the request's API domain}/app (appURL), and
 	// forms are trusted from the request's own host only.
 	AppURL string
+	// Results mints the jobs pages' output URLs (presigned GETs of the
+	// results bucket: s3url.ResultLinks); ResultsOrigin is the origin
+	// they are on, which the CSP lets images and videos load from.
+	Results       httpapi.ResultURLs
+	ResultsOrigin string
 }
 
 // Console serves the pages.
@@ -128,8 +135,11 @@ var files embed.FS
 
 // New checks cfg and parses the templates. It does no I/O.
 func New(cfg Config) (*Console, error) {
-	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Clock == nil || cfg.Log == nil {
-		return nil, errors.New("console: Store, Identity, Payments, Clock and Log are required")
+	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil {
+		return nil, errors.New("console: Store, Identity, Payments, Clock, Log and Results are required")
+	}
+	if o, err := url.Parse(cfg.ResultsOrigin); err != nil || (o.Scheme != "https" && o.Scheme != "http") || o.Host == "" || o.Path != "" || o.RawQuery != "" {
+		return nil, fmt.Errorf("console: the results origin must be an http(s) origin, not %q", cfg.ResultsOrigin)
 	}
 	cfg.AppURL = strings.TrimSuffix(cfg.AppURL, "/")
 	c := &Console{Config: cfg, secure: true, cop: http.NewCrossOriginProtection()}
@@ -187,6 +197,9 @@ func (c *Console) Routes() http.Handler {
 	mux.HandleFunc("POST "+Base+"/workspace", c.switchWorkspace)
 	c.securityRoutes(mux)
 
+	mux.HandleFunc("GET "+Base+"/jobs", c.page(c.jobsPage))
+	mux.HandleFunc("GET "+Base+"/jobs/{id}", c.page(c.jobPage))
+
 	mux.HandleFunc("GET "+Base+"/settings/api-tokens", c.page(c.tokensPage))
 	mux.HandleFunc("POST "+Base+"/settings/api-tokens", c.form(c.createToken, member.Role.ManagesTokens))
 	mux.HandleFunc("GET "+Base+"/settings/api-tokens/{id}/revoke", c.page(c.revokePage))
@@ -214,10 +227,11 @@ func (c *Console) Routes() http.Handler {
 }
 
 // headers sets what every answer carries: a strict CSP (no inline script
-// or style; images from https for style covers), no framing, no referrer
+// or style; images from https for style covers, and from the results
+// store, videos from the results store only), no framing, no referrer
 // outside the console, no caching of pages that hold account data.
 func (c *Console) headers(next http.Handler) http.Handler {
-	csp := "default-src 'self'; img-src 'self' https: data:; style-src 'self'; script-src 'self'; " +
+	csp := "default-src 'self'; " + mediaSources(c.ResultsOrigin) + "style-src 'self'; script-src 'self'; " +
 		"object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -233,6 +247,18 @@ func (c *Console) headers(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// mediaSources is the CSP's img-src and media-src: https images (style
+// covers, and the results bucket in AWS) and data URIs, and the results
+// store's origin, named besides only when it is http (the local S3
+// emulator); videos from the results store alone.
+func mediaSources(results string) string {
+	img := "img-src 'self' https: data:"
+	if strings.HasPrefix(results, "http:") {
+		img += " " + results
+	}
+	return img + "; media-src 'self' " + results + "; "
 }
 
 func (c *Console) asset(w http.ResponseWriter, r *http.Request) {

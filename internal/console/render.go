@@ -39,7 +39,7 @@ func (c *Console) view(req *request, nav, title string) *view {
 type pageTemplate struct{ t *template.Template }
 
 var pageNames = []string{"error", "noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared", "mfa", "security",
-	"forgot", "resetpassword", "resetmember"}
+	"forgot", "resetpassword", "resetmember", "jobs", "job"}
 
 var funcs = template.FuncMap{
 	"usd":  func(m billing.Micros) string { return m.Dollars() },

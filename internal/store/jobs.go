@@ -362,3 +362,53 @@ func (s *Store) ListJobs(ctx context.Context, ws string, q job.Query) (job.Page,
 
 // String is a string attribute value.
 func String(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+// maxBatchGet is how many keys one BatchGetItem takes.
+const maxBatchGet = 100
+
+// JobsByID reads whole jobs by id, in BatchGetItem calls of up to 100
+// keys, eventually consistent: a list page's jobs (ListJobs reads an index
+// that holds only part of each) for a page that shows their endpoint,
+// price and source. Jobs that are not found (or that DynamoDB left
+// unprocessed four times) are left out; the order is the ids'. Requests
+// are not read.
+func (s *Store) JobsByID(ctx context.Context, ids []string) ([]*job.Job, error) {
+	found := make(map[string]*job.Job, len(ids))
+	for start := 0; start < len(ids); start += maxBatchGet {
+		keys := make([]map[string]types.AttributeValue, 0, maxBatchGet)
+		for _, id := range ids[start:min(start+maxBatchGet, len(ids))] {
+			keys = append(keys, Key(JobPK(id), "JOB"))
+		}
+		items := map[string]types.KeysAndAttributes{s.table: {Keys: keys}}
+		// Keys DynamoDB leaves unprocessed (throughput) are asked again,
+		// a few times, spaced out; any still left are not found.
+		for attempt := 0; attempt < 4 && len(items[s.table].Keys) > 0; attempt++ {
+			if attempt > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+				}
+			}
+			out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: items})
+			if err != nil {
+				return nil, fmt.Errorf("get %d jobs: %w", len(items[s.table].Keys), err)
+			}
+			for _, item := range out.Responses[s.table] {
+				j, err := decodeJob(item)
+				if err != nil {
+					return nil, err
+				}
+				found[j.ID] = j
+			}
+			items = out.UnprocessedKeys
+		}
+	}
+	jobs := make([]*job.Job, 0, len(found))
+	for _, id := range ids {
+		if j, ok := found[id]; ok {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, nil
+}

@@ -48,7 +48,8 @@ func screenshotDir(t *testing.T) string {
 // it, revokes it, switches API access off and on,
 // tops up 25 USD through the Stripe double, starts another and cancels it
 // on the checkout page, reads the usage chart, signs out; a member then
-// sees no create or revoke action, adds an authenticator app on the
+// sees no create or revoke action, opens the Jobs tab and an image job
+// whose output image loads, adds an authenticator app on the
 // security page (QR code, first code) and signs in with a code.
 func TestTheConsoleInABrowser(t *testing.T) {
 	if _, err := os.Stat(chromium()); err != nil {
@@ -65,8 +66,11 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	if err := json.Unmarshal(b, &owner); err != nil || owner.Email == "" {
 		t.Fatalf("demo-owner.json: %s %v", b, err)
 	}
-	// A completed job, so that usage has a bar.
+	// A completed job, so that usage has a bar, and an image job for the
+	// jobs pages.
 	waitEnded(t, s, createJob(t, s))
+	imageJob := createImageJob(t, s, s.Token)
+	waitEnded(t, s, imageJob)
 	shots := screenshotDir(t)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -263,6 +267,33 @@ func TestTheConsoleInABrowser(t *testing.T) {
 			t.Errorf("a member's tokens page shows %s", action)
 		}
 	}
+
+	// The member opens the Jobs tab and the image job: its output image
+	// loads from the results store, which the CSP allows.
+	do("jobs pages",
+		chromedp.Click(css(`nav.tabs a[href="/app/jobs"]`)),
+		chromedp.WaitVisible(css(`#job-`+imageJob+` img`)),
+		shot("14b-jobs"),
+		chromedp.Click(css(`#job-`+imageJob+` a.status`)),
+		chromedp.WaitVisible(css(`#job-outputs img`)),
+	)
+	loaded := false
+	for range 100 { // until the image has loaded or failed, at most 10 s
+		stepCtx, stop := context.WithTimeout(browser, 20*time.Second)
+		state, err := chromedp.Run(stepCtx, chromedp.Evaluate[string](`(() => { const i = document.querySelector('#job-outputs img'); return !i.complete ? 'loading' : i.naturalWidth > 0 ? 'loaded' : 'broken' })()`))
+		stop()
+		if err != nil {
+			t.Fatalf("the job page's image: %v", err)
+		}
+		if loaded = state == "loaded"; state != "loading" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !loaded {
+		t.Error("the job page's output image did not load: a URL the results store or the page's CSP refused")
+	}
+	do("the job page", shot("14c-job"))
 
 	// The member adds an authenticator on the security page, and the next
 	// sign-in asks for its code.

@@ -76,7 +76,8 @@ const measureChart = `(() => {
 // phone's 390 CSS pixels (sign-in, both steps of a forgotten password,
 // set-password, no workspace, tokens, revoke, billing, members, remove
 // member, reset a member's password, security, the shared style, an
-// error, usage), with long names and emails in its tables: no
+// error, usage, the jobs list, an image job's and a 3D job's pages), with
+// long names and emails in its tables: no
 // page is wider than the screen, every action (a row's Revoke, Remove or
 // role, every form's button) lies within it, and the usage chart's labels
 // are drawn at a readable size, apart, and inside the chart, the last
@@ -127,7 +128,10 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	if err := idp.SetPassword(ctx, loner, password); err != nil {
 		t.Fatal(err)
 	}
-	waitEnded(t, s, createJob(t, s)) // a model's row and a bar in usage
+	model := createJob(t, s) // a model's row and a bar in usage; a 3D job
+	waitEnded(t, s, model)
+	image := createImageJob(t, s, s.Token)
+	waitEnded(t, s, image)
 	tokenID := tokens(t, s, devstack.DemoWorkspace)[0].ID
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -221,6 +225,9 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	check("security", "/settings/security", "main h1", false)
 	check("shared-style", "/styles/shared/"+share, "main h1", false)
 	check("error", "/settings/no-such-page", "main h1", false)
+	check("jobs", "/jobs", "#jobs", true)
+	check("job-image", "/jobs/"+image, "#job-outputs img", false)
+	check("job-3d", "/jobs/"+model, "#job-input", false)
 	for _, days := range []string{"7", "30", "90"} {
 		check("usage-"+days, "/settings/usage?days="+days, "#usage-days", false)
 		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)

@@ -1,6 +1,6 @@
 // Package consolefn wires the console function (docs/console.md): the
-// table, the Cognito user pool, the Stripe keys in Secrets Manager and
-// Stripe's API. It is the only function that links the Cognito client.
+// table, the Cognito user pool, the Stripe keys in Secrets Manager,
+// Stripe's API, and the results bucket's presigned URLs for the jobs pages. It is the only function that links the Cognito client.
 package consolefn
 
 import (
@@ -33,9 +33,10 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
+	results := d.ResultLinks()
 	c, err := console.New(console.Config{
 		Store: consoledb.New(dynamodbwire.Store(d)), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase),
-		Clock: d.Clock, Log: d.Log, AppURL: d.API.AppURL,
+		Clock: d.Clock, Log: d.Log, AppURL: d.API.AppURL, Results: results, ResultsOrigin: results.Origin(),
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -153,4 +154,18 @@ const ResultURLLifetime = time.Hour
 // (less only when the credentials expire sooner).
 func (l ResultLinks) ResultURL(ctx context.Context, key string) (string, error) {
 	return l.presign.GetURL(ctx, l.bucket, key, ResultURLLifetime)
+}
+
+// Origin is the origin of the URLs ResultURL mints: the results bucket's
+// virtual-hosted address, or the custom endpoint's origin (path-style).
+// The console's CSP lets result images and videos load from it.
+func (l ResultLinks) Origin() string {
+	p := l.presign
+	if p.endpoint == "" {
+		return "https://" + l.bucket + ".s3." + p.region + "." + dnsSuffix(p.region)
+	}
+	if u, err := url.Parse(p.endpoint); err == nil && u.Host != "" {
+		return u.Scheme + "://" + u.Host
+	}
+	return p.endpoint
 }

@@ -14,8 +14,10 @@ import (
 
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
+	"genjobs/internal/webhook"
 )
 
 // DB is the store with the console's records.
@@ -33,6 +35,12 @@ func New(st *store.Store) *DB {
 // console's page of the link (stylesdb.DB.SharedStyle).
 func (d *DB) SharedStyle(ctx context.Context, token string) (style.Style, error) {
 	return d.styles.SharedStyle(ctx, token)
+}
+
+// Delivery reads a job's webhook delivery, for the console's job page
+// (deliveriesdb.DB.Delivery, what GET /jobs/{id}/deliveries reads).
+func (d *DB) Delivery(ctx context.Context, jobID string) (*webhook.Delivery, error) {
+	return deliveriesdb.New(d.Store).Delivery(ctx, jobID)
 }
 
 // transact writes items in one transaction through the store (which retries

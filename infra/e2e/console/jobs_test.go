@@ -1,0 +1,178 @@
+package console_test
+
+import (
+	"encoding/json"
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"genjobs/infra/local/devstack/devstacktest"
+	"genjobs/internal/billing"
+	"genjobs/internal/member"
+)
+
+// createImageJob makes a small image job with token through the API and
+// returns its id.
+func createImageJob(t testing.TB, s *devstacktest.Stack, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/generate/image/vendor-b/model-e-4", strings.NewReader(`{"prompt":"a lighthouse","width":64,"height":64}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		ID string `json:"job_id"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	if resp.StatusCode != http.StatusOK || body.ID == "" {
+		t.Fatalf("create an image job: %d", resp.StatusCode)
+	}
+	return body.ID
+}
+
+// jobPrice is the job's price as GET /jobs/{id}/details says it.
+func jobPrice(t testing.TB, s *devstacktest.Stack, id string) (currency, price string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/jobs/"+id+"/details", nil)
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d struct {
+		Billing struct {
+			Currency string `json:"currency"`
+			Price    string `json:"price"`
+		} `json:"billing"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /jobs/%s/details: %d %v", id, resp.StatusCode, err)
+	}
+	return d.Billing.Currency, d.Billing.Price
+}
+
+// TestJobsPagesShowAnAPIJob makes an image job with the API token, then
+// reads /app/jobs and the job's page as a member: the row names its
+// source "api" and the token, its USD cost, and a preview; the job page
+// shows the output image, which the browser can load under the CSP.
+func TestJobsPagesShowAnAPIJob(t *testing.T) {
+	s, b := signedIn(t, member.Member)
+	id := createImageJob(t, s, s.Token)
+	waitEnded(t, s, id)
+	currency, price := jobPrice(t, s, id)
+	usd, err := billing.ParseUSD(price)
+	if currency != "usd" || err != nil || usd <= 0 {
+		t.Fatalf("details: %s %s; want a USD price", currency, price)
+	}
+
+	list := b.get("/app/jobs")
+	if list.status != http.StatusOK {
+		t.Fatalf("/app/jobs: %d\n%s", list.status, list.body)
+	}
+	row := between(list.body, `<tr id="job-`+id+`">`, "</tr>")
+	if row == "" {
+		t.Fatalf("/app/jobs has no row for %s", id)
+	}
+	for _, want := range []string{">completed<", "/generate/image/vendor-b/model-e-4", ">api · demo<", ">$" + usd.Dollars() + "<", `<img src="`} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the job's row lacks %q:\n%s", want, row)
+		}
+	}
+	if !strings.Contains(list.body, `href="/app/jobs" aria-current="page">Jobs</a>`) {
+		t.Error("the tabs have no current Jobs tab")
+	}
+
+	p := b.get("/app/jobs/" + id)
+	if p.status != http.StatusOK {
+		t.Fatalf("/app/jobs/%s: %d\n%s", id, p.status, p.body)
+	}
+	outputs := between(p.body, `id="job-outputs"`, "</div>")
+	src := html.UnescapeString(between(outputs, `<img src="`, `"`))
+	if src == "" {
+		t.Fatalf("the job page shows no output image:\n%s", outputs)
+	}
+	for _, want := range []string{`id="job-cost">$` + usd.Dollars() + "<", `id="job-source">api · demo<`, "a lighthouse"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the job page lacks %q", want)
+		}
+	}
+	// The image is the output, fetchable, from the origin the CSP names.
+	resp, err := http.Get(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(data), "\x89PNG") {
+		t.Errorf("the output image: %d, %d bytes", resp.StatusCode, len(data))
+	}
+	u, _ := url.Parse(src)
+	origin := u.Scheme + "://" + u.Host
+	csp := cspOf(t, s, b, "/app/jobs/"+id)
+	for _, directive := range []string{"img-src", "media-src"} {
+		if !strings.Contains(between(csp, directive, ";"), " "+origin) {
+			t.Errorf("CSP %s does not name the results' origin %s: %s", directive, origin, csp)
+		}
+	}
+}
+
+// cspOf is the Content-Security-Policy of a console page.
+func cspOf(t testing.TB, s *devstacktest.Stack, b *browser, path string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.URL+path, nil)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get("Content-Security-Policy")
+}
+
+// TestJobPageOfAnotherWorkspaceIsNotFound: another workspace's job is the
+// same 404 page as an id that names no job.
+func TestJobPageOfAnotherWorkspaceIsNotFound(t *testing.T) {
+	s, b := signedIn(t, member.Owner)
+	other := s.Workspace(t, "ws_other", 5*devstacktest.USD, 10, 10)
+	theirs := createImageJob(t, s, other)
+	unknown := b.get("/app/jobs/00000000-0000-4000-8000-000000000000")
+	p := b.get("/app/jobs/" + theirs)
+	if p.status != http.StatusNotFound || unknown.status != http.StatusNotFound || p.body != unknown.body {
+		t.Errorf("another workspace's job: %d; an unknown job: %d; want the same 404 page", p.status, unknown.status)
+	}
+	if strings.Contains(b.get("/app/jobs").body, theirs) {
+		t.Error("/app/jobs lists another workspace's job")
+	}
+}
+
+// TestJobsPageRefusesABadCursor: a cursor that does not parse, or another
+// filter's, is a 400 page saying so, and an unknown status too.
+func TestJobsPageRefusesABadCursor(t *testing.T) {
+	_, b := signedIn(t, member.Member)
+	for _, q := range []string{"cursor=not-a-cursor", "cursor=" + url.QueryEscape(strings.Repeat("x", 600)), "cursor=", "status=nope"} {
+		p := b.get("/app/jobs?" + q)
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "not valid") && !strings.Contains(p.body, "no job status") {
+			t.Errorf("/app/jobs?%s: %d\n%s", q, p.status, p.body)
+		}
+	}
+}
+
+// TestJobsPagesFilterByStatus: the status select narrows the list.
+func TestJobsPagesFilterByStatus(t *testing.T) {
+	s, b := signedIn(t, member.Admin)
+	id := createImageJob(t, s, s.Token)
+	waitEnded(t, s, id)
+	if p := b.get("/app/jobs?status=completed"); p.status != http.StatusOK || !strings.Contains(p.body, `id="job-`+id+`"`) ||
+		!strings.Contains(p.body, `<option value="completed" selected>`) {
+		t.Errorf("completed: %d, row %v", p.status, strings.Contains(p.body, id))
+	}
+	if p := b.get("/app/jobs?status=failed"); p.status != http.StatusOK || strings.Contains(p.body, id) {
+		t.Errorf("failed: %d, lists the completed job %v", p.status, strings.Contains(p.body, id))
+	}
+}
