@@ -135,12 +135,16 @@ func cspOf(t testing.TB, s *devstacktest.Stack, b *browser, path string) string 
 	return resp.Header.Get("Content-Security-Policy")
 }
 
-// TestJobPageOfAnotherWorkspaceIsNotFound: another workspace's job is the
-// same 404 page as an id that names no job.
+// TestJobPageOfAnotherWorkspaceIsNotFound: the workspace's own job has its
+// page; another workspace's job is the same 404 page as an id that names
+// no job, and is not listed.
 func TestJobPageOfAnotherWorkspaceIsNotFound(t *testing.T) {
 	s, b := signedIn(t, member.Owner)
 	other := s.Workspace(t, "ws_other", 5*devstacktest.USD, 10, 10)
-	theirs := createImageJob(t, s, other)
+	theirs, mine := createImageJob(t, s, other), createImageJob(t, s, s.Token)
+	if p := b.get("/app/jobs/" + mine); p.status != http.StatusOK || !strings.Contains(p.body, mine) {
+		t.Fatalf("the workspace's own job: %d", p.status)
+	}
 	unknown := b.get("/app/jobs/00000000-0000-4000-8000-000000000000")
 	p := b.get("/app/jobs/" + theirs)
 	if p.status != http.StatusNotFound || unknown.status != http.StatusNotFound || p.body != unknown.body {
