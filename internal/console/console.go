@@ -1,4 +1,4 @@
-// Package console is the web application's settings pages (docs/console.md):
+// Package console is the web application's pages (docs/console.md): the jobs,
 // sign-in, API tokens and access, billing by Stripe Checkout, usage, members,
 // and the share link's page, rendered on the server with html/template from
 // embedded templates and assets, working without JavaScript. Stripe's
