@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"encoding/json"
 	"html"
 	"io"
@@ -8,9 +9,11 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/billing"
+	"genjobs/internal/job"
 	"genjobs/internal/member"
 )
 
@@ -116,10 +119,13 @@ func TestJobsPagesShowAnAPIJob(t *testing.T) {
 	u, _ := url.Parse(src)
 	origin := u.Scheme + "://" + u.Host
 	csp := cspOf(t, s, b, "/app/jobs/"+id)
-	for _, directive := range []string{"img-src", "media-src"} {
-		if !strings.Contains(between(csp, directive, ";"), " "+origin) {
-			t.Errorf("CSP %s does not name the results' origin %s: %s", directive, origin, csp)
-		}
+	// Images also from https: and data: (style covers, QR codes); videos
+	// from the results store alone.
+	if got := strings.TrimSpace(between(csp, "img-src", ";")); got != "'self' https: data: "+origin {
+		t.Errorf("CSP img-src %q; want 'self' https: data: and the results' origin %s", got, origin)
+	}
+	if got := strings.TrimSpace(between(csp, "media-src", ";")); got != "'self' "+origin {
+		t.Errorf("CSP media-src %q; want 'self' and the results' origin %s alone", got, origin)
 	}
 }
 
@@ -178,5 +184,45 @@ func TestJobsPagesFilterByStatus(t *testing.T) {
 	}
 	if p := b.get("/app/jobs?status=failed"); p.status != http.StatusOK || strings.Contains(p.body, id) {
 		t.Errorf("failed: %d, lists the completed job %v", p.status, strings.Contains(p.body, id))
+	}
+}
+
+// TestJobsPageGoesBackFiftyAtATime: 51 jobs are a page of 50 with a link
+// to older jobs, whose page holds the oldest; its cursor under another
+// filter is a 400 page.
+func TestJobsPageGoesBackFiftyAtATime(t *testing.T) {
+	s := devstacktest.Start(t)
+	s.Workspace(t, "ws_many", 0, 100, 5) // room for 51 jobs not yet ended
+	person(t, s, "many@example.com", "ws_many", member.Member)
+	b := newBrowser(t, s)
+	b.signIn("many@example.com", password)
+	ctx, now := context.Background(), time.Now().Add(-time.Hour)
+	var oldest string
+	for i := 0; i < 51; i++ {
+		at := now.Add(time.Duration(i) * time.Second)
+		j := &job.Job{ID: job.NewID(at), WorkspaceID: "ws_many", Status: job.Queued, CreatedAt: at,
+			Endpoint: "/generate/3d/vendor-g/model-g-3.1-rapid", Request: []byte(`{"prompt":"x"}`), Source: job.SourceAPI}
+		if err := s.Store.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			oldest = j.ID
+		}
+	}
+	first := b.get("/app/jobs")
+	next := html.UnescapeString(between(first.body, `<a class="button small quiet" href="`, `" id="jobs-next"`))
+	if n := strings.Count(first.body, `<tr id="job-`); first.status != http.StatusOK || n != 50 || !strings.HasPrefix(next, "/app/jobs?cursor=") {
+		t.Fatalf("the first page: %d, %d rows, next %q; want 50 rows and a link to older jobs", first.status, n, next)
+	}
+	if strings.Contains(first.body, oldest) {
+		t.Error("the first page holds the oldest job")
+	}
+	second := b.get(next)
+	if n := strings.Count(second.body, `<tr id="job-`); second.status != http.StatusOK || n != 1 || !strings.Contains(second.body, `<tr id="job-`+oldest+`">`) ||
+		strings.Contains(second.body, `id="jobs-next"`) {
+		t.Errorf("the second page: %d, %d rows; want the oldest job alone and no further link", second.status, n)
+	}
+	if p := b.get(next + "&status=failed"); p.status != http.StatusBadRequest || !strings.Contains(p.body, "not valid for this workspace and filter") {
+		t.Errorf("the cursor under another filter: %d", p.status)
 	}
 }

@@ -140,3 +140,24 @@ func TestURLsDoNotOutliveTheirCredentials(t *testing.T) {
 		})
 	}
 }
+
+// A result URL is on the origin ResultLinks.Origin names (the console's CSP
+// allows it): the bucket's virtual-hosted address in AWS, the endpoint's
+// origin locally.
+func TestResultURLsAreOnTheirOrigin(t *testing.T) {
+	creds := credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "")
+	for _, tc := range []struct{ region, endpoint, origin string }{
+		{"us-east-1", "", "https://results.s3.us-east-1.amazonaws.com"},
+		{"cn-north-1", "", "https://results.s3.cn-north-1.amazonaws.com.cn"},
+		{"us-east-1", "http://127.0.0.1:4566/", "http://127.0.0.1:4566"},
+	} {
+		l := NewResultLinks(NewPresigner(creds, tc.region, tc.endpoint), "results")
+		u, err := l.ResultURL(context.Background(), "results/j/0.png")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Origin() != tc.origin || len(u) <= len(tc.origin) || u[:len(tc.origin)+1] != tc.origin+"/" {
+			t.Errorf("origin %q, URL %s; want both on %s", l.Origin(), u, tc.origin)
+		}
+	}
+}
