@@ -3,10 +3,8 @@ package console_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -30,46 +28,9 @@ func TestGettingBackInInABrowser(t *testing.T) {
 	person(t, s, "forgetful@example.com", devstack.DemoWorkspace, member.Member)
 	person(t, s, "owner@example.com", devstack.DemoWorkspace, member.Owner)
 	person(t, s, "locked@example.com", devstack.DemoWorkspace, member.Member)
-	shots := screenshotDir(t)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium()),
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
-		chromedp.WindowSize(1280, 900),
-	)
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	browser, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			png, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
-		})
-	}
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(browser, 20*time.Second)
-		defer cancel()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(browser, 20*time.Second)
-		defer cancel()
-		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("read %s: %v", sel, err)
-		}
-		return strings.TrimSpace(v)
-	}
+	c := startChrome(t, 1280, 900)
+	browser, do, text, shot := c.browser, c.do, c.text, c.shot
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	app := s.URL + "/app"
 	signIn := func(step, email, password, wait string) {
@@ -147,7 +108,7 @@ func TestGettingBackInInABrowser(t *testing.T) {
 		chromedp.Submit(css(`input[name=password_again]`)),
 		chromedp.WaitVisible(css(`#tokens`)),
 	)
-	t.Logf("screenshots in %s", shots)
+	t.Logf("screenshots in %s", c.shots)
 }
 
 // userID is the user id of ws's member email.

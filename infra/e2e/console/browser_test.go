@@ -71,49 +71,9 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	waitEnded(t, s, createJob(t, s))
 	imageJob := createImageJob(t, s, s.Token)
 	waitEnded(t, s, imageJob)
-	shots := screenshotDir(t)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium()),
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-component-update", true),
-		// Loopback only: no name resolves but the stack's address.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
-		chromedp.WindowSize(1280, 900),
-	)
-	alloc, cancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancel()
-	browser, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			png, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
-		})
-	}
-	// Each step has 20 seconds; the browser lives as long as the test.
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
-		defer cancel()
-		if err := chromedp.Do(stepCtx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
-		defer cancel()
-		v, err := chromedp.Run(stepCtx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("read %s: %v", sel, err)
-		}
-		return strings.TrimSpace(v)
-	}
+	c := startChrome(t, 1280, 900)
+	browser, do, text, shot := c.browser, c.do, c.text, c.shot
 	html := func() string {
 		t.Helper()
 		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
@@ -333,7 +293,7 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		chromedp.Submit(css(`#mfa-form input[name=code]`)),
 		chromedp.WaitVisible(css(`#tokens`)),
 	)
-	t.Logf("screenshots in %s", shots)
+	t.Logf("screenshots in %s", c.shots)
 }
 
 // dollars reads "$1,234.50" as Micros.

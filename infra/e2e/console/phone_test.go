@@ -134,35 +134,9 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	waitEnded(t, s, image)
 	tokenID := tokens(t, s, devstack.DemoWorkspace)[0].ID
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium()),
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
-		chromedp.WindowSize(phoneWidth, 844),
-	)
-	alloc, cancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancel()
-	browser, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
-		defer cancel()
-		if err := chromedp.Do(stepCtx, actions...); err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-	}
-	shots := screenshotDir(t)
-	shot := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			png, err := chromedp.FullScreenshot(100)(ctx, tg)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(shots+"/phone-"+name+".png", png, 0o644)
-		})
-	}
+	c := startChrome(t, phoneWidth, 844)
+	browser, do := c.browser, c.do
+	shot := func(name string) chromedp.Action[chromedp.Void] { return c.shot("phone-" + name) }
 	app := s.URL + "/app"
 	if err := chromedp.Do(browser, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile)); err != nil {
 		t.Fatalf("start Chromium: %v", err)
