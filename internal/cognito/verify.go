@@ -2,20 +2,15 @@ package cognito
 
 import (
 	"context"
-	"crypto/rsa"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/big"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"genjobs/internal/clock"
+	"genjobs/internal/keyset"
 )
 
 // ErrBadToken: an ID token that fails verification. Never shown to a
@@ -35,13 +30,12 @@ type VerifierOptions struct {
 }
 
 // Verifier checks ID tokens: RS256 by a key of the pool's JWKS (read at
-// first use, again for an unknown key id at most once per RefreshAfter),
-// iss, aud, exp and token_use = id.
+// first use, again for an unknown key id at most once per RefreshAfter,
+// one read shared by the sign-ins waiting for it), iss, aud, exp and
+// token_use = id.
 type Verifier struct {
-	o       VerifierOptions
-	mu      sync.Mutex
-	keys    map[string]*rsa.PublicKey
-	fetched time.Time
+	o    VerifierOptions
+	keys *keyset.Set
 }
 
 // NewVerifier returns a Verifier. It does no I/O.
@@ -49,13 +43,7 @@ func NewVerifier(o VerifierOptions) *Verifier {
 	if o.Clock == nil {
 		o.Clock = clock.System{}
 	}
-	if o.HTTP == nil {
-		o.HTTP = &http.Client{Timeout: 5 * time.Second}
-	}
-	if o.RefreshAfter == 0 {
-		o.RefreshAfter = 30 * time.Second
-	}
-	return &Verifier{o: o}
+	return &Verifier{o: o, keys: keyset.New(keyset.Options{URL: o.URL, HTTP: o.HTTP, RefreshAfter: o.RefreshAfter})}
 }
 
 // Verify checks raw and returns who it names.
@@ -65,13 +53,11 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Identity, error) {
 		TokenUse string `json:"token_use"`
 		Email    string `json:"email"`
 	}
-	_, err := jwt.ParseWithClaims(raw, &claims, func(t *jwt.Token) (any, error) {
-		kid, _ := t.Header["kid"].(string)
-		return v.key(ctx, kid)
-	}, jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuer(v.o.Issuer), jwt.WithAudience(v.o.Audience),
+	_, err := jwt.ParseWithClaims(raw, &claims, v.keys.Keyfunc(ctx, v.o.Clock.Now()),
+		jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuer(v.o.Issuer), jwt.WithAudience(v.o.Audience),
 		jwt.WithExpirationRequired(), jwt.WithTimeFunc(v.o.Clock.Now), jwt.WithLeeway(30*time.Second))
 	if err != nil {
-		if errors.Is(err, errJWKS) {
+		if errors.Is(err, keyset.ErrUnreadable) {
 			return Identity{}, err
 		}
 		return Identity{}, fmt.Errorf("%w: %v", ErrBadToken, err)
@@ -83,62 +69,4 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: no sub or email", ErrBadToken)
 	}
 	return Identity{UserID: claims.Subject, Email: claims.Email}, nil
-}
-
-var errJWKS = errors.New("cognito: the JWKS could not be read")
-
-func (v *Verifier) key(ctx context.Context, kid string) (*rsa.PublicKey, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if k, ok := v.keys[kid]; ok {
-		return k, nil
-	}
-	if v.keys != nil && v.o.Clock.Now().Sub(v.fetched) < v.o.RefreshAfter {
-		return nil, fmt.Errorf("unknown key id %q", kid)
-	}
-	keys, err := v.fetch(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errJWKS, err)
-	}
-	v.keys, v.fetched = keys, v.o.Clock.Now()
-	if k, ok := keys[kid]; ok {
-		return k, nil
-	}
-	return nil, fmt.Errorf("unknown key id %q", kid)
-}
-
-func (v *Verifier) fetch(ctx context.Context) (map[string]*rsa.PublicKey, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.o.URL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := v.o.HTTP.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", v.o.URL, resp.Status)
-	}
-	var set struct {
-		Keys []struct {
-			Kid, Kty, N, E string
-		} `json:"keys"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&set); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", v.o.URL, err)
-	}
-	keys := map[string]*rsa.PublicKey{}
-	for _, k := range set.Keys {
-		if k.Kty != "RSA" {
-			continue
-		}
-		n, err1 := base64.RawURLEncoding.DecodeString(k.N)
-		e, err2 := base64.RawURLEncoding.DecodeString(k.E)
-		if err1 != nil || err2 != nil || len(e) == 0 || len(e) > 4 {
-			return nil, fmt.Errorf("%s: key %q is not a valid RSA key", v.o.URL, k.Kid)
-		}
-		keys[k.Kid] = &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
-	}
-	return keys, nil
 }

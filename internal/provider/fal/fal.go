@@ -7,14 +7,13 @@ package fal
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"genjobs/internal/keyset"
 	"genjobs/internal/provider"
 )
 
@@ -33,7 +33,7 @@ type Client struct {
 	JWKS *http.Client
 
 	mu   sync.Mutex
-	keys map[string]*keySet // by JWKS URL
+	keys map[string]*keyset.Set // by JWKS URL
 }
 
 // New returns a client whose requests go through hc (nil: a client with a
@@ -42,7 +42,7 @@ func New(hc *http.Client) *Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Client{HTTP: hc, keys: map[string]*keySet{}}
+	return &Client{HTTP: hc, keys: map[string]*keyset.Set{}}
 }
 
 // Statuses of a queued request.
@@ -326,8 +326,8 @@ func Message(requestID, userID, timestamp string, body []byte) []byte {
 
 // Verify checks a webhook: its timestamp within Tolerance of now, its
 // request id the body's, and its hex ED25519 signature by one of the keys
-// of the route's JWKS (cached KeysFor, fetched again once when no cached
-// key verifies it).
+// of the route's JWKS (cached KeysFor, read again when no cached key
+// verifies it, at most once per RefetchAfter).
 func (c *Client) Verify(ctx context.Context, r *provider.Route, h http.Header, body []byte, _ provider.Secret, now time.Time) error {
 	reqID, userID, ts, sigHex := h.Get(HeaderRequestID), h.Get(HeaderUserID), h.Get(HeaderTimestamp), h.Get(HeaderSignature)
 	if reqID == "" || userID == "" || ts == "" || sigHex == "" {
@@ -351,98 +351,55 @@ func (c *Client) Verify(ctx context.Context, r *provider.Route, h http.Header, b
 		return fmt.Errorf("%w: the signature is not hex ED25519", provider.ErrUnverified)
 	}
 	msg := Message(reqID, userID, ts, body)
-	for fresh := false; ; fresh = true {
-		keys, fetched, err := c.keysFor(ctx, r.JWKSURL, now, fresh)
-		if err != nil {
-			return fmt.Errorf("%w: fal's signing keys could not be fetched: %v", provider.ErrUnverified, err)
-		}
-		for _, k := range keys {
-			if ed25519.Verify(k, msg, sig) {
-				return nil
-			}
-		}
-		if fresh || fetched {
-			return fmt.Errorf("%w: no key of fal's JWKS verifies the signature", provider.ErrUnverified)
+	set := c.keySet(r.JWKSURL)
+	keys, err := set.Keys(ctx, now)
+	if err != nil {
+		return fmt.Errorf("%w: fal's signing keys could not be fetched: %v", provider.ErrUnverified, err)
+	}
+	if verifies(keys, msg, sig) {
+		return nil
+	}
+	keys, fresh, err := set.Refresh(ctx, now) // fal may have rotated its key
+	if err != nil {
+		return fmt.Errorf("%w: fal's signing keys could not be fetched: %v", provider.ErrUnverified, err)
+	}
+	if !fresh || !verifies(keys, msg, sig) {
+		return fmt.Errorf("%w: no key of fal's JWKS verifies the signature", provider.ErrUnverified)
+	}
+	return nil
+}
+
+// verifies reports whether one of the set's Ed25519 keys signed msg.
+func verifies(keys []crypto.PublicKey, msg, sig []byte) bool {
+	for _, k := range keys {
+		if pub, ok := k.(ed25519.PublicKey); ok && ed25519.Verify(pub, msg, sig) {
+			return true
 		}
 	}
+	return false
 }
 
 // Caching of the JWKS: kept a day; a signature no cached key verifies
-// fetches it again, at most once a minute (a forged signature must not
-// make every callback a fetch).
+// reads it again, at most once a minute (a forged signature must not
+// make every callback a read).
 const (
 	KeysFor      = 24 * time.Hour
 	RefetchAfter = time.Minute
 	maxJWKS      = 64 << 10
 )
 
-type keySet struct {
-	keys    []ed25519.PublicKey
-	fetched time.Time
-}
-
-// keysFor returns the JWKS at u: the cached keys, unless they are older
-// than KeysFor, or fresh is asked and they are older than RefetchAfter.
-// fetched reports whether they were fetched by this call.
-func (c *Client) keysFor(ctx context.Context, u string, now time.Time, fresh bool) (keys []ed25519.PublicKey, fetched bool, err error) {
+// keySet is the JWKS at u, read through the JWKS client (nil: HTTP).
+func (c *Client) keySet(u string) *keyset.Set {
 	c.mu.Lock()
-	ks := c.keys[u]
-	c.mu.Unlock()
-	if ks != nil {
-		age := now.Sub(ks.fetched)
-		if age < KeysFor && (!fresh || age < RefetchAfter) {
-			return ks.keys, false, nil
-		}
-	}
-	keys, err = c.fetchKeys(ctx, u)
-	if err != nil {
-		return nil, false, err
-	}
-	c.mu.Lock()
-	c.keys[u] = &keySet{keys: keys, fetched: now}
-	c.mu.Unlock()
-	return keys, true, nil
-}
-
-func (c *Client) fetchKeys(ctx context.Context, u string) ([]ed25519.PublicKey, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
+	defer c.mu.Unlock()
+	if s, ok := c.keys[u]; ok {
+		return s
 	}
 	hc := c.JWKS
 	if hc == nil {
 		hc = c.HTTP
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the JWKS answered %d", resp.StatusCode)
-	}
-	var set struct {
-		Keys []struct {
-			Kty string `json:"kty"`
-			Crv string `json:"crv"`
-			X   string `json:"x"`
-		} `json:"keys"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxJWKS)).Decode(&set); err != nil {
-		return nil, fmt.Errorf("decode the JWKS: %w", err)
-	}
-	var keys []ed25519.PublicKey
-	for _, k := range set.Keys {
-		if k.Kty != "OKP" || k.Crv != "Ed25519" {
-			continue
-		}
-		x, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(k.X, "="))
-		if err == nil && len(x) == ed25519.PublicKeySize {
-			keys = append(keys, ed25519.PublicKey(x))
-		}
-	}
-	if len(keys) == 0 {
-		return nil, errors.New("the JWKS holds no Ed25519 key")
-	}
-	return keys, nil
+	s := keyset.New(keyset.Options{URL: u, HTTP: hc, MaxAge: KeysFor, RefreshAfter: RefetchAfter, MaxBytes: maxJWKS})
+	c.keys[u] = s
+	return s
 }
