@@ -43,11 +43,6 @@ type Store interface {
 	Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error)
 }
 
-// Ender ends a job and promotes the backlog behind it (lifecycle.Ender).
-type Ender interface {
-	End(ctx context.Context, j *job.Job, c job.Change) (*job.Job, error)
-}
-
 // Inputs fetches one image-valued input (fetch.Fetcher).
 type Inputs interface {
 	Fetch(ctx context.Context, field, ref string) (fetch.Image, error)
@@ -109,8 +104,10 @@ func (m Message) Valid() bool { return job.ValidID(m.JobID) }
 
 // Worker runs jobs. Build it once per function instance.
 type Worker struct {
-	Store   Store
-	Ender   Ender
+	Store Store
+	// Ender ends a job (completed or failed) and promotes the backlog
+	// behind it: the one settlement path, straight to store.Transition.
+	Ender   *lifecycle.Ender
 	Catalog *catalog.Catalog
 	Engines engine.Registry
 	Inputs  Inputs
