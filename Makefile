@@ -31,7 +31,7 @@ CONSOLE_MAX_BINARY_BYTES := 20000000
 # does not (docs/performance.md, "Binary sizes and cold starts").
 MIN_SPARE_BYTES := 1000000
 
-.PHONY: run test lint repocheck vet staticcheck unit jose mcp-client chromium fuzz openapi-lint sizes bench bench-enhance bench-creation bench-providers build invoke reset deploy clean python-aws cfn-lint rehearsal
+.PHONY: run test lint repocheck vet staticcheck templ templ-check unit jose mcp-client chromium fuzz openapi-lint sizes bench bench-enhance bench-creation bench-providers build invoke reset deploy clean python-aws cfn-lint rehearsal
 
 # PYTHON_AWS is the Python that has AWS's own tools (cfn-lint,
 # aws-sam-translator, moto with its server): the first python3 on PATH that
@@ -71,7 +71,7 @@ cfn-lint: python-aws
 rehearsal: python-aws
 	$(PYTHON_AWS) infra/tools/rehearsal/rehearse.py template.yaml
 
-lint: vet staticcheck
+lint: vet staticcheck templ-check
 	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' ':!third_party')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 
@@ -90,6 +90,23 @@ PACKAGES := ./... ./client/...
 
 vet:
 	$(GO) vet $(PACKAGES)
+
+# The console's pages are templ components (internal/console/pages,
+# docs/console.md, "Pages"): `make templ` compiles each .templ file to the
+# _templ.go beside it, which is committed; templ-check fails when that
+# would change anything, or when a .templ file is not in templ's format.
+# The generator is the version of the runtime go.mod requires, fetched
+# through the module proxy like any module.
+TEMPL = $(GO) run github.com/a-h/templ/cmd/templ@$(shell $(GO) list -m -f '{{.Version}}' github.com/a-h/templ)
+TEMPL_DIRS := internal/console/pages
+
+templ:
+	$(TEMPL) fmt $(TEMPL_DIRS)
+	$(TEMPL) generate -path $(TEMPL_DIRS)
+
+templ-check:
+	$(TEMPL) fmt -fail $(TEMPL_DIRS)
+	$(TEMPL) generate -check -path $(TEMPL_DIRS)
 
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

@@ -32,6 +32,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/cognito"
 	"genjobs/internal/console/jobview"
+	"genjobs/internal/console/pages"
 	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/member"
@@ -289,7 +290,7 @@ func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
 
 // fail answers an error page with status and a message for people.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	c.render(w, r, status, "error", &view{Title: http.StatusText(status), Message: msg})
+	c.show(w, r, status, &view{Title: http.StatusText(status)}, pages.Error(http.StatusText(status), msg))
 }
 
 // internalError logs err with the request's id and answers a fixed page. A

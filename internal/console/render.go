@@ -8,16 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
+
 	"genjobs/internal/billing"
+	"genjobs/internal/console/pages"
 	"genjobs/internal/member"
 )
 
-// view is what every page's template reads; Data is the page's own.
+// view is the layout's part of a page (pages.Frame), which show and
+// render complete; Data is an html/template page's own (render), while
+// those pages remain: a templ page takes its own typed parameters.
 type view struct {
-	Title   string
-	Nav     string // the active tab
-	Message string // the error page's text
-	Notice  string // a confirmation after a redirect ("Token revoked.")
+	Title  string
+	Nav    string // the active tab
+	Notice string // a confirmation after a redirect ("Token revoked.")
 
 	Signed     bool
 	Email      string
@@ -27,6 +31,7 @@ type view struct {
 	Back       string // the page's path, for the switcher to come back to
 
 	CSS, JS string
+	Refresh int // seconds after which the page reloads itself (pages.Frame)
 	Data    any
 }
 
@@ -38,7 +43,7 @@ func (c *Console) view(req *request, nav, title string) *view {
 
 type pageTemplate struct{ t *template.Template }
 
-var pageNames = []string{"error", "noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared", "mfa", "security",
+var pageNames = []string{"noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared", "mfa", "security",
 	"forgot", "resetpassword", "resetmember", "jobs", "job"}
 
 var funcs = template.FuncMap{
@@ -79,6 +84,28 @@ func parsePages() (map[string]*pageTemplate, error) {
 		pages[name] = &pageTemplate{t}
 	}
 	return pages, nil
+}
+
+// show writes the page body, a templ component of package pages, inside
+// the layout framed by v (pages.Layout), rendered whole before anything is
+// sent, so that an error is a clean 500.
+func (c *Console) show(w http.ResponseWriter, r *http.Request, status int, v *view, body templ.Component) {
+	if v.Back == "" {
+		v.Back = r.URL.Path
+	}
+	f := pages.Frame{Title: v.Title, Nav: v.Nav, Notice: v.Notice, Signed: v.Signed, Email: v.Email, CSRF: v.CSRF,
+		Workspace: v.Workspace, Workspaces: v.Workspaces, Back: v.Back, CSS: c.css, JS: c.js, Refresh: v.Refresh}
+	var buf bytes.Buffer
+	if err := pages.Layout(f, body).Render(r.Context(), &buf); err != nil {
+		c.logger(r).Error("render page", "page", v.Title, "error", err.Error())
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte("Something went wrong on our side."))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
 }
 
 // render writes page with v, rendered whole before anything is sent, so
