@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -95,8 +96,11 @@ func (c *Console) show(w http.ResponseWriter, r *http.Request, status int, v *vi
 	}
 	f := pages.Frame{Title: v.Title, Nav: v.Nav, Notice: v.Notice, Signed: v.Signed, Email: v.Email, CSRF: v.CSRF,
 		Workspace: v.Workspace, Workspaces: v.Workspaces, Back: v.Back, CSS: c.css, JS: c.js, Refresh: v.Refresh}
+	// Rendered without the request's deadline (templ's components stop at
+	// a done context): the page of a request that ran out of time, the
+	// 503 of an outage, is still written whole.
 	var buf bytes.Buffer
-	if err := pages.Layout(f, body).Render(r.Context(), &buf); err != nil {
+	if err := pages.Layout(f, body).Render(context.WithoutCancel(r.Context()), &buf); err != nil {
 		c.logger(r).Error("render page", "page", v.Title, "error", err.Error())
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusInternalServerError)
