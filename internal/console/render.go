@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/a-h/templ"
 
@@ -47,26 +45,10 @@ type pageTemplate struct{ t *template.Template }
 var pageNames = []string{"noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared", "mfa", "security",
 	"forgot", "resetpassword", "resetmember", "jobs", "job"}
 
-var funcs = template.FuncMap{
-	"usd":  func(m billing.Micros) string { return m.Dollars() },
-	"date": func(t time.Time) string { return t.UTC().Format("2 Jan 2006") },
-	"when": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") },
-	"hour": func(t *time.Time) string {
-		if t == nil {
-			return "never"
-		}
-		return t.UTC().Format("2 Jan 2006, 15:00 UTC")
-	},
-	"title": func(s string) string {
-		if s == "" {
-			return s
-		}
-		return strings.ToUpper(s[:1]) + s[1:]
-	},
-	"roles": func() []member.Role { return member.Roles },
-	"add":   func(a, b int) int { return a + b },
-	"sub":   func(a, b int) int { return a - b },
-}
+// funcs are the html/template pages' own: the package pages' functions.
+var funcs = template.FuncMap{"usd": billing.Micros.Dollars, "date": pages.Date, "when": pages.When, "hour": pages.Hour,
+	"title": pages.Title, "roles": func() []member.Role { return member.Roles },
+	"add": func(a, b int) int { return a + b }, "sub": func(a, b int) int { return a - b }}
 
 func parsePages() (map[string]*pageTemplate, error) {
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html")
@@ -88,8 +70,7 @@ func parsePages() (map[string]*pageTemplate, error) {
 }
 
 // show writes the page body, a templ component of package pages, inside
-// the layout framed by v (pages.Layout), rendered whole before anything is
-// sent, so that an error is a clean 500.
+// the layout framed by v (pages.Layout).
 func (c *Console) show(w http.ResponseWriter, r *http.Request, status int, v *view, body templ.Component) {
 	if v.Back == "" {
 		v.Back = r.URL.Path
@@ -99,28 +80,25 @@ func (c *Console) show(w http.ResponseWriter, r *http.Request, status int, v *vi
 	// Rendered without the request's deadline (templ's components stop at
 	// a done context): the page of a request that ran out of time, the
 	// 503 of an outage, is still written whole.
-	var buf bytes.Buffer
-	if err := pages.Layout(f, body).Render(context.WithoutCancel(r.Context()), &buf); err != nil {
-		c.logger(r).Error("render page", "page", v.Title, "error", err.Error())
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = w.Write([]byte("Something went wrong on our side."))
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	c.write(w, r, status, v.Title, func(b *bytes.Buffer) error {
+		return pages.Layout(f, body).Render(context.WithoutCancel(r.Context()), b)
+	})
 }
 
-// render writes page with v, rendered whole before anything is sent, so
-// that a template error is a clean 500.
+// render writes the html/template page with v.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, v *view) {
 	v.CSS, v.JS = c.css, c.js
 	if v.Back == "" {
 		v.Back = r.URL.Path
 	}
+	c.write(w, r, status, page, func(b *bytes.Buffer) error { return c.pages[page].t.ExecuteTemplate(b, "layout.html", v) })
+}
+
+// write answers the page that draw renders, rendered whole before
+// anything is sent, so that an error is a clean 500.
+func (c *Console) write(w http.ResponseWriter, r *http.Request, status int, page string, draw func(*bytes.Buffer) error) {
 	var buf bytes.Buffer
-	if err := c.pages[page].t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+	if err := draw(&buf); err != nil {
 		c.logger(r).Error("render page", "page", page, "error", err.Error())
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusInternalServerError)
