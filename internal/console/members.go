@@ -4,29 +4,14 @@ import (
 	"errors"
 	"net/http"
 
+	"genjobs/internal/console/pages"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
 )
 
-type membersData struct {
-	Members    []member.Membership
-	CanManage  bool
-	Self       string // the signed-in person's user id
-	Email      string // the add form's fields after an error
-	Role       string
-	EmailError string
-	// Added is a person just added, with their temporary password when the
-	// pool made them now: shown once, to pass on.
-	Added *addedMember
-}
-
-type addedMember struct {
-	Email, Role, TemporaryPassword string
-}
-
-func (c *Console) membersData(r *http.Request, req *request) (membersData, error) {
+func (c *Console) membersData(r *http.Request, req *request) (pages.MembersData, error) {
 	ms, err := c.Store.Members(r.Context(), req.current.WorkspaceID)
-	return membersData{Members: ms, CanManage: req.current.Role.ManagesMembers(), Self: req.session.UserID}, err
+	return pages.MembersData{Acting: req.acting(), Members: ms, CanManage: req.current.Role.ManagesMembers(), Self: req.session.UserID}, err
 }
 
 func (c *Console) membersPage(w http.ResponseWriter, r *http.Request, req *request) {
@@ -36,8 +21,8 @@ func (c *Console) membersPage(w http.ResponseWriter, r *http.Request, req *reque
 		return
 	}
 	v := c.view(req, "members", "Members")
-	v.Notice, v.Data = notices[r.URL.Query().Get("done")], data
-	c.render(w, r, http.StatusOK, "members", v)
+	v.Notice = notices[r.URL.Query().Get("done")]
+	c.show(w, r, http.StatusOK, v, pages.Members(data))
 }
 
 func (c *Console) membersError(w http.ResponseWriter, r *http.Request, req *request, status int, email, role, msg string) {
@@ -47,9 +32,7 @@ func (c *Console) membersError(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	data.Email, data.Role, data.EmailError = email, role, msg
-	v := c.view(req, "members", "Members")
-	v.Data = data
-	c.render(w, r, status, "members", v)
+	c.show(w, r, status, c.view(req, "members", "Members"), pages.Members(data))
 }
 
 func (c *Console) addMember(w http.ResponseWriter, r *http.Request, req *request) {
@@ -92,10 +75,8 @@ func (c *Console) addMember(w http.ResponseWriter, r *http.Request, req *request
 	}
 	// A temporary password comes with a user the pool made now, or one
 	// that never signed in (an add that failed half-way lost the first).
-	data.Added = &addedMember{Email: email, Role: string(role), TemporaryPassword: u.TemporaryPassword}
-	v := c.view(req, "members", "Members")
-	v.Data = data
-	c.render(w, r, http.StatusCreated, "members", v)
+	data.Added = &pages.Added{Email: email, Role: string(role), TemporaryPassword: u.TemporaryPassword}
+	c.show(w, r, http.StatusCreated, c.view(req, "members", "Members"), pages.Members(data))
 }
 
 func (c *Console) changeRole(w http.ResponseWriter, r *http.Request, req *request) {
@@ -122,8 +103,6 @@ func (c *Console) afterMemberChange(w http.ResponseWriter, r *http.Request, req 
 	}
 }
 
-type removeData struct{ Member member.Membership }
-
 func (c *Console) removeMemberPage(w http.ResponseWriter, r *http.Request, req *request) {
 	if !req.current.Role.ManagesMembers() {
 		c.fail(w, r, http.StatusForbidden, "Only owners manage members.")
@@ -136,9 +115,7 @@ func (c *Console) removeMemberPage(w http.ResponseWriter, r *http.Request, req *
 	}
 	for _, m := range ms {
 		if m.UserID == r.PathValue("user") {
-			v := c.view(req, "members", "Remove "+m.Email)
-			v.Data = removeData{Member: m}
-			c.render(w, r, http.StatusOK, "removemember", v)
+			c.show(w, r, http.StatusOK, c.view(req, "members", "Remove "+m.Email), pages.RemoveMember(req.acting(), m))
 			return
 		}
 	}

@@ -4,32 +4,21 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
-	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/a-h/templ"
 	qrcode "github.com/skip2/go-qrcode"
 
 	"genjobs/internal/cognito"
+	"genjobs/internal/console/pages"
 	"genjobs/internal/member"
 )
 
-// mfaData is the sign-in's code step: SOFTWARE_TOKEN_MFA (a code from the
-// person's authenticator) or, where the pool requires MFA and the person
-// has none, MFA_SETUP (the authenticator's key and QR code, then a code).
-type mfaData struct {
-	Email, Next string
-	Challenge   string // Cognito's session for the step
-	Setup       bool
-	Secret      string
-	QR          template.URL
-	Error       string
-}
-
 // mfaStep shows the code step of a sign-in that Cognito asked one of.
-func (c *Console) mfaStep(w http.ResponseWriter, r *http.Request, data signInData, res cognito.Result) {
-	d := mfaData{Email: data.Email, Next: data.Next, Challenge: res.Session}
+func (c *Console) mfaStep(w http.ResponseWriter, r *http.Request, data pages.SignInData, res cognito.Result) {
+	d := pages.MFAData{Email: data.Email, Next: data.Next, Challenge: res.Session}
 	if res.MFASetupRequired {
 		secret, session, err := c.Identity.BeginMFASetup(r.Context(), res.Session)
 		if errors.Is(err, cognito.ErrChallengeExpired) {
@@ -43,7 +32,7 @@ func (c *Console) mfaStep(w http.ResponseWriter, r *http.Request, data signInDat
 		d.Setup, d.Secret, d.Challenge = true, secret, session
 		d.QR = qrCode(d.Email, secret)
 	}
-	c.render(w, r, http.StatusOK, "mfa", &view{Title: "Two-step sign-in", Data: d})
+	c.show(w, r, http.StatusOK, &view{Title: "Two-step sign-in"}, pages.MFA(d))
 }
 
 // answerMFA takes the code step's form.
@@ -53,13 +42,13 @@ func (c *Console) answerMFA(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	d := mfaData{Email: member.NormalizeEmail(r.PostForm.Get("email")), Next: localPath(r.PostForm.Get("next"), ""),
+	d := pages.MFAData{Email: member.NormalizeEmail(r.PostForm.Get("email")), Next: localPath(r.PostForm.Get("next"), ""),
 		Challenge: r.PostForm.Get("challenge"), Setup: r.PostForm.Get("setup") == "1"}
 	if d.Setup {
 		d.Secret = totpSecret(r.PostForm.Get("secret"))
 		d.QR = qrCode(d.Email, d.Secret)
 	}
-	data := signInData{Email: d.Email, Next: d.Next}
+	data := pages.SignInData{Email: d.Email, Next: d.Next}
 	if d.Email == "" || d.Challenge == "" || len(d.Challenge) > 4096 || len(d.Email) > 254 {
 		c.signInAgain(w, r, data)
 		return
@@ -67,7 +56,7 @@ func (c *Console) answerMFA(w http.ResponseWriter, r *http.Request) {
 	code, ok := totpCode(r.PostForm.Get("code"))
 	if !ok {
 		d.Error = "Enter the 6-digit code your authenticator app shows."
-		c.render(w, r, http.StatusBadRequest, "mfa", &view{Title: "Two-step sign-in", Data: d})
+		c.show(w, r, http.StatusBadRequest, &view{Title: "Two-step sign-in"}, pages.MFA(d))
 		return
 	}
 	t := c.throttleOf(r, scopeSignIn, d.Email) // throttle.go: wrong codes count
@@ -87,7 +76,7 @@ func (c *Console) answerMFA(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, cognito.ErrWrongCode):
 		d.Error = msgWrongCode
-		c.render(w, r, http.StatusUnauthorized, "mfa", &view{Title: "Two-step sign-in", Data: d})
+		c.show(w, r, http.StatusUnauthorized, &view{Title: "Two-step sign-in"}, pages.MFA(d))
 		return
 	case errors.Is(err, cognito.ErrChallengeExpired):
 		c.signInAgain(w, r, data)
@@ -99,9 +88,9 @@ func (c *Console) answerMFA(w http.ResponseWriter, r *http.Request) {
 const msgWrongCode = "That code is not the one your authenticator app shows now. Nothing was changed; try the current code."
 
 // signInAgain is the sign-in page after a step that took too long.
-func (c *Console) signInAgain(w http.ResponseWriter, r *http.Request, data signInData) {
+func (c *Console) signInAgain(w http.ResponseWriter, r *http.Request, data pages.SignInData) {
 	data.Error, data.Challenge = "That step took too long. Sign in again.", ""
-	c.render(w, r, http.StatusUnauthorized, "signin", &view{Title: "Sign in", Data: data})
+	c.show(w, r, http.StatusUnauthorized, &view{Title: "Sign in"}, pages.SignIn(data))
 }
 
 // totpCode reads a code as people type it (spaces allowed): 6 digits.
@@ -125,7 +114,7 @@ func totpSecret(s string) string {
 // qrCode draws, on the server, the QR code of the authenticator key for
 // email, as a data: URL of a PNG (the CSP allows img-src data:). Empty
 // when there is no key.
-func qrCode(email, secret string) template.URL {
+func qrCode(email, secret string) templ.SafeURL {
 	if secret == "" {
 		return ""
 	}
@@ -137,5 +126,5 @@ func qrCode(email, secret string) template.URL {
 	var b bytes.Buffer
 	b.WriteString("data:image/png;base64,")
 	b.WriteString(base64.StdEncoding.EncodeToString(png))
-	return template.URL(b.String()) // #nosec: our own PNG's base64, no input of the request
+	return templ.SafeURL(b.String()) // #nosec: our own PNG's base64, no input of the request
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"genjobs/internal/cognito"
+	"genjobs/internal/console/pages"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
 )
@@ -35,25 +36,19 @@ func (c *Console) counted(r *http.Request, t throttle, err error) error {
 // signInRefused answers a sign-in step's error: the message beside the
 // sign-in form (the set-password form for a weak password), or an
 // internal error's page.
-func (c *Console) signInRefused(w http.ResponseWriter, r *http.Request, data signInData, err error) {
+func (c *Console) signInRefused(w http.ResponseWriter, r *http.Request, data pages.SignInData, err error) {
 	if refuse(w, err, func(status int, msg string, again bool) {
-		page, title := "signin", "Sign in"
-		if errors.Is(err, cognito.ErrWeakPassword) && data.Challenge != "" {
-			page, title = "setpassword", "Choose a password"
-		}
-		if page == "signin" {
-			data.Challenge = ""
-		}
 		data.Error = msg
-		c.render(w, r, status, page, &view{Title: title, Data: data})
+		if errors.Is(err, cognito.ErrWeakPassword) && data.Challenge != "" {
+			c.show(w, r, status, &view{Title: "Choose a password"}, pages.SetPassword(data))
+			return
+		}
+		data.Challenge = ""
+		c.show(w, r, status, &view{Title: "Sign in"}, pages.SignIn(data))
 	}) {
 		return
 	}
 	c.internalError(w, r, "sign in", err)
-}
-
-type forgotData struct {
-	Email, Error string
 }
 
 func (c *Console) forgotPage(w http.ResponseWriter, r *http.Request) {
@@ -61,7 +56,7 @@ func (c *Console) forgotPage(w http.ResponseWriter, r *http.Request) {
 	if member.ValidEmail(email) != nil {
 		email = ""
 	}
-	c.render(w, r, http.StatusOK, "forgot", &view{Title: "Forgot your password?", Data: forgotData{Email: email}})
+	c.show(w, r, http.StatusOK, &view{Title: "Forgot your password?"}, pages.Forgot(pages.EmailForm{Email: email}))
 }
 
 // forgotPassword asks Cognito to email a code, then sends the browser to
@@ -74,10 +69,10 @@ func (c *Console) forgotPassword(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	data := forgotData{Email: member.NormalizeEmail(r.PostForm.Get("email"))}
+	data := pages.EmailForm{Email: member.NormalizeEmail(r.PostForm.Get("email"))}
 	if member.ValidEmail(data.Email) != nil {
 		data.Error = "Enter the email address you sign in with."
-		c.render(w, r, http.StatusBadRequest, "forgot", &view{Title: "Forgot your password?", Data: data})
+		c.show(w, r, http.StatusBadRequest, &view{Title: "Forgot your password?"}, pages.Forgot(data))
 		return
 	}
 	t := c.throttleOf(r, scopeReset, data.Email)
@@ -88,7 +83,7 @@ func (c *Console) forgotPassword(w http.ResponseWriter, r *http.Request) {
 	if err := c.Identity.ForgotPassword(r.Context(), data.Email); err != nil {
 		if !refuse(w, err, func(status int, msg string, _ bool) {
 			data.Error = msg
-			c.render(w, r, status, "forgot", &view{Title: "Forgot your password?", Data: data})
+			c.show(w, r, status, &view{Title: "Forgot your password?"}, pages.Forgot(data))
 		}) {
 			c.internalError(w, r, "forgot password", err)
 		}
@@ -98,17 +93,13 @@ func (c *Console) forgotPassword(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Base+"/reset-password?email="+url.QueryEscape(data.Email), http.StatusSeeOther)
 }
 
-type resetData struct {
-	Email, Error string
-}
-
 func (c *Console) resetPage(w http.ResponseWriter, r *http.Request) {
 	email := member.NormalizeEmail(r.URL.Query().Get("email"))
 	if member.ValidEmail(email) != nil {
 		http.Redirect(w, r, Base+"/forgot-password", http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, http.StatusOK, "resetpassword", &view{Title: "Choose a new password", Data: resetData{Email: email}})
+	c.show(w, r, http.StatusOK, &view{Title: "Choose a new password"}, pages.ResetPassword(pages.EmailForm{Email: email}))
 }
 
 // MaxCodeBytes bounds a reset code (Cognito's are 6 digits; its limit is
@@ -123,7 +114,7 @@ func (c *Console) confirmReset(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	data := resetData{Email: member.NormalizeEmail(r.PostForm.Get("email"))}
+	data := pages.EmailForm{Email: member.NormalizeEmail(r.PostForm.Get("email"))}
 	code := trimmed(r, "code")
 	password, again := r.PostForm.Get("password"), r.PostForm.Get("password_again")
 	if member.ValidEmail(data.Email) != nil {
@@ -137,7 +128,7 @@ func (c *Console) confirmReset(w http.ResponseWriter, r *http.Request) {
 		data.Error = newPasswordProblem(password, again)
 	}
 	if data.Error != "" {
-		c.render(w, r, http.StatusBadRequest, "resetpassword", &view{Title: "Choose a new password", Data: data})
+		c.show(w, r, http.StatusBadRequest, &view{Title: "Choose a new password"}, pages.ResetPassword(data))
 		return
 	}
 	t := c.throttleOf(r, scopeReset, data.Email)
@@ -148,7 +139,7 @@ func (c *Console) confirmReset(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if !refuse(w, err, func(status int, msg string, _ bool) {
 			data.Error = msg
-			c.render(w, r, status, "resetpassword", &view{Title: "Choose a new password", Data: data})
+			c.show(w, r, status, &view{Title: "Choose a new password"}, pages.ResetPassword(data))
 		}) {
 			c.internalError(w, r, "confirm password reset", err)
 		}
@@ -156,12 +147,6 @@ func (c *Console) confirmReset(w http.ResponseWriter, r *http.Request) {
 	}
 	c.logger(r).Info("password reset by code")
 	http.Redirect(w, r, Base+"/sign-in?done=password-reset", http.StatusSeeOther)
-}
-
-type resetMemberData struct {
-	Member            member.Membership
-	TemporaryPassword string
-	ShownOnce         bool // the page after the reset, reloaded
 }
 
 // onceReset is the holder's id of a member's new temporary password.
@@ -193,7 +178,7 @@ func (c *Console) resetMemberPage(w http.ResponseWriter, r *http.Request, req *r
 	if !ok {
 		return
 	}
-	data := resetMemberData{Member: m}
+	data := pages.ResetMemberData{Acting: req.acting(), Member: m}
 	if r.URL.Query().Get("done") == "1" {
 		// After the reset's redirect: its one display.
 		value, ok, err := c.takeOnce(r.Context(), req, onceReset(m.UserID))
@@ -203,9 +188,7 @@ func (c *Console) resetMemberPage(w http.ResponseWriter, r *http.Request, req *r
 		}
 		data.TemporaryPassword, data.ShownOnce = value, !ok
 	}
-	v := c.view(req, "members", "Reset the password of "+m.Email)
-	v.Data = data
-	c.render(w, r, http.StatusOK, "resetmember", v)
+	c.show(w, r, http.StatusOK, c.view(req, "members", "Reset the password of "+m.Email), pages.ResetMember(data))
 }
 
 // resetMember gives a member a new temporary password, shown once. A member

@@ -40,15 +40,18 @@ func (c *Console) view(req *request, nav, title string) *view {
 		Workspace: req.current, Workspaces: req.all}
 }
 
+// acting is what the forms of req's page send with a change (pages.Acting).
+func (req *request) acting() pages.Acting {
+	return pages.Acting{CSRF: req.session.CSRF, Workspace: req.current}
+}
+
 type pageTemplate struct{ t *template.Template }
 
-var pageNames = []string{"noworkspace", "signin", "setpassword", "tokens", "revoke", "billing", "usage", "members", "removemember", "shared", "mfa", "security",
-	"forgot", "resetpassword", "resetmember", "jobs", "job"}
+var pageNames = []string{"billing", "usage", "jobs", "job"}
 
 // funcs are the html/template pages' own: the package pages' functions.
 var funcs = template.FuncMap{"usd": billing.Micros.Dollars, "date": pages.Date, "when": pages.When, "hour": pages.Hour,
-	"title": pages.Title, "roles": func() []member.Role { return member.Roles },
-	"add": func(a, b int) int { return a + b }, "sub": func(a, b int) int { return a - b }}
+	"title": pages.Title, "add": func(a, b int) int { return a + b }, "sub": func(a, b int) int { return a - b }}
 
 func parsePages() (map[string]*pageTemplate, error) {
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html")

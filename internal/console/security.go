@@ -3,12 +3,12 @@ package console
 import (
 	"context"
 	"errors"
-	"html/template"
 	"net/http"
 	"strconv"
 	"time"
 
 	"genjobs/internal/cognito"
+	"genjobs/internal/console/pages"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/member"
 )
@@ -55,15 +55,6 @@ func (c *Console) securityRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+Base+"/settings/security/password", c.form(c.changePassword, nil))
 }
 
-type securityData struct {
-	TOTP  bool // TOTP MFA is on
-	Enrol bool // the authenticator's key is shown, its first code asked
-	// Secret and QR: the key being added.
-	Secret                  string
-	QR                      template.URL
-	ErrorMFA, ErrorPassword string
-}
-
 var securityNotices = map[string]string{
 	"mfa-on":   "Two-step sign-in is on: signing in now asks for a code from your authenticator app.",
 	"mfa-off":  "Two-step sign-in is off.",
@@ -76,20 +67,20 @@ func (c *Console) securityPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c.renderSecurity(w, r, req, http.StatusOK, securityData{})
+	c.renderSecurity(w, r, req, http.StatusOK, pages.SecurityData{})
 }
 
-func (c *Console) renderSecurity(w http.ResponseWriter, r *http.Request, req *request, status int, d securityData) {
+func (c *Console) renderSecurity(w http.ResponseWriter, r *http.Request, req *request, status int, d pages.SecurityData) {
 	p, err := c.Identity.Person(r.Context(), req.session.Email)
 	if err != nil {
 		c.internalError(w, r, "read the person's MFA", err)
 		return
 	}
-	d.TOTP = p.TOTP
+	d.TOTP, d.CSRF = p.TOTP, req.session.CSRF
 	v := c.view(req, "security", "Security")
-	v.Data, v.Back = d, Base+"/settings/security"
+	v.Back = Base + "/settings/security"
 	v.Notice = securityNotices[r.URL.Query().Get("done")]
-	c.render(w, r, status, "security", v)
+	c.show(w, r, status, v, pages.Security(d))
 }
 
 func (c *Console) securityDone(w http.ResponseWriter, r *http.Request, what string) {
@@ -100,7 +91,7 @@ func (c *Console) securityDone(w http.ResponseWriter, r *http.Request, what stri
 // Cognito asks one): the proof every change on the page needs. A refusal
 // is rendered with its message in *field (nothing changed), and ok is
 // false. mfa says whether Cognito asked for a code.
-func (c *Console) reauth(w http.ResponseWriter, r *http.Request, req *request, password, code string, d *securityData, field *string) (res cognito.Result, mfa, ok bool) {
+func (c *Console) reauth(w http.ResponseWriter, r *http.Request, req *request, password, code string, d *pages.SecurityData, field *string) (res cognito.Result, mfa, ok bool) {
 	refuse := func(status int, msg string) (cognito.Result, bool, bool) {
 		*field = msg
 		c.renderSecurity(w, r, req, status, *d)
@@ -145,7 +136,7 @@ func (c *Console) reauth(w http.ResponseWriter, r *http.Request, req *request, p
 
 // startTOTP: the current password, then the authenticator's key to add.
 func (c *Console) startTOTP(w http.ResponseWriter, r *http.Request, req *request) {
-	var d securityData
+	var d pages.SecurityData
 	res, mfa, ok := c.reauth(w, r, req, r.PostForm.Get("password"), "", &d, &d.ErrorMFA)
 	if !ok {
 		return
@@ -165,7 +156,7 @@ func (c *Console) startTOTP(w http.ResponseWriter, r *http.Request, req *request
 
 // confirmTOTP: the authenticator's first code turns MFA on.
 func (c *Console) confirmTOTP(w http.ResponseWriter, r *http.Request, req *request) {
-	d := securityData{Enrol: true, Secret: totpSecret(r.PostForm.Get("secret"))}
+	d := pages.SecurityData{Enrol: true, Secret: totpSecret(r.PostForm.Get("secret"))}
 	d.QR = qrCode(req.session.Email, d.Secret)
 	code, ok := totpCode(r.PostForm.Get("code"))
 	if !ok {
@@ -183,7 +174,7 @@ func (c *Console) confirmTOTP(w http.ResponseWriter, r *http.Request, req *reque
 		c.renderSecurity(w, r, req, http.StatusUnauthorized, d)
 		return
 	case errors.Is(err, cognito.ErrChallengeExpired):
-		d = securityData{ErrorMFA: "Adding the authenticator took too long. Nothing was changed; start again."}
+		d = pages.SecurityData{ErrorMFA: "Adding the authenticator took too long. Nothing was changed; start again."}
 		c.renderSecurity(w, r, req, http.StatusUnauthorized, d)
 		return
 	case err != nil:
@@ -219,7 +210,7 @@ func (c *Console) sessionAccess(w http.ResponseWriter, r *http.Request, req *req
 
 // disableTOTP: the current password and a current code turn MFA off.
 func (c *Console) disableTOTP(w http.ResponseWriter, r *http.Request, req *request) {
-	var d securityData
+	var d pages.SecurityData
 	res, mfa, ok := c.reauth(w, r, req, r.PostForm.Get("password"), r.PostForm.Get("code"), &d, &d.ErrorMFA)
 	if !ok {
 		return
@@ -242,7 +233,7 @@ func (c *Console) disableTOTP(w http.ResponseWriter, r *http.Request, req *reque
 // when one can be had without a code.
 func (c *Console) changePassword(w http.ResponseWriter, r *http.Request, req *request) {
 	proposed := r.PostForm.Get("new_password")
-	d := securityData{ErrorPassword: newPasswordProblem(proposed, r.PostForm.Get("new_password_again"))}
+	d := pages.SecurityData{ErrorPassword: newPasswordProblem(proposed, r.PostForm.Get("new_password_again"))}
 	if d.ErrorPassword != "" {
 		c.renderSecurity(w, r, req, http.StatusBadRequest, d)
 		return

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"genjobs/internal/console/pages"
 	"genjobs/internal/member"
 )
 
@@ -98,7 +99,7 @@ func (c *Console) page(h func(http.ResponseWriter, *http.Request, *request)) htt
 			return
 		}
 		if req.current.WorkspaceID == "" {
-			c.render(w, r, http.StatusOK, "noworkspace", c.view(req, "", "No workspace"))
+			c.show(w, r, http.StatusOK, c.view(req, "", "No workspace"), pages.NoWorkspace(req.session.Email))
 			return
 		}
 		h(w, r, req)

@@ -5,14 +5,10 @@ import (
 	"net/http"
 	"strings"
 
+	"genjobs/internal/console/pages"
 	"genjobs/internal/store"
 	"genjobs/internal/style"
 )
-
-type sharedData struct {
-	Style style.Style
-	Cover string
-}
 
 // sharedStyle is the page a style's share link opens, without sign-in.
 func (c *Console) sharedStyle(w http.ResponseWriter, r *http.Request) {
@@ -30,12 +26,12 @@ func (c *Console) sharedStyle(w http.ResponseWriter, r *http.Request) {
 		c.internalError(w, r, "read shared style", err)
 		return
 	}
-	data := sharedData{Style: st}
+	cover := ""
 	for _, u := range st.URLs {
 		if strings.HasPrefix(u, "https://") {
-			data.Cover = u
+			cover = u
 			break
 		}
 	}
-	c.render(w, r, http.StatusOK, "shared", &view{Title: st.Title, Data: data})
+	c.show(w, r, http.StatusOK, &view{Title: st.Title}, pages.Shared(st, cover))
 }

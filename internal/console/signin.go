@@ -5,23 +5,17 @@ import (
 	"strings"
 
 	"genjobs/internal/cognito"
+	"genjobs/internal/console/pages"
 	"genjobs/internal/member"
 )
-
-type signInData struct {
-	Email, Next string
-	Error       string
-	// The set-password step: Cognito's session for the challenge.
-	Challenge string
-}
 
 // msgBadCredentials is the one answer to a wrong password and to an
 // unknown email alike.
 const msgBadCredentials = "That email and password do not match an account."
 
 func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, "signin", &view{Title: "Sign in", Notice: signInNotices[r.URL.Query().Get("done")],
-		Data: signInData{Next: localPath(r.URL.Query().Get("next"), "")}})
+	c.show(w, r, http.StatusOK, &view{Title: "Sign in", Notice: signInNotices[r.URL.Query().Get("done")]},
+		pages.SignIn(pages.SignInData{Next: localPath(r.URL.Query().Get("next"), "")}))
 }
 
 // MaxPasswordBytes bounds what a sign-in form may send (Cognito's own limit
@@ -36,10 +30,10 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	email := member.NormalizeEmail(r.PostForm.Get("email"))
 	password := r.PostForm.Get("password")
-	data := signInData{Email: email, Next: localPath(r.PostForm.Get("next"), "")}
+	data := pages.SignInData{Email: email, Next: localPath(r.PostForm.Get("next"), "")}
 	if email == "" || password == "" || len(password) > MaxPasswordBytes || len(email) > 254 {
 		data.Error = "Enter your email and password."
-		c.render(w, r, http.StatusBadRequest, "signin", &view{Title: "Sign in", Data: data})
+		c.show(w, r, http.StatusBadRequest, &view{Title: "Sign in"}, pages.SignIn(data))
 		return
 	}
 	t := c.throttleOf(r, scopeSignIn, email)
@@ -56,18 +50,18 @@ func (c *Console) setPassword(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	data := signInData{Email: member.NormalizeEmail(r.PostForm.Get("email")), Next: localPath(r.PostForm.Get("next"), ""),
+	data := pages.SignInData{Email: member.NormalizeEmail(r.PostForm.Get("email")), Next: localPath(r.PostForm.Get("next"), ""),
 		Challenge: r.PostForm.Get("challenge")}
 	password, again := r.PostForm.Get("password"), r.PostForm.Get("password_again")
 	switch {
 	case data.Email == "" || data.Challenge == "" || len(data.Challenge) > 4096:
-		c.render(w, r, http.StatusBadRequest, "signin", &view{Title: "Sign in", Data: signInData{Error: "Sign in again to set your password."}})
+		c.show(w, r, http.StatusBadRequest, &view{Title: "Sign in"}, pages.SignIn(pages.SignInData{Error: "Sign in again to set your password."}))
 		return
 	default:
 		data.Error = newPasswordProblem(password, again)
 	}
 	if data.Error != "" {
-		c.render(w, r, http.StatusBadRequest, "setpassword", &view{Title: "Choose a password", Data: data})
+		c.show(w, r, http.StatusBadRequest, &view{Title: "Choose a password"}, pages.SetPassword(data))
 		return
 	}
 	t := c.throttleOf(r, scopeSignIn, data.Email)
@@ -92,14 +86,14 @@ func newPasswordProblem(password, again string) string {
 
 // afterCognito answers a sign-in step: the set-password page, an error
 // beside the form, or a new session.
-func (c *Console) afterCognito(w http.ResponseWriter, r *http.Request, data signInData, res cognito.Result, err error) {
+func (c *Console) afterCognito(w http.ResponseWriter, r *http.Request, data pages.SignInData, res cognito.Result, err error) {
 	switch {
 	case err != nil:
 		c.signInRefused(w, r, data, err)
 		return
 	case res.NewPasswordRequired:
 		data.Challenge, data.Error = res.Session, ""
-		c.render(w, r, http.StatusOK, "setpassword", &view{Title: "Choose a password", Data: data})
+		c.show(w, r, http.StatusOK, &view{Title: "Choose a password"}, pages.SetPassword(data))
 		return
 	case res.MFARequired, res.MFASetupRequired:
 		c.mfaStep(w, r, data, res) // mfa.go

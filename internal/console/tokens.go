@@ -6,22 +6,9 @@ import (
 	"unicode/utf8"
 
 	"genjobs/internal/auth"
+	"genjobs/internal/console/pages"
 	"genjobs/internal/store"
 )
-
-type tokensData struct {
-	Tokens     []auth.Token
-	APIEnabled bool
-	CanManage  bool
-	// NewToken is the value of the token just created, taken from the
-	// holder for this one display (holdOnce); ShownOnce names a token
-	// whose display was had already (a reload) or came too late.
-	NewToken     string
-	NewTokenName string
-	ShownOnce    string
-	Name         string // the name field, kept after an error
-	NameError    string
-}
 
 // Notices a redirect after a change shows (?done=...).
 var notices = map[string]string{
@@ -35,16 +22,18 @@ var notices = map[string]string{
 	"member-kept": "",
 }
 
-func (c *Console) tokensData(r *http.Request, req *request) (tokensData, error) {
+// tokensData is the tokens page's: the value of a token just created is
+// taken from the holder for its one display (holdOnce, showNewToken).
+func (c *Console) tokensData(r *http.Request, req *request) (pages.TokensData, error) {
 	ws, err := c.Store.Workspace(r.Context(), req.current.WorkspaceID)
 	if err != nil {
-		return tokensData{}, err
+		return pages.TokensData{}, err
 	}
 	tokens, err := c.Store.Tokens(r.Context(), req.current.WorkspaceID)
 	if err != nil {
-		return tokensData{}, err
+		return pages.TokensData{}, err
 	}
-	return tokensData{Tokens: tokens, APIEnabled: ws.APIEnabled, CanManage: req.current.Role.ManagesTokens()}, nil
+	return pages.TokensData{Acting: req.acting(), Tokens: tokens, APIEnabled: ws.APIEnabled, CanManage: req.current.Role.ManagesTokens()}, nil
 }
 
 func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request, req *request) {
@@ -60,13 +49,13 @@ func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request, req *reques
 		}
 	}
 	v := c.view(req, "tokens", "API tokens")
-	v.Notice, v.Data = notices[r.URL.Query().Get("done")], data
-	c.render(w, r, http.StatusOK, "tokens", v)
+	v.Notice = notices[r.URL.Query().Get("done")]
+	c.show(w, r, http.StatusOK, v, pages.Tokens(data))
 }
 
 // showNewToken puts the value held for token id's one display in data, or
 // says it was shown (for an id that is one of the workspace's tokens).
-func (c *Console) showNewToken(r *http.Request, req *request, data *tokensData, id string) error {
+func (c *Console) showNewToken(r *http.Request, req *request, data *pages.TokensData, id string) error {
 	for _, t := range data.Tokens {
 		if t.ID != id {
 			continue
@@ -106,9 +95,7 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, req *reque
 			return
 		}
 		data.Name, data.NameError = name, nameErr
-		v := c.view(req, "tokens", "API tokens")
-		v.Data = data
-		c.render(w, r, http.StatusBadRequest, "tokens", v)
+		c.show(w, r, http.StatusBadRequest, c.view(req, "tokens", "API tokens"), pages.Tokens(data))
 		return
 	}
 	// The page after the redirect shows the session's workspace: the one
@@ -141,8 +128,6 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, req *reque
 	http.Redirect(w, r, Base+"/settings/api-tokens?created="+t.ID, http.StatusSeeOther)
 }
 
-type revokeData struct{ Token auth.Token }
-
 // findToken is the current workspace's token named by the path, or a
 // written 404.
 func (c *Console) findToken(w http.ResponseWriter, r *http.Request, req *request) (auth.Token, bool) {
@@ -169,9 +154,7 @@ func (c *Console) revokePage(w http.ResponseWriter, r *http.Request, req *reques
 	if !ok {
 		return
 	}
-	v := c.view(req, "tokens", "Revoke "+t.Name)
-	v.Data = revokeData{Token: t}
-	c.render(w, r, http.StatusOK, "revoke", v)
+	c.show(w, r, http.StatusOK, c.view(req, "tokens", "Revoke "+t.Name), pages.Revoke(req.acting(), t))
 }
 
 func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, req *request) {
