@@ -49,7 +49,7 @@ func TestLedgerVerifyChecksTopUpStatusesAgainstTheirCredits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.CreditCheckout(ctx, ws, "top_paid", "cs_top_paid", 10*billing.USD, now); err != nil {
+	if _, err := db.CreditCheckout(ctx, ws, "top_paid", "cs_top_paid", 10*billing.USD, 0, now); err != nil {
 		t.Fatal(err)
 	}
 	for id, st := range map[string]billing.CheckoutStatus{"top_failed": billing.CheckoutFailed, "top_expired": billing.CheckoutExpired,

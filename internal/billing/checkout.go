@@ -101,18 +101,24 @@ const (
 const CheckoutLife = 24 * time.Hour
 
 // Checkout is a top-up by external checkout: what the owner asked for, and
-// what the provider's webhook said was paid.
+// what the provider's webhook said was paid. A top-up of the API balance
+// credits USD; a pack (Units > 0) is paid in USD and credits its compute
+// units, both fixed when the owner chose it.
 type Checkout struct {
 	ID          string
 	WorkspaceID string
 	Status      CheckoutStatus
-	Requested   Micros // the form's amount: shown, never credited
+	Requested   Micros // the form's amount, or the pack's price: what the session must total
 	Credited    Micros // the checkout session's amount_total, once paid
+	Units       Units  // a pack's compute units; 0 for a top-up of the API balance
 	SessionID   string // the provider's checkout session
 	CreatedBy   string // the owner's email
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }
+
+// IsPack reports whether c buys compute units.
+func (c Checkout) IsPack() bool { return c.Units > 0 }
 
 // PaymentID is the ledger's payment id of a checkout session: the top-up
 // is credited once per session, however often its webhook comes.
@@ -120,49 +126,73 @@ func PaymentID(sessionID string) string { return "checkout:" + sessionID }
 
 // AuditCheckouts checks the top-ups by checkout against the ledger's top-up
 // entries: a paid top-up has exactly one credit, of its session's payment
-// id (PaymentID) and its credited amount; a pending, failed, expired or
-// cancelled one has none; and no checkout session is credited that no paid
-// top-up names. It returns the differences found, in a stable order.
+// id (PaymentID), in its currency and of its amount (a top-up's credited
+// USD, a pack's units); a pending, failed, expired or cancelled one has
+// none; and no checkout session is credited that no paid top-up names. It
+// returns the differences found, in a stable order.
 func AuditCheckouts(entries []Entry, checkouts []Checkout) []string {
-	credits := map[string][]Micros{} // by payment id, checkout sessions only
+	credits := map[string][]Entry{} // by payment id, checkout sessions only
 	for _, e := range entries {
 		if e.Kind == TopUp && strings.HasPrefix(e.PaymentID, PaymentID("")) {
-			credits[e.PaymentID] = append(credits[e.PaymentID], e.Amount)
+			credits[e.PaymentID] = append(credits[e.PaymentID], e)
 		}
 	}
 	var diffs []string
 	named := map[string]bool{}
 	for _, c := range checkouts {
-		var got []Micros
+		var got []Entry
 		if c.SessionID != "" {
 			got = credits[PaymentID(c.SessionID)]
+		}
+		what := "top-up"
+		if c.IsPack() {
+			what = "pack"
 		}
 		switch c.Status {
 		case CheckoutPaid:
 			named[PaymentID(c.SessionID)] = true
 			switch {
 			case c.SessionID == "" || len(got) == 0:
-				diffs = append(diffs, fmt.Sprintf("top-up %s is paid (%s USD) but the ledger has no credit of its checkout session %s", c.ID, c.Credited.Dollars(), cmp.Or(c.SessionID, "(none)")))
+				diffs = append(diffs, fmt.Sprintf("%s %s is paid (%s) but the ledger has no credit of its checkout session %s", what, c.ID, c.credit(), cmp.Or(c.SessionID, "(none)")))
 			case len(got) > 1:
-				diffs = append(diffs, fmt.Sprintf("top-up %s: the ledger credits its checkout session %s %d times", c.ID, c.SessionID, len(got)))
-			case got[0] != c.Credited:
-				diffs = append(diffs, fmt.Sprintf("top-up %s is paid %s USD but the ledger credited %s USD", c.ID, c.Credited.Dollars(), got[0].Dollars()))
+				diffs = append(diffs, fmt.Sprintf("%s %s: the ledger credits its checkout session %s %d times", what, c.ID, c.SessionID, len(got)))
+			case got[0].InUnits() != c.IsPack():
+				diffs = append(diffs, fmt.Sprintf("%s %s is paid %s but the ledger credited %s", what, c.ID, c.credit(), credit(got[0])))
+			case c.IsPack() && got[0].Units != c.Units, !c.IsPack() && got[0].Amount != c.Credited:
+				diffs = append(diffs, fmt.Sprintf("%s %s is paid %s but the ledger credited %s", what, c.ID, c.credit(), credit(got[0])))
 			}
 		case CheckoutPending, CheckoutFailed, CheckoutExpired, CheckoutCancelled:
 			if len(got) > 0 {
 				named[PaymentID(c.SessionID)] = true
-				diffs = append(diffs, fmt.Sprintf("top-up %s is %s but the ledger credited its checkout session %s %s USD", c.ID, c.Status, c.SessionID, got[0].Dollars()))
+				diffs = append(diffs, fmt.Sprintf("%s %s is %s but the ledger credited its checkout session %s %s", what, c.ID, c.Status, c.SessionID, credit(got[0])))
 			}
 		default:
-			diffs = append(diffs, fmt.Sprintf("top-up %s has the unknown status %q", c.ID, c.Status))
+			diffs = append(diffs, fmt.Sprintf("%s %s has the unknown status %q", what, c.ID, c.Status))
 		}
 	}
 	var orphans []string
-	for id, amounts := range credits {
+	for id, es := range credits {
 		if !named[id] {
-			orphans = append(orphans, fmt.Sprintf("the ledger credits %s (%s USD), which no top-up by checkout names", id, amounts[0].Dollars()))
+			orphans = append(orphans, fmt.Sprintf("the ledger credits %s (%s), which no top-up by checkout names", id, credit(es[0])))
 		}
 	}
 	sort.Strings(orphans)
 	return append(diffs, orphans...)
+}
+
+// credit is what a paid top-up credits, in its currency: "10.00 USD",
+// "5,000 CU".
+func (c Checkout) credit() string {
+	if c.IsPack() {
+		return c.Units.Grouped() + " CU"
+	}
+	return c.Credited.Dollars() + " USD"
+}
+
+// credit is what a top-up entry credits, in its currency.
+func credit(e Entry) string {
+	if e.InUnits() {
+		return e.Units.Grouped() + " CU"
+	}
+	return e.Amount.Dollars() + " USD"
 }

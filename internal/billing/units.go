@@ -1,7 +1,10 @@
 package billing
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -69,3 +72,42 @@ const MaxMonthlyUnits = 1_000_000_000
 
 // Month is the UTC month of t as plans' top-ups are keyed: "2026-12".
 func Month(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// UnitsPerUSDKey is the price file's one key that is not an endpoint path:
+// how many compute units one USD of price costs.
+const UnitsPerUSDKey = "compute_units_per_usd"
+
+// ParseUnitsPerUSD reads the value of a price file's compute_units_per_usd:
+// a whole number from 1 to MaxUnitsPerUSD.
+func ParseUnitsPerUSD(raw json.RawMessage) (int64, error) {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	if err != nil || n < 1 || n > MaxUnitsPerUSD {
+		return 0, fmt.Errorf("%s: must be a whole number from 1 to %d, not %s", UnitsPerUSDKey, MaxUnitsPerUSD, raw)
+	}
+	return n, nil
+}
+
+// OverrideUnitsPerUSD is the conversion a deployment's price override
+// sets (its compute_units_per_usd), or DefaultUnitsPerUSD, the default
+// price file's, when it sets none: for code that prices in compute units
+// without the price list's rules (the console's packs). The price list
+// (package prices) reads the same key with ParseUnitsPerUSD, and its test
+// keeps the default file's value equal to DefaultUnitsPerUSD.
+func OverrideUnitsPerUSD(override []byte) (int64, error) {
+	if len(bytes.TrimSpace(override)) == 0 {
+		return DefaultUnitsPerUSD, nil
+	}
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(override, &entries); err != nil {
+		return 0, fmt.Errorf("billing: price override: not a JSON object: %w", err)
+	}
+	raw, ok := entries[UnitsPerUSDKey]
+	if !ok {
+		return DefaultUnitsPerUSD, nil
+	}
+	n, err := ParseUnitsPerUSD(raw)
+	if err != nil {
+		return 0, fmt.Errorf("billing: price override: %w", err)
+	}
+	return n, nil
+}

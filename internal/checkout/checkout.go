@@ -1,4 +1,5 @@
-// Package checkout speaks to Stripe for the console's top-ups: it creates
+// Package checkout speaks to Stripe for the console's top-ups (of the API
+// balance, and packs of compute units): it creates
 // Checkout Sessions and verifies the webhook events that report them paid,
 // failed or expired. It is the only code that speaks Stripe's API, through
 // stripe-go (its checkout/session client and its webhook package, which
@@ -76,11 +77,13 @@ func (s *Stripe) api() stripe.Backend {
 	return s.backend
 }
 
-// SessionRequest is a top-up to pay.
+// SessionRequest is a top-up to pay: of the API balance, or a pack of
+// compute units (Units > 0).
 type SessionRequest struct {
 	TopUpID     string
 	WorkspaceID string
 	Amount      billing.Micros // whole cents
+	Units       billing.Units  // a pack's compute units; 0 for the API balance
 	SuccessURL  string         // may hold {CHECKOUT_SESSION_ID}
 	CancelURL   string
 }
@@ -91,14 +94,28 @@ type Session struct {
 	URL string
 }
 
+// Products are the line items' names: a top-up of the API balance, and a
+// pack of compute units.
+const (
+	ProductBalance = "API balance"
+	ProductUnits   = "Compute units"
+)
+
 // CreateSession creates the Checkout Session of a pending top-up: one line
-// item "API balance" in USD, the workspace as client_reference_id, the
-// top-up's id in metadata, and the Idempotency-Key topup-{id}, so that a
-// retry whose first answer was lost gets the same session back.
+// item in USD, "API balance" or, for a pack, "Compute units" (with the
+// pack's units as its description and in metadata.pack_units), the
+// workspace as client_reference_id, the top-up's id in metadata, and the
+// Idempotency-Key topup-{id}, so that a retry whose first answer was lost
+// gets the same session back.
 func (s *Stripe) CreateSession(ctx context.Context, r SessionRequest) (Session, error) {
 	keys, err := s.keys.Keys(ctx)
 	if err != nil {
 		return Session{}, err
+	}
+	product := &stripe.CheckoutSessionCreateLineItemPriceDataProductDataParams{Name: stripe.String(ProductBalance)}
+	if r.Units > 0 {
+		product = &stripe.CheckoutSessionCreateLineItemPriceDataProductDataParams{Name: stripe.String(ProductUnits),
+			Description: stripe.String(r.Units.Grouped() + " compute units")}
 	}
 	params := &stripe.CheckoutSessionCreateParams{
 		Mode: stripe.String(string(stripe.CheckoutSessionModePayment)),
@@ -107,7 +124,7 @@ func (s *Stripe) CreateSession(ctx context.Context, r SessionRequest) (Session, 
 			PriceData: &stripe.CheckoutSessionCreateLineItemPriceDataParams{
 				Currency:    stripe.String("usd"),
 				UnitAmount:  stripe.Int64(r.Amount.Cents()),
-				ProductData: &stripe.CheckoutSessionCreateLineItemPriceDataProductDataParams{Name: stripe.String("API balance")},
+				ProductData: product,
 			},
 		}},
 		ClientReferenceID: stripe.String(r.WorkspaceID),
@@ -115,6 +132,9 @@ func (s *Stripe) CreateSession(ctx context.Context, r SessionRequest) (Session, 
 		CancelURL:         stripe.String(r.CancelURL),
 	}
 	params.AddMetadata("topup_id", r.TopUpID)
+	if r.Units > 0 {
+		params.AddMetadata(packMetadata, r.Units.String())
+	}
 	params.SetIdempotencyKey("topup-" + r.TopUpID)
 	sc := stripe.NewClient(keys.SecretKey, stripe.WithBackends(&stripe.Backends{API: s.api()}))
 	cs, err := sc.V1CheckoutSessions.Create(ctx, params)
@@ -152,6 +172,25 @@ type EventSession struct {
 	Currency          string
 	ClientReferenceID string // the workspace
 	TopUpID           string // metadata.topup_id
+	// PackUnits is metadata.pack_units: a pack's compute units, 0 for a
+	// top-up of the API balance, -1 when it is there but not a number.
+	PackUnits billing.Units
+}
+
+// packMetadata is the metadata key of a pack's units.
+const packMetadata = "pack_units"
+
+// packUnits reads metadata.pack_units.
+func packUnits(meta map[string]string) billing.Units {
+	v, ok := meta[packMetadata]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return -1
+	}
+	return billing.Units(n)
 }
 
 // Event types the console acts on.
@@ -207,7 +246,8 @@ func (s *Stripe) VerifyEvent(ctx context.Context, payload []byte, header string,
 		return out, nil // not a session: the caller ignores the type anyway
 	}
 	out.Session = EventSession{ID: obj.ID, PaymentStatus: obj.PaymentStatus, AmountTotal: obj.AmountTotal,
-		Currency: obj.Currency, ClientReferenceID: obj.ClientReferenceID, TopUpID: obj.Metadata["topup_id"]}
+		Currency: obj.Currency, ClientReferenceID: obj.ClientReferenceID, TopUpID: obj.Metadata["topup_id"],
+		PackUnits: packUnits(obj.Metadata)}
 	return out, nil
 }
 

@@ -21,8 +21,14 @@ type billingData struct {
 	Checkouts []billing.Checkout
 	CanTopUp  bool
 	Presets   []int
-	// Amount and AmountError: the custom amount field after a refusal.
-	Amount, AmountError string
+	// Units is the workspace's compute units, Plan its plan's monthly
+	// units (0: no plan), Packs the packs an owner can buy.
+	Units billing.UnitBalance
+	Plan  billing.Units
+	Packs []billing.Pack
+	// Amount and AmountError: the custom amount field after a refusal;
+	// PackError: the packs' form after one.
+	Amount, AmountError, PackError string
 	// Return is the checkout the browser came back from (?checkout=), with
 	// whether it is credited yet; Refresh asks the page to reload itself.
 	Return  *billing.Checkout
@@ -48,7 +54,20 @@ func (c *Console) billingData(r *http.Request, req *request) (billingData, error
 	if len(cos) > 50 {
 		cos = cos[:50]
 	}
-	return billingData{Balance: bal, Checkouts: cos, CanTopUp: req.current.Role.AddsBalance(), Presets: billing.TopUpPresets}, nil
+	units, plan, err := c.Store.Units(r.Context(), req.current.WorkspaceID)
+	if err != nil {
+		return billingData{}, err
+	}
+	d := billingData{Balance: bal, Checkouts: cos, CanTopUp: req.current.Role.AddsBalance(), Presets: billing.TopUpPresets,
+		Units: units, Plan: plan}
+	if d.CanTopUp {
+		perUSD, err := c.Prices.UnitsPerUSD()
+		if err != nil {
+			return billingData{}, err
+		}
+		d.Packs = billing.OfferedPacks(perUSD)
+	}
+	return d, nil
 }
 
 func (c *Console) billingPage(w http.ResponseWriter, r *http.Request, req *request) {
@@ -97,26 +116,38 @@ func newTopUpID() string {
 }
 
 // topUp records a pending top-up, creates its Checkout Session and sends
-// the browser there. The balance changes only when Stripe's webhook says
-// the session is paid (stripeWebhook).
+// the browser there: of the API balance (the form's amount), or a pack of
+// compute units (the form's pack, priced at the price file's
+// compute_units_per_usd now, and kept so until it is paid). Nothing
+// changes a balance until Stripe's webhook says the session is paid
+// (package stripehook).
 func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
-	raw := r.PostForm.Get("amount")
-	amount, err := billing.ParseTopUpAmount(raw)
-	if err != nil {
-		data, derr := c.billingData(r, req)
-		if derr != nil {
-			c.internalError(w, r, "read billing", derr)
+	var amount billing.Micros
+	var units billing.Units
+	if raw, pack := r.PostForm.Get("pack"), r.PostForm.Has("pack"); pack {
+		perUSD, err := c.Prices.UnitsPerUSD()
+		if err != nil {
+			c.internalError(w, r, "read the price file", err)
 			return
 		}
-		data.Amount, data.AmountError = raw, sentence(err.Error())
-		v := c.view(req, "billing", "Billing")
-		v.Data = data
-		c.render(w, r, http.StatusBadRequest, "billing", v)
-		return
+		p, err := billing.ParsePack(raw, perUSD)
+		if err != nil {
+			c.refuseTopUp(w, r, req, func(d *billingData) { d.PackError = "There is no such pack. " + sentence(err.Error()) })
+			return
+		}
+		amount, units = p.Price, p.Units
+	} else {
+		raw := r.PostForm.Get("amount")
+		m, err := billing.ParseTopUpAmount(raw)
+		if err != nil {
+			c.refuseTopUp(w, r, req, func(d *billingData) { d.Amount, d.AmountError = raw, sentence(err.Error()) })
+			return
+		}
+		amount = m
 	}
 	now := c.Clock.Now()
 	co := billing.Checkout{ID: newTopUpID(), WorkspaceID: req.current.WorkspaceID, Status: billing.CheckoutPending,
-		Requested: amount, CreatedBy: req.session.Email, CreatedAt: now}
+		Requested: amount, Units: units, CreatedBy: req.session.Email, CreatedAt: now}
 	if err := c.Store.CreateCheckout(r.Context(), co); err != nil {
 		c.internalError(w, r, "record top-up", err)
 		return
@@ -141,15 +172,29 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 		// itself; this write only lets the return page find it sooner.
 		c.logger(r).Warn("record checkout session", "topup_id", co.ID, "error", err.Error())
 	}
-	c.logger(r).Info("top-up started", "workspace_id", co.WorkspaceID, "topup_id", co.ID, "session_id", s.ID, "amount_usd", amount.String())
+	c.logger(r).Info("top-up started", "workspace_id", co.WorkspaceID, "topup_id", co.ID, "session_id", s.ID, "amount_usd", amount.String(), "pack_units", int64(units))
 	http.Redirect(w, r, s.URL, http.StatusSeeOther)
+}
+
+// refuseTopUp answers a top-up form that cannot be taken: the billing page
+// again, 400, with the refusal beside its form (set), and nothing written.
+func (c *Console) refuseTopUp(w http.ResponseWriter, r *http.Request, req *request, set func(*billingData)) {
+	data, err := c.billingData(r, req)
+	if err != nil {
+		c.internalError(w, r, "read billing", err)
+		return
+	}
+	set(&data)
+	v := c.view(req, "billing", "Billing")
+	v.Data = data
+	c.render(w, r, http.StatusBadRequest, "billing", v)
 }
 
 // checkoutRequest is the Checkout Session of top-up co, with the URLs
 // Stripe sends the browser back to: the return page, by the session's id
 // once paid, and by the top-up's id when the payer cancels.
 func checkoutRequest(appURL string, co billing.Checkout) checkout.SessionRequest {
-	return checkout.SessionRequest{TopUpID: co.ID, WorkspaceID: co.WorkspaceID, Amount: co.Requested,
+	return checkout.SessionRequest{TopUpID: co.ID, WorkspaceID: co.WorkspaceID, Amount: co.Requested, Units: co.Units,
 		SuccessURL: appURL + "/settings/billing?checkout={CHECKOUT_SESSION_ID}",
 		CancelURL:  appURL + "/settings/billing?" + url.Values{"cancelled": {co.ID}}.Encode()}
 }

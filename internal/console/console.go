@@ -65,6 +65,7 @@ type Store interface {
 	RevokeToken(ctx context.Context, ws, tokenID string, at time.Time) error
 
 	Balance(ctx context.Context, ws string) (billing.Balance, error)
+	Units(ctx context.Context, ws string) (billing.UnitBalance, billing.Units, error)
 	Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error)
 	Checkout(ctx context.Context, ws, id string) (billing.Checkout, error)
 	CreateCheckout(ctx context.Context, c billing.Checkout) error
@@ -101,11 +102,18 @@ type Payments interface {
 	CreateSession(ctx context.Context, r checkout.SessionRequest) (checkout.Session, error)
 }
 
+// Prices is the price file (prices.List): the billing page's packs are
+// priced at its compute_units_per_usd.
+type Prices interface {
+	UnitsPerUSD() (int64, error)
+}
+
 // Config builds a Console.
 type Config struct {
 	Store    Store
 	Identity Identity
 	Payments Payments
+	Prices   Prices
 	Clock    clock.Clock
 	Log      *slog.Logger
 	// AppURL is the console's public address ({app_url}, ending in /app
@@ -136,8 +144,8 @@ var files embed.FS
 
 // New checks cfg and parses the templates. It does no I/O.
 func New(cfg Config) (*Console, error) {
-	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil {
-		return nil, errors.New("console: Store, Identity, Payments, Clock, Log and Results are required")
+	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Prices == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil {
+		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log and Results are required")
 	}
 	if o, err := url.Parse(cfg.ResultsOrigin); err != nil || (o.Scheme != "https" && o.Scheme != "http") || o.Host == "" || o.Path != "" || o.RawQuery != "" {
 		return nil, fmt.Errorf("console: the results origin must be an http(s) origin, not %q", cfg.ResultsOrigin)

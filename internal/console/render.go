@@ -50,7 +50,7 @@ type pageTemplate struct{ t *template.Template }
 var pageNames = []string{"billing", "usage", "jobs", "job"}
 
 // funcs are the html/template pages' own: the package pages' functions.
-var funcs = template.FuncMap{"usd": billing.Micros.Dollars, "date": pages.Date, "when": pages.When, "hour": pages.Hour,
+var funcs = template.FuncMap{"usd": billing.Micros.Dollars, "units": billing.Units.Grouped, "date": pages.Date, "when": pages.When, "hour": pages.Hour,
 	"title": pages.Title, "add": func(a, b int) int { return a + b }, "sub": func(a, b int) int { return a - b }}
 
 func parsePages() (map[string]*pageTemplate, error) {

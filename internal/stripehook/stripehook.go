@@ -1,8 +1,9 @@
 // Package stripehook is Stripe's webhook, POST /webhooks/stripe: the one way
-// a top-up by checkout reaches the balance (docs/console.md). A verified
-// event (checkout.VerifyEvent) about a session this deployment created is
-// credited once, for exactly the amount and currency the top-up recorded;
-// failed and expired sessions end their top-up.
+// a top-up by checkout reaches the balance, and a pack of compute units the
+// workspace's units (docs/console.md). A verified event
+// (checkout.VerifyEvent) about a session this deployment created is
+// credited once, for exactly the amount, currency and pack the top-up
+// recorded; failed and expired sessions end their top-up.
 //
 // Stripe retries every answer that is not a 2xx, for days. So a refusal
 // that retrying cannot fix (an event about someone else's session, or one
@@ -39,7 +40,7 @@ const msgBadSignature = "The Stripe-Signature header is missing, wrong, too old 
 // Store reads and moves top-ups (consoledb.DB).
 type Store interface {
 	Checkout(ctx context.Context, ws, id string) (billing.Checkout, error)
-	CreditCheckout(ctx context.Context, ws, id, sessionID string, amount billing.Micros, at time.Time) (bool, error)
+	CreditCheckout(ctx context.Context, ws, id, sessionID string, amount billing.Micros, units billing.Units, at time.Time) (bool, error)
 	EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (bool, error)
 }
 
@@ -131,7 +132,7 @@ func (h *Handler) handle(ctx context.Context, log *slog.Logger, ev checkout.Even
 	var a anomaly
 	if errors.As(err, &a) {
 		log.Error("stripe webhook anomaly: nothing changed", "reason", a.reason, "workspace_id", s.ClientReferenceID,
-			"topup_id", s.TopUpID, "amount_total", s.AmountTotal, "currency", s.Currency)
+			"topup_id", s.TopUpID, "amount_total", s.AmountTotal, "currency", s.Currency, "pack_units", int64(s.PackUnits))
 		h.Metrics.Count(metrics.StripeAnomalies, "", 1)
 		return nil
 	}
@@ -168,7 +169,13 @@ func (h *Handler) apply(ctx context.Context, log *slog.Logger, ev checkout.Event
 	if s.AmountTotal != co.Requested.Cents() || co.Requested%billing.Cent != 0 {
 		return anomaly{"the session's amount_total differs from the top-up's " + co.Requested.Dollars() + " USD"}
 	}
-	credited, err := h.Store.CreditCheckout(ctx, co.WorkspaceID, co.ID, s.ID, co.Requested, now)
+	// A pack credits the units chosen when it was bought, which the
+	// session's metadata must name too: a session that says another pack
+	// (or none, or one for a top-up of the API balance) changes nothing.
+	if s.PackUnits != co.Units {
+		return anomaly{"the session's pack (" + s.PackUnits.String() + " units) differs from the top-up's (" + co.Units.String() + " units)"}
+	}
+	credited, err := h.Store.CreditCheckout(ctx, co.WorkspaceID, co.ID, s.ID, co.Requested, co.Units, now)
 	switch {
 	case errors.Is(err, accountsdb.ErrPaymentConflict):
 		return anomaly{"the session was credited before with another amount"}
@@ -176,6 +183,10 @@ func (h *Handler) apply(ctx context.Context, log *slog.Logger, ev checkout.Event
 		return anomaly{"the top-up belongs to another session"}
 	case err != nil:
 		return err
+	}
+	if co.IsPack() {
+		log.Info("pack paid", "workspace_id", co.WorkspaceID, "topup_id", co.ID, "amount_usd", co.Requested.String(), "units", int64(co.Units), "credited_now", credited)
+		return nil
 	}
 	log.Info("top-up paid", "workspace_id", co.WorkspaceID, "topup_id", co.ID, "amount_usd", co.Requested.String(), "credited_now", credited)
 	return nil

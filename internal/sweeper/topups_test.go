@@ -9,6 +9,7 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/emulator"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/consoledb"
 	"genjobs/internal/testenv"
 )
@@ -46,7 +47,7 @@ func TestTheSweeperExpiresTopUpsPendingPastTheirSessionsLife(t *testing.T) {
 	e.topUp("ws_b", "top_old_b", t0.Add(-48*time.Hour))
 	e.topUp("ws_a", "top_young", t0.Add(-23*time.Hour))
 	e.topUp("ws_a", "top_paid", t0.Add(-30*time.Hour))
-	if _, err := db.CreditCheckout(e.ctx, "ws_a", "top_paid", "cs_paid", 10*billing.USD, t0.Add(-29*time.Hour)); err != nil {
+	if _, err := db.CreditCheckout(e.ctx, "ws_a", "top_paid", "cs_paid", 10*billing.USD, 0, t0.Add(-29*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	e.topUp("ws_a", "top_cancelled", t0.Add(-30*time.Hour))
@@ -79,7 +80,7 @@ func TestTheSweeperExpiresTopUpsPendingPastTheirSessionsLife(t *testing.T) {
 		t.Errorf("an hour later: %+v, %v, top_young %s; want it expired", r, err, e.topUpStatus("ws_a", "top_young"))
 	}
 	// Stripe's late webhook for an expired top-up: the money arrived.
-	if credited, err := db.CreditCheckout(e.ctx, "ws_a", "top_old", "cs_old", 10*billing.USD, t0); err != nil || !credited {
+	if credited, err := db.CreditCheckout(e.ctx, "ws_a", "top_old", "cs_old", 10*billing.USD, 0, t0); err != nil || !credited {
 		t.Errorf("a late payment of an expired top-up: %v, %v; want it credited", credited, err)
 	}
 }
@@ -111,5 +112,38 @@ func TestAnExpiryWhoseAnswerWasLostIsRecognised(t *testing.T) {
 				t.Errorf("top-up: %s; want expired", got)
 			}
 		})
+	}
+}
+
+// A pack of compute units is a top-up by checkout too: pending past its
+// session's life, the sweeper expires it like a top-up of the API balance,
+// crediting nothing; Stripe's late payment of it is still credited, in
+// units, once.
+func TestTheSweeperExpiresPendingPacks(t *testing.T) {
+	e := newEnv(t)
+	e.sweep.TopUps = consoledb.New(e.store)
+	e.workspace("ws_a", 5)
+	db := consoledb.New(e.store)
+	if err := db.CreateCheckout(e.ctx, billing.Checkout{ID: "top_pack", WorkspaceID: "ws_a", Status: billing.CheckoutPending,
+		Requested: 50 * billing.USD, Units: 5000, CreatedBy: "owner@example.com", CreatedAt: t0.Add(-25 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.sweep.Sweep(e.ctx); err != nil || r.TopUpsExpired != 1 {
+		t.Fatalf("sweep: %+v, %v; want the pack expired", r, err)
+	}
+	if got := e.topUpStatus("ws_a", "top_pack"); got != billing.CheckoutExpired {
+		t.Errorf("the pack: %s; want expired", got)
+	}
+	acc := accountsdb.New(e.store)
+	if u := e.units(acc, "ws_a"); u.Available != 0 {
+		t.Errorf("an expired pack credited %+v", u)
+	}
+	for range 2 {
+		if _, err := db.CreditCheckout(e.ctx, "ws_a", "top_pack", "cs_pack", 50*billing.USD, 5000, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u := e.units(acc, "ws_a"); u.Available != 5000 {
+		t.Errorf("the late payment of an expired pack: %+v; want 5000 units, once", u)
 	}
 }

@@ -1,6 +1,7 @@
 // Package consolefn wires the console function (docs/console.md): the
 // table, the Cognito user pool, the Stripe keys in Secrets Manager,
-// Stripe's API, and the results bucket's presigned URLs for the jobs pages. It is the only function that links the Cognito client.
+// Stripe's API, the price file (the packs of compute units), and the
+// results bucket's presigned URLs for the jobs pages. It is the only function that links the Cognito client.
 package consolefn
 
 import (
@@ -8,6 +9,7 @@ import (
 
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
+	"genjobs/internal/billing"
 	"genjobs/internal/checkout"
 	"genjobs/internal/cognito"
 	"genjobs/internal/console"
@@ -34,8 +36,15 @@ func Build(d app.Deps) (http.Handler, error) {
 	}
 	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
 	results := d.ResultLinks()
+	// The packs' prices: compute_units_per_usd of the same price file as
+	// the API's, read (and checked) here at init, without the price
+	// list's rules and the schemas they need.
+	perUSD, err := billing.OverrideUnitsPerUSD([]byte(d.API.PricesJSON))
+	if err != nil {
+		return nil, err
+	}
 	c, err := console.New(console.Config{
-		Store: consoledb.New(dynamodbwire.Store(d)), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase),
+		Store: consoledb.New(dynamodbwire.Store(d)), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase), Prices: conversion(perUSD),
 		Clock: d.Clock, Log: d.Log, AppURL: d.API.AppURL, Results: results, ResultsOrigin: results.Origin(),
 	})
 	if err != nil {
@@ -43,3 +52,8 @@ func Build(d app.Deps) (http.Handler, error) {
 	}
 	return httpapi.Middleware(d.Log, c.Routes()), nil
 }
+
+// conversion is the price file's compute_units_per_usd (console.Prices).
+type conversion int64
+
+func (c conversion) UnitsPerUSD() (int64, error) { return int64(c), nil }

@@ -412,7 +412,7 @@ type (
 
 // unitsKey is the file's one key that is not an endpoint path: how many
 // compute units one USD of price costs.
-const unitsKey = "compute_units_per_usd"
+const unitsKey = billing.UnitsPerUSDKey
 
 // parsePrices reads a price file: its rules, and its compute_units_per_usd
 // (0 when it has none).
@@ -434,9 +434,9 @@ func parsePrices(data []byte, fields map[string]map[string]schemaField) (map[str
 	var perUSD int64
 	if raw, ok := entries[unitsKey]; ok {
 		delete(entries, unitsKey)
-		n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
-		if err != nil || n < 1 || n > billing.MaxUnitsPerUSD {
-			return nil, 0, fmt.Errorf("%s: must be a whole number from 1 to %d, not %s", unitsKey, billing.MaxUnitsPerUSD, raw)
+		n, err := billing.ParseUnitsPerUSD(raw)
+		if err != nil {
+			return nil, 0, err
 		}
 		perUSD = n
 	}

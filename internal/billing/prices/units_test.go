@@ -43,3 +43,26 @@ func TestComputeUnitsAreTheUSDPriceTimesTheSettingRoundedUp(t *testing.T) {
 		}
 	}
 }
+
+// The console prices packs of compute units from the override alone
+// (billing.OverrideUnitsPerUSD, without the price list's rules): the
+// default file's conversion must be billing.DefaultUnitsPerUSD, and an
+// override's must read the same both ways.
+func TestTheConsolesConversionIsThePriceLists(t *testing.T) {
+	for _, override := range []string{"", `{"compute_units_per_usd": 250}`, `{"/generate/3d/vendor-g/model-g-3.1-rapid": {"per": "job", "usd": "0.2"}}`} {
+		list, err := Load([]byte(override))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := list.UnitsPerUSD()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := billing.OverrideUnitsPerUSD([]byte(override)); err != nil || got != want {
+			t.Errorf("override %q: the console reads %d, %v; the price list %d", override, got, err, want)
+		}
+	}
+	if _, err := billing.OverrideUnitsPerUSD([]byte(`{"compute_units_per_usd": 0}`)); err == nil {
+		t.Error("an override of 0 units per USD was taken")
+	}
+}

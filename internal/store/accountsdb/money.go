@@ -34,23 +34,49 @@ func (s *DB) TopUp(ctx context.Context, ws, paymentID string, amount billing.Mic
 // amount is ErrPaymentConflict), in which case extra was not written
 // either. Item 3 of a cancelled transaction is extra's first.
 func (s *DB) TopUpWith(ctx context.Context, ws, paymentID string, amount billing.Micros, at time.Time, extra ...types.TransactWriteItem) (credited bool, err error) {
-	payment, err := attributevalue.MarshalMap(map[string]any{
+	return s.credit(ctx, ws, paymentID, amount, 0, at, extra)
+}
+
+// PackWith credits a pack of compute units bought for paid USD to ws, once
+// per paymentID, as TopUpWith credits USD: the pack's units to
+// cu_available, with a top-up entry in units, and the payment recorded with
+// both figures (either differing on a second call is ErrPaymentConflict).
+// The API balance does not move.
+func (s *DB) PackWith(ctx context.Context, ws, paymentID string, paid billing.Micros, units billing.Units, at time.Time, extra ...types.TransactWriteItem) (credited bool, err error) {
+	if units <= 0 {
+		return false, fmt.Errorf("credit pack to %s: %s units is not a pack", ws, units)
+	}
+	return s.credit(ctx, ws, paymentID, paid, units, at, extra)
+}
+
+// credit is TopUpWith (units 0: amount to the API balance) and PackWith
+// (units to the compute units, amount recorded as paid).
+func (s *DB) credit(ctx context.Context, ws, paymentID string, amount billing.Micros, units billing.Units, at time.Time, extra []types.TransactWriteItem) (credited bool, err error) {
+	record := map[string]any{
 		"PK": store.WorkspacePK(ws), "SK": "PAYMENT#" + paymentID,
 		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": store.Stamp(at),
-	})
+	}
+	entry := billing.Entry{Kind: billing.TopUp, Amount: amount, At: at, PaymentID: paymentID}
+	move, value := "ADD available_micros :amount", store.Number(amount)
+	if units > 0 {
+		record["units"] = int64(units)
+		entry = billing.Entry{Kind: billing.TopUp, Currency: billing.CurrencyCU, Units: units, At: at, PaymentID: paymentID}
+		move, value = "ADD cu_available :amount", store.Number(int64(units))
+	}
+	payment, err := attributevalue.MarshalMap(record)
 	if err != nil {
 		return false, err
 	}
-	ledger, err := store.LedgerPut(s.Table(), ws, billing.Entry{Kind: billing.TopUp, Amount: amount, At: at, PaymentID: paymentID})
+	ledger, err := store.LedgerPut(s.Table(), ws, entry)
 	if err != nil {
 		return false, err
 	}
 	err = s.Transact(ctx, append([]types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName: aws.String(s.Table()), Key: store.Key(store.WorkspacePK(ws), "WS"),
-			UpdateExpression:          aws.String("ADD available_micros :amount"),
+			UpdateExpression:          aws.String(move),
 			ConditionExpression:       aws.String("attribute_exists(PK)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":amount": store.Number(amount)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":amount": value},
 		}},
 		{Put: &types.Put{TableName: aws.String(s.Table()), Item: payment, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		{Put: ledger},
@@ -59,13 +85,16 @@ func (s *DB) TopUpWith(ctx context.Context, ws, paymentID string, amount billing
 	case store.CancelReason(err, 0) == "ConditionalCheckFailed":
 		return false, store.ErrNotFound
 	case store.CancelReason(err, 1) == "ConditionalCheckFailed":
+		// Credited before: by this payment's own earlier try (its answer
+		// lost), or by a concurrent delivery of the same event.
 		var prior struct {
 			Amount int64 `dynamodbav:"amount_micros"`
+			Units  int64 `dynamodbav:"units"`
 		}
 		if err := s.Get(ctx, store.WorkspacePK(ws), "PAYMENT#"+paymentID, &prior); err != nil {
 			return false, err
 		}
-		if billing.Micros(prior.Amount) != amount {
+		if billing.Micros(prior.Amount) != amount || billing.Units(prior.Units) != units {
 			return false, ErrPaymentConflict
 		}
 		return false, nil
@@ -179,12 +208,12 @@ func (s *DB) AuditLedger(ctx context.Context, ws string) (Audit, error) {
 
 // checkouts reads a workspace's top-ups by checkout (WS#<ws> / TOPUP#<id>,
 // which consoledb writes) as far as the audit needs them: id, status,
-// session and credited amount.
+// session, credited amount and a pack's units.
 func (s *DB) checkouts(ctx context.Context, ws string) ([]billing.Checkout, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(s.Table()),
 		KeyConditionExpression:   aws.String("PK = :pk AND begins_with(SK, :prefix)"),
-		ProjectionExpression:     aws.String("topup_id, #status, session_id, credited_micros"),
+		ProjectionExpression:     aws.String("topup_id, #status, session_id, credited_micros, pack_units"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": store.String(store.WorkspacePK(ws)), ":prefix": store.String("TOPUP#"),
@@ -203,12 +232,13 @@ func (s *DB) checkouts(ctx context.Context, ws string) ([]billing.Checkout, erro
 				Status    string `dynamodbav:"status"`
 				SessionID string `dynamodbav:"session_id"`
 				Credited  int64  `dynamodbav:"credited_micros"`
+				Units     int64  `dynamodbav:"pack_units"`
 			}
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 				return nil, err
 			}
 			out = append(out, billing.Checkout{ID: it.ID, WorkspaceID: ws, Status: billing.CheckoutStatus(it.Status),
-				SessionID: it.SessionID, Credited: billing.Micros(it.Credited)})
+				SessionID: it.SessionID, Credited: billing.Micros(it.Credited), Units: billing.Units(it.Units)})
 		}
 		if page.LastEvaluatedKey == nil {
 			return out, nil

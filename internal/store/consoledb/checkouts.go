@@ -18,11 +18,13 @@ import (
 	"genjobs/internal/store"
 )
 
-// A top-up by checkout is WS#<ws> / TOPUP#<id>: pending when the owner
+// A top-up by checkout is WS#<ws> / TOPUP#<id>: a top-up of the API
+// balance, or a pack of compute units (pack_units), pending when the owner
 // asks for it, then paid, failed or expired by the payment provider's
 // webhook, failed or cancelled by the console, expired by the sweeper. The
-// money itself moves only through accountsdb.DB.TopUpWith, keyed on the
-// checkout session, in the same transaction as the item turns paid.
+// money itself moves only through accountsdb.DB.TopUpWith (a pack's units
+// through PackWith), keyed on the checkout session, in the same
+// transaction as the item turns paid.
 //
 // While pending, the item is in the deliveries-due index too (the sparse
 // index of things due at a time, beside the webhook deliveries' DUE#
@@ -37,6 +39,7 @@ type checkoutItem struct {
 	Status      string `dynamodbav:"status"`
 	Requested   int64  `dynamodbav:"requested_micros"`
 	Credited    int64  `dynamodbav:"credited_micros"`
+	PackUnits   int64  `dynamodbav:"pack_units,omitempty"`
 	SessionID   string `dynamodbav:"session_id,omitempty"`
 	CreatedBy   string `dynamodbav:"created_by"`
 	CreatedAt   string `dynamodbav:"created_at"`
@@ -60,14 +63,14 @@ func (it checkoutItem) checkout() billing.Checkout {
 	created, _ := job.ParseTime(it.CreatedAt)
 	updated, _ := job.ParseTime(it.UpdatedAt)
 	return billing.Checkout{ID: it.TopUpID, WorkspaceID: it.WorkspaceID, Status: billing.CheckoutStatus(it.Status),
-		Requested: billing.Micros(it.Requested), Credited: billing.Micros(it.Credited), SessionID: it.SessionID,
+		Requested: billing.Micros(it.Requested), Credited: billing.Micros(it.Credited), Units: billing.Units(it.PackUnits), SessionID: it.SessionID,
 		CreatedBy: it.CreatedBy, CreatedAt: created.Time, UpdatedAt: updated.Time}
 }
 
 // CreateCheckout records a pending top-up. The workspace must exist.
 func (d *DB) CreateCheckout(ctx context.Context, c billing.Checkout) error {
 	item, err := attributevalue.MarshalMap(checkoutItem{PK: store.WorkspacePK(c.WorkspaceID), SK: checkoutPrefix + c.ID,
-		TopUpID: c.ID, WorkspaceID: c.WorkspaceID, Status: string(billing.CheckoutPending), Requested: int64(c.Requested),
+		TopUpID: c.ID, WorkspaceID: c.WorkspaceID, Status: string(billing.CheckoutPending), Requested: int64(c.Requested), PackUnits: int64(c.Units),
 		CreatedBy: c.CreatedBy, CreatedAt: store.Stamp(c.CreatedAt), UpdatedAt: store.Stamp(c.CreatedAt),
 		GSI4PK: pendingPK, GSI4SK: pendingSK(c)})
 	if err != nil {
@@ -130,24 +133,35 @@ func (d *DB) Checkouts(ctx context.Context, ws string) ([]billing.Checkout, erro
 	return out, err
 }
 
-// CreditCheckout credits amount, the checkout session's total, to the
-// top-up's workspace and marks the top-up paid, in one transaction keyed on
-// the session (billing.PaymentID): however often, and however concurrently,
-// the payment provider reports the session paid, it is credited once.
-// credited is false when it had been already. An unknown top-up is
-// ErrNotFound and credits nothing.
-func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amount billing.Micros, at time.Time) (credited bool, err error) {
-	if amount <= 0 {
-		return false, fmt.Errorf("credit top-up %s: amount %s is not positive", id, amount)
+// CreditCheckout credits a paid top-up and marks it paid, in one
+// transaction keyed on the session (billing.PaymentID): amount, the
+// checkout session's total, to the API balance, or for a pack (units > 0)
+// its units to the compute units. However often, and however concurrently,
+// the payment provider reports the session paid, it is credited once;
+// credited is false when it had been already. The top-up must be what the
+// caller read: an unknown one, another session's, or one whose pack is
+// not units is ErrNotFound and credits nothing.
+func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amount billing.Micros, units billing.Units, at time.Time) (credited bool, err error) {
+	if amount <= 0 || units < 0 {
+		return false, fmt.Errorf("credit top-up %s: amount %s or units %s is not positive", id, amount, units)
+	}
+	values := map[string]types.AttributeValue{":paid": store.String(string(billing.CheckoutPaid)), ":amount": store.Number(int64(amount)), ":sid": store.String(sessionID), ":at": store.String(store.Stamp(at))}
+	pack := "attribute_not_exists(pack_units)"
+	if units > 0 {
+		pack, values[":units"] = "pack_units = :units", store.Number(int64(units))
 	}
 	mark := types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(d.Table()), Key: store.Key(store.WorkspacePK(ws), checkoutPrefix+id),
 		UpdateExpression:          aws.String("SET #status = :paid, credited_micros = :amount, session_id = :sid, updated_at = :at REMOVE GSI4PK, GSI4SK"),
-		ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(session_id) OR session_id = :sid)"),
+		ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(session_id) OR session_id = :sid) AND " + pack),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":paid": store.String(string(billing.CheckoutPaid)), ":amount": store.Number(int64(amount)), ":sid": store.String(sessionID), ":at": store.String(store.Stamp(at))},
+		ExpressionAttributeValues: values,
 	}}
-	credited, err = d.TopUpWith(ctx, ws, billing.PaymentID(sessionID), amount, at, mark)
+	if units > 0 {
+		credited, err = d.PackWith(ctx, ws, billing.PaymentID(sessionID), amount, units, at, mark)
+	} else {
+		credited, err = d.TopUpWith(ctx, ws, billing.PaymentID(sessionID), amount, at, mark)
+	}
 	if cancelReason(err, 3) == "ConditionalCheckFailed" || errors.Is(err, store.ErrNotFound) {
 		return false, store.ErrNotFound
 	}
