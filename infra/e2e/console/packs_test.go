@@ -31,7 +31,10 @@ func TestOwnersBuyPacksOfComputeUnitsOthersSeeTheUnitsOnly(t *testing.T) {
 			t.Errorf("billing page %s: %q; want %q", id, got, want)
 		}
 	}
-	for _, pack := range []string{`id="pack-1000">1,000 CU · $10.00`, `id="pack-5000">5,000 CU · $50.00`, `id="pack-20000">20,000 CU · $200.00`, `id="pack-100000">100,000 CU · $1,000.00`} {
+	for _, pack := range []string{`id="pack-1000"><span class="units">1,000 CU</span><span class="price">$10.00</span>`,
+		`id="pack-5000"><span class="units">5,000 CU</span><span class="price">$50.00</span>`,
+		`id="pack-20000"><span class="units">20,000 CU</span><span class="price">$200.00</span>`,
+		`id="pack-100000"><span class="units">100,000 CU</span><span class="price">$1,000.00</span>`} {
 		if !strings.Contains(p.body, pack) {
 			t.Errorf("the owner's billing page has no %s", pack)
 		}
