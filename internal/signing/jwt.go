@@ -77,12 +77,8 @@ func WebhookToken(ctx context.Context, s Signer, c WebhookClaims) (string, error
 	if c.Issuer == "" || c.Audience == "" || c.Subject == "" || c.ID == "" || c.IssuedAt.IsZero() {
 		return "", errors.New("signing: a webhook token needs Issuer, Audience, Subject, ID and IssuedAt")
 	}
-	pub, err := s.PublicKey(ctx)
-	if err != nil {
-		return "", err
-	}
 	iat := c.IssuedAt.Unix()
-	t := jwt.NewWithClaims(&method{ctx: ctx, signer: s, pub: pub}, &tokenClaims{
+	token, err := SignJWT(ctx, s, "JWT", &tokenClaims{
 		Issuer:     c.Issuer,
 		Audience:   c.Audience,
 		Subject:    c.Subject,
@@ -91,12 +87,25 @@ func WebhookToken(ctx context.Context, s Signer, c WebhookClaims) (string, error
 		ExpiresAt:  iat + int64(TokenLifetime/time.Second),
 		BodySHA256: bodyHash(c.Body),
 	})
-	t.Header["kid"] = pub.ID
-	token, err := t.SignedString(nil)
 	if err != nil {
 		return "", fmt.Errorf("signing: webhook token: %w", err)
 	}
 	return token, nil
+}
+
+// SignJWT signs claims with s as a compact JWS whose header is
+// {"alg":"ES256","typ":typ,"kid"}: the webhook tokens, and the OAuth access
+// tokens (typ "at+jwt", signed by a key of their own). A signature that does
+// not verify with the signer's public key is an error, never a token.
+func SignJWT(ctx context.Context, s Signer, typ string, claims jwt.Claims) (string, error) {
+	pub, err := s.PublicKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	t := jwt.NewWithClaims(&method{ctx: ctx, signer: s, pub: pub}, claims)
+	t.Header["typ"] = typ
+	t.Header["kid"] = pub.ID
+	return t.SignedString(nil)
 }
 
 // method is a jwt.SigningMethod for ES256 that hands the signing input to a
