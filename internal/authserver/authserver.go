@@ -1,5 +1,5 @@
 // Package authserver is the OAuth 2.1 authorization server of MCP
-// connections (docs/mcp.md, "Connect by signing in"): its metadata (RFC
+// connections (docs/mcp.md, "Signing in with OAuth: what is built"): its metadata (RFC
 // 8414), dynamic client registration (RFC 7591), client ID metadata
 // documents, the authorization step the console's consent page calls, the
 // token endpoint (authorization_code with PKCE S256 and RFC 8707's resource,
