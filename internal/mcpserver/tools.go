@@ -247,6 +247,9 @@ type queryTool struct {
 	method, route     string // route: the REST path; {id} is the job_id argument
 	params            []param
 	record            bool // it answers a job record
+	// details: a job's details (GET /jobs/{id}/details) follow its record
+	// as the result's second content block.
+	details bool
 }
 
 func (t *tools) queryTools() []queryTool {
@@ -259,8 +262,8 @@ func (t *tools) queryTools() []queryTool {
 		filters[i] = string(f)
 	}
 	return []queryTool{
-		{name: "get_job", method: http.MethodGet, route: "/jobs/{id}", params: []param{jobIDParam}, record: true,
-			description: "Reads one job of the workspace: status, progress, timestamps, error if it failed. A completed job's result files are resource links (download URLs valid for an hour; read the job again for fresh ones)."},
+		{name: "get_job", method: http.MethodGet, route: "/jobs/{id}", params: []param{jobIDParam}, record: true, details: true,
+			description: "Reads one job of the workspace: status, progress, timestamps, error if it failed. A second text block holds its details: endpoint, input as accepted, source, who made it, price and charge, start, end and route. A completed job's result files are resource links (download URLs valid for an hour; read the job again for fresh ones)."},
 		{name: "list_jobs", method: http.MethodGet, route: "/jobs",
 			description: "Lists the workspace's jobs, newest first, a page at a time.",
 			params: []param{
@@ -385,8 +388,26 @@ func (t *tools) query(q queryTool) mcp.ToolHandler {
 				values.Set(p.name, v)
 			}
 		}
-		return t.call(ctx, req, q.method, route, values, nil, nil).result(q.record), nil
+		res := t.call(ctx, req, q.method, route, values, nil, nil).result(q.record)
+		if q.details && !res.IsError {
+			t.addDetails(ctx, req, route, res)
+		}
+		return res, nil
 	}
+}
+
+// addDetails puts the details of the job whose record res is (GET
+// {route}/details, in process, as the caller) into res as its second
+// content block, after the record's text and before any resource link.
+// Details that cannot be read leave the record alone: it is the answer.
+func (t *tools) addDetails(ctx context.Context, req *mcp.CallToolRequest, route string, res *mcp.CallToolResult) {
+	d := t.call(ctx, req, http.MethodGet, route+"/details", nil, nil, nil)
+	if d.status != http.StatusOK {
+		httpapi.Logger(ctx).Warn("mcp: get_job without its details", "status", d.status)
+		return
+	}
+	block := &mcp.TextContent{Text: string(bytes.TrimSpace(d.body))}
+	res.Content = append(res.Content[:1], append([]mcp.Content{block}, res.Content[1:]...)...)
 }
 
 const invalidArgs = "The arguments are invalid: "

@@ -24,11 +24,6 @@ type Layout struct {
 	Labels        int // at most this many day labels
 }
 
-var (
-	wideChart    = Layout{ID: "usage-chart", Class: "wide", Width: 720, Height: 240, Font: 11, Labels: 8}
-	compactChart = Layout{ID: "usage-chart-compact", Class: "compact", Width: 360, Height: 230, Font: 13, Labels: 4}
-)
-
 // Chart is the usage's bar chart, laid out on the server: an SVG with one
 // bar per day, the same figures as the table under it.
 type Chart struct {
