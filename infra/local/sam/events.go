@@ -24,25 +24,7 @@ type SQSEvent struct {
 	Function string // the function's logical id
 	Name     string // the event's name under Events
 	Queue    string // the queue's logical id, from Queue: !GetAtt <Queue>.Arn
-	// BatchSize is the most messages per invocation: 1..10000, 10 when unset
-	// (as in Lambda).
-	BatchSize int
-	// MaximumBatchingWindow is how long Lambda gathers messages before it
-	// invokes the function with fewer than BatchSize; 0..300 s.
-	MaximumBatchingWindow time.Duration
-	FunctionResponseTypes []string
-	Enabled               bool // false: the mapping exists but does not poll
-}
-
-// ReportsBatchItemFailures tells whether the handler may fail single
-// messages (FunctionResponseTypes: [ReportBatchItemFailures]).
-func (e SQSEvent) ReportsBatchItemFailures() bool {
-	for _, t := range e.FunctionResponseTypes {
-		if t == ReportBatchItemFailures {
-			return true
-		}
-	}
-	return false
+	Batching
 }
 
 // ScheduleEvent is a function's event of type Schedule: an EventBridge rule
@@ -78,56 +60,26 @@ func (f Function) SQSEvent(name string) (SQSEvent, error) {
 	if !ok || ev.Type != EventSQS {
 		return SQSEvent{}, fmt.Errorf("%s has no SQS event %s", f.LogicalID, name)
 	}
-	fail := func(format string, args ...any) (SQSEvent, error) {
-		return SQSEvent{}, fmt.Errorf("%s event %s (SQS): %s", f.LogicalID, name, fmt.Sprintf(format, args...))
-	}
-	out := SQSEvent{Function: f.LogicalID, Name: name, BatchSize: 10, Enabled: true}
-	p := ev.Properties
-	queue, attr, ok := getAtt(p["Queue"])
+	r := &props{p: ev.Properties, where: fmt.Sprintf("%s event %s (SQS)", f.LogicalID, name)}
+	out := SQSEvent{Function: f.LogicalID, Name: name, Batching: Batching{BatchSize: 10, Enabled: true}}
+	queue, attr, ok := getAtt(r.p["Queue"])
 	if !ok || attr != "Arn" {
-		return fail("Queue must be !GetAtt <Queue>.Arn of a queue of the template, not %v", p["Queue"])
+		r.fail("Queue must be !GetAtt <Queue>.Arn of a queue of the template, not %v", r.p["Queue"])
 	}
 	out.Queue = queue
-	if v, ok := p["BatchSize"]; ok {
-		n, err := integer(v)
-		if err != nil || n < 1 || n > 10000 {
-			return fail("BatchSize must be 1..10000, not %v", v)
-		}
-		out.BatchSize = n
+	r.batchSize(&out.Batching)
+	if r.err == nil && out.BatchSize > 10 && out.MaximumBatchingWindow < time.Second {
+		r.fail("a BatchSize over 10 needs MaximumBatchingWindowInSeconds of at least 1")
 	}
-	if v, ok := p["MaximumBatchingWindowInSeconds"]; ok {
-		n, err := integer(v)
-		if err != nil || n < 0 || n > 300 {
-			return fail("MaximumBatchingWindowInSeconds must be 0..300, not %v", v)
-		}
-		out.MaximumBatchingWindow = time.Duration(n) * time.Second
-	}
-	if out.BatchSize > 10 && out.MaximumBatchingWindow < time.Second {
-		return fail("a BatchSize over 10 needs MaximumBatchingWindowInSeconds of at least 1")
-	}
-	if v, ok := p["FunctionResponseTypes"]; ok {
-		list, _ := v.([]any)
-		if list == nil {
-			return fail("FunctionResponseTypes must be a list, not %v", v)
-		}
-		for _, t := range list {
-			if t != ReportBatchItemFailures {
-				return fail("FunctionResponseTypes may hold only %s, not %v", ReportBatchItemFailures, t)
-			}
-			out.FunctionResponseTypes = append(out.FunctionResponseTypes, ReportBatchItemFailures)
-		}
-	}
-	if v, ok := p["Enabled"]; ok {
-		b, ok := v.(bool)
-		if !ok {
-			return fail("Enabled must be true or false, not %v", v)
-		}
-		out.Enabled = b
-	}
-	if _, ok := p["FilterCriteria"]; ok {
+	r.responseTypes(&out.Batching)
+	r.boolean("Enabled", &out.Enabled)
+	if _, ok := r.p["FilterCriteria"]; ok {
 		// Lambda deletes the messages a filter drops; playing that wrong
 		// would lose or keep messages silently.
-		return fail("FilterCriteria is not played by the local runner")
+		r.fail("FilterCriteria is not played by the local runner")
+	}
+	if r.err != nil {
+		return SQSEvent{}, r.err
 	}
 	return out, nil
 }
@@ -139,40 +91,35 @@ func (f Function) ScheduleEvent(name string) (ScheduleEvent, error) {
 	if !ok || ev.Type != EventSchedule {
 		return ScheduleEvent{}, fmt.Errorf("%s has no Schedule event %s", f.LogicalID, name)
 	}
-	fail := func(format string, args ...any) (ScheduleEvent, error) {
-		return ScheduleEvent{}, fmt.Errorf("%s event %s (Schedule): %s", f.LogicalID, name, fmt.Sprintf(format, args...))
-	}
-	p := ev.Properties
-	expr, _ := p["Schedule"].(string)
+	r := &props{p: ev.Properties, where: fmt.Sprintf("%s event %s (Schedule)", f.LogicalID, name)}
+	expr, _ := r.p["Schedule"].(string)
 	rate, err := ParseRate(expr)
 	if err != nil {
-		return fail("%v", err)
+		r.fail("%v", err)
+		return ScheduleEvent{}, r.err
 	}
 	out := ScheduleEvent{Function: f.LogicalID, Name: name, Expression: expr, Rate: rate, RuleName: f.LogicalID + name, Enabled: true}
-	if n, ok := p["Name"].(string); ok && n != "" {
+	if n, ok := r.p["Name"].(string); ok && n != "" {
 		out.RuleName = n
 	}
-	if v, ok := p["Enabled"]; ok {
-		b, ok := v.(bool)
-		if !ok {
-			return fail("Enabled must be true or false, not %v", v)
-		}
-		out.Enabled = b
-	}
-	if v, ok := p["State"]; ok {
+	r.boolean("Enabled", &out.Enabled)
+	if v, ok := r.p["State"]; ok {
 		switch v {
 		case "ENABLED":
 		case "DISABLED":
 			out.Enabled = false
 		default:
-			return fail("State must be ENABLED or DISABLED, not %v", v)
+			r.fail("State must be ENABLED or DISABLED, not %v", v)
 		}
 	}
 	for _, k := range []string{"Input", "InputPath", "InputTransformer"} {
-		if _, ok := p[k]; ok {
+		if _, ok := r.p[k]; ok {
 			// The function would get that input instead of the Scheduled Event.
-			return fail("%s is not played by the local runner", k)
+			r.fail("%s is not played by the local runner", k)
 		}
+	}
+	if r.err != nil {
+		return ScheduleEvent{}, r.err
 	}
 	return out, nil
 }
@@ -218,35 +165,29 @@ func (t *Template) Queue(logicalID string) (Queue, error) {
 	if !ok || r.Type != "AWS::SQS::Queue" {
 		return Queue{}, fmt.Errorf("template has no AWS::SQS::Queue %s", logicalID)
 	}
-	fail := func(format string, args ...any) (Queue, error) {
-		return Queue{}, fmt.Errorf("queue %s: %s", logicalID, fmt.Sprintf(format, args...))
-	}
+	p := &props{p: r.Properties, where: "queue " + logicalID}
 	q := Queue{LogicalID: logicalID, VisibilityTimeout: 30}
-	p := r.Properties
-	if v, ok := p["VisibilityTimeout"]; ok {
-		n, err := integer(v)
-		if err != nil || n < 0 || n > 43200 {
-			return fail("VisibilityTimeout must be 0..43200, not %v", v)
-		}
-		q.VisibilityTimeout = n
-	}
-	if v, ok := p["FifoQueue"]; ok {
+	p.integer("VisibilityTimeout", 0, 43200, &q.VisibilityTimeout)
+	if v, ok := p.p["FifoQueue"]; ok {
 		q.FIFO = v == true || v == "true"
 	}
-	if v, ok := p["RedrivePolicy"]; ok {
+	if v, ok := p.p["RedrivePolicy"]; ok && p.err == nil {
 		m, _ := v.(map[string]any)
 		dlq, attr, ok := getAtt(m["deadLetterTargetArn"])
 		if !ok || attr != "Arn" {
-			return fail("RedrivePolicy.deadLetterTargetArn must be !GetAtt <Queue>.Arn, not %v", m["deadLetterTargetArn"])
+			return Queue{}, fmt.Errorf("%s: RedrivePolicy.deadLetterTargetArn must be !GetAtt <Queue>.Arn, not %v", p.where, m["deadLetterTargetArn"])
 		}
 		if r, ok := t.Resources[dlq]; !ok || r.Type != "AWS::SQS::Queue" {
-			return fail("the dead-letter queue %s is not an AWS::SQS::Queue of the template", dlq)
+			return Queue{}, fmt.Errorf("%s: the dead-letter queue %s is not an AWS::SQS::Queue of the template", p.where, dlq)
 		}
 		n, err := integer(m["maxReceiveCount"])
 		if err != nil || n < 1 || n > 1000 {
-			return fail("RedrivePolicy.maxReceiveCount must be 1..1000, not %v", m["maxReceiveCount"])
+			return Queue{}, fmt.Errorf("%s: RedrivePolicy.maxReceiveCount must be 1..1000, not %v", p.where, m["maxReceiveCount"])
 		}
 		q.RedrivePolicy = &RedrivePolicy{DeadLetterQueue: dlq, MaxReceiveCount: n}
+	}
+	if p.err != nil {
+		return Queue{}, p.err
 	}
 	return q, nil
 }

@@ -142,8 +142,8 @@ func TestSQSEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := SQSEvent{Function: "WorkerFunction", Name: "Jobs", Queue: "JobsQueue", BatchSize: 1,
-		FunctionResponseTypes: []string{ReportBatchItemFailures}, Enabled: true}
+	want := SQSEvent{Function: "WorkerFunction", Name: "Jobs", Queue: "JobsQueue",
+		Batching: Batching{BatchSize: 1, FunctionResponseTypes: []string{ReportBatchItemFailures}, Enabled: true}}
 	if fmt.Sprint(worker) != fmt.Sprint(want) || !worker.ReportsBatchItemFailures() {
 		t.Errorf("worker event %+v; want %+v", worker, want)
 	}

@@ -32,11 +32,7 @@ type DynamoDBEvent struct {
 	Table    string // the table's logical id, from Stream: !GetAtt <Table>.StreamArn
 	// StartingPosition is TrimHorizon or Latest; CloudFormation requires it.
 	StartingPosition string
-	// BatchSize is the most records per invocation: 1..10000, 100 when unset.
-	BatchSize int
-	// MaximumBatchingWindow is how long Lambda gathers records before it
-	// invokes the function with fewer than BatchSize; 0..300 s.
-	MaximumBatchingWindow time.Duration
+	Batching
 	// BisectBatchOnFunctionError splits a failed batch in two and retries
 	// each half; splitting does not count as a retry.
 	BisectBatchOnFunctionError bool
@@ -46,8 +42,7 @@ type DynamoDBEvent struct {
 	// MaximumRecordAge discards records older than this before an
 	// invocation: 60 s..7 days, or 0 (MaximumRecordAgeInSeconds: -1, the
 	// default) for records of any age the stream keeps.
-	MaximumRecordAge      time.Duration
-	FunctionResponseTypes []string
+	MaximumRecordAge time.Duration
 	// OnFailure is the logical id of the SQS queue that gets a record of
 	// every batch discarded, from DestinationConfig.OnFailure.Destination:
 	// !GetAtt <Queue>.Arn; "" without one.
@@ -56,19 +51,6 @@ type DynamoDBEvent struct {
 	// A record is delivered when it matches any of them; with none, every
 	// record is.
 	Filters []string
-	Enabled bool // false: the mapping exists but does not poll
-}
-
-// ReportsBatchItemFailures tells whether the handler may fail the records
-// of a batch from a sequence number on (FunctionResponseTypes:
-// [ReportBatchItemFailures]).
-func (e DynamoDBEvent) ReportsBatchItemFailures() bool {
-	for _, t := range e.FunctionResponseTypes {
-		if t == ReportBatchItemFailures {
-			return true
-		}
-	}
-	return false
 }
 
 // Table is an AWS::DynamoDB::Table resource, as far as its stream goes.
@@ -107,110 +89,65 @@ func (f Function) DynamoDBEvent(name string) (DynamoDBEvent, error) {
 	if !ok || ev.Type != EventDynamoDB {
 		return DynamoDBEvent{}, fmt.Errorf("%s has no DynamoDB event %s", f.LogicalID, name)
 	}
-	fail := func(format string, args ...any) (DynamoDBEvent, error) {
-		return DynamoDBEvent{}, fmt.Errorf("%s event %s (DynamoDB): %s", f.LogicalID, name, fmt.Sprintf(format, args...))
-	}
-	out := DynamoDBEvent{Function: f.LogicalID, Name: name, BatchSize: 100, MaximumRetryAttempts: -1, Enabled: true}
-	p := ev.Properties
+	r := &props{p: ev.Properties, where: fmt.Sprintf("%s event %s (DynamoDB)", f.LogicalID, name)}
+	out := DynamoDBEvent{Function: f.LogicalID, Name: name, Batching: Batching{BatchSize: 100, Enabled: true}, MaximumRetryAttempts: -1}
+	p := r.p
 	table, attr, ok := getAtt(p["Stream"])
 	if !ok || attr != "StreamArn" {
-		return fail("Stream must be !GetAtt <Table>.StreamArn of a table of the template, not %v", p["Stream"])
+		r.fail("Stream must be !GetAtt <Table>.StreamArn of a table of the template, not %v", p["Stream"])
 	}
 	out.Table = table
 	switch v := p["StartingPosition"]; v {
 	case TrimHorizon, Latest:
 		out.StartingPosition = v.(string)
 	case nil:
-		return fail("StartingPosition is required: TRIM_HORIZON or LATEST")
+		r.fail("StartingPosition is required: TRIM_HORIZON or LATEST")
 	default:
-		return fail("StartingPosition must be TRIM_HORIZON or LATEST, not %v", v)
+		r.fail("StartingPosition must be TRIM_HORIZON or LATEST, not %v", v)
 	}
-	if v, ok := p["BatchSize"]; ok {
-		n, err := integer(v)
-		if err != nil || n < 1 || n > 10000 {
-			return fail("BatchSize must be 1..10000, not %v", v)
-		}
-		out.BatchSize = n
-	}
-	if v, ok := p["MaximumBatchingWindowInSeconds"]; ok {
-		n, err := integer(v)
-		if err != nil || n < 0 || n > 300 {
-			return fail("MaximumBatchingWindowInSeconds must be 0..300, not %v", v)
-		}
-		out.MaximumBatchingWindow = time.Duration(n) * time.Second
-	}
-	if v, ok := p["BisectBatchOnFunctionError"]; ok {
-		b, ok := v.(bool)
-		if !ok {
-			return fail("BisectBatchOnFunctionError must be true or false, not %v", v)
-		}
-		out.BisectBatchOnFunctionError = b
-	}
-	if v, ok := p["MaximumRetryAttempts"]; ok {
-		n, err := integer(v)
-		if err != nil || n < -1 || n > 10000 {
-			return fail("MaximumRetryAttempts must be -1..10000, not %v", v)
-		}
-		out.MaximumRetryAttempts = n
-	}
+	r.batchSize(&out.Batching)
+	r.boolean("BisectBatchOnFunctionError", &out.BisectBatchOnFunctionError)
+	r.integer("MaximumRetryAttempts", -1, 10000, &out.MaximumRetryAttempts)
 	if v, ok := p["MaximumRecordAgeInSeconds"]; ok {
 		n, err := integer(v)
-		if err != nil || n != -1 && (n < 60 || n > 604800) {
-			return fail("MaximumRecordAgeInSeconds must be -1 or 60..604800, not %v", v)
-		}
-		if n > 0 {
+		switch {
+		case err != nil || n != -1 && (n < 60 || n > 604800):
+			r.fail("MaximumRecordAgeInSeconds must be -1 or 60..604800, not %v", v)
+		case n > 0:
 			out.MaximumRecordAge = time.Duration(n) * time.Second
 		}
 	}
-	if v, ok := p["FunctionResponseTypes"]; ok {
-		list, _ := v.([]any)
-		if list == nil {
-			return fail("FunctionResponseTypes must be a list, not %v", v)
-		}
-		for _, t := range list {
-			if t != ReportBatchItemFailures {
-				return fail("FunctionResponseTypes may hold only %s, not %v", ReportBatchItemFailures, t)
-			}
-			out.FunctionResponseTypes = append(out.FunctionResponseTypes, ReportBatchItemFailures)
-		}
-	}
+	r.responseTypes(&out.Batching)
 	if v, ok := p["DestinationConfig"]; ok {
 		dest, err := onFailure(v)
 		if err != nil {
-			return fail("%v", err)
+			r.fail("%v", err)
 		}
 		out.OnFailure = dest
 	}
 	if v, ok := p["FilterCriteria"]; ok {
 		filters, err := filterPatterns(v)
 		if err != nil {
-			return fail("%v", err)
+			r.fail("%v", err)
 		}
 		out.Filters = filters
 	}
-	if v, ok := p["Enabled"]; ok {
-		b, ok := v.(bool)
-		if !ok {
-			return fail("Enabled must be true or false, not %v", v)
-		}
-		out.Enabled = b
-	}
-	if v, ok := p["ParallelizationFactor"]; ok {
-		n, err := integer(v)
-		if err != nil || n < 1 || n > 10 {
-			return fail("ParallelizationFactor must be 1..10, not %v", v)
-		}
-		if n != 1 {
-			// Concurrent batches per shard, ordered by partition key:
-			// playing it as 1 would hide the reordering it allows.
-			return fail("a ParallelizationFactor above 1 is not played by the local runner")
-		}
+	r.boolean("Enabled", &out.Enabled)
+	factor := 1
+	r.integer("ParallelizationFactor", 1, 10, &factor)
+	if factor != 1 {
+		// Concurrent batches per shard, ordered by partition key:
+		// playing it as 1 would hide the reordering it allows.
+		r.fail("a ParallelizationFactor above 1 is not played by the local runner")
 	}
 	if _, ok := p["TumblingWindowInSeconds"]; ok {
-		return fail("TumblingWindowInSeconds is not played by the local runner")
+		r.fail("TumblingWindowInSeconds is not played by the local runner")
 	}
 	if _, ok := p["StartingPositionTimestamp"]; ok {
-		return fail("StartingPositionTimestamp is for Kinesis (AT_TIMESTAMP); a DynamoDB stream starts at TRIM_HORIZON or LATEST")
+		r.fail("StartingPositionTimestamp is for Kinesis (AT_TIMESTAMP); a DynamoDB stream starts at TRIM_HORIZON or LATEST")
+	}
+	if r.err != nil {
+		return DynamoDBEvent{}, r.err
 	}
 	return out, nil
 }

@@ -22,9 +22,9 @@ func TestDynamoDBEvent(t *testing.T) {
 	}
 	want := DynamoDBEvent{
 		Function: "NotifierFunction", Name: "TerminalJobs", Table: "Table", StartingPosition: TrimHorizon,
-		BatchSize: 10, BisectBatchOnFunctionError: true, MaximumRetryAttempts: 5, MaximumRecordAge: time.Hour,
-		FunctionResponseTypes: []string{ReportBatchItemFailures}, OnFailure: "NotifierDLQ",
-		Filters: []string{terminalJobsPattern}, Enabled: true,
+		Batching:                   Batching{BatchSize: 10, FunctionResponseTypes: []string{ReportBatchItemFailures}, Enabled: true},
+		BisectBatchOnFunctionError: true, MaximumRetryAttempts: 5, MaximumRecordAge: time.Hour,
+		OnFailure: "NotifierDLQ", Filters: []string{terminalJobsPattern},
 	}
 	if fmt.Sprint(ev) != fmt.Sprint(want) || !ev.ReportsBatchItemFailures() {
 		t.Errorf("event\n%+v\nwant\n%+v", ev, want)
@@ -58,7 +58,7 @@ Resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := DynamoDBEvent{Function: "F", Name: "E", Table: "Table", StartingPosition: Latest, BatchSize: 100, MaximumRetryAttempts: -1}
+	want := DynamoDBEvent{Function: "F", Name: "E", Table: "Table", StartingPosition: Latest, Batching: Batching{BatchSize: 100}, MaximumRetryAttempts: -1}
 	if fmt.Sprint(ev) != fmt.Sprint(want) || ev.ReportsBatchItemFailures() {
 		t.Errorf("Lambda's defaults: %+v; want %+v", ev, want)
 	}

@@ -172,7 +172,7 @@ func fakePoller(f *fakeStream, start string) (*StreamPoller, chan string) {
 	got := make(chan string, 100)
 	p := &StreamPoller{
 		Function: "NotifierFunction", StreamARN: f.arn, Client: f,
-		Event:    sam.DynamoDBEvent{Name: "TerminalJobs", StartingPosition: start, BatchSize: 10, MaximumRetryAttempts: -1, Enabled: true},
+		Event:    sam.DynamoDBEvent{Name: "TerminalJobs", StartingPosition: start, Batching: sam.Batching{BatchSize: 10, Enabled: true}, MaximumRetryAttempts: -1},
 		IdleWait: time.Millisecond, DescribeEvery: time.Hour, // only a closed shard makes it look again
 		Handler: func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 			for _, r := range ev.Records {
