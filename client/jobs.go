@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"strconv"
 	"time"
 )
 
@@ -148,15 +147,7 @@ type ListParams struct {
 }
 
 // JobPage is one page of jobs, newest first.
-type JobPage struct {
-	Items      []*Job  `json:"items"`
-	NextCursor *string `json:"next_cursor"` // nil on the last page
-
-	raw json.RawMessage
-}
-
-// RawJSON is the page exactly as the API sent it.
-func (p *JobPage) RawJSON() json.RawMessage { return p.raw }
+type JobPage = Page[*Job]
 
 // ListPage reads one page of the workspace's jobs.
 func (s *JobsService) ListPage(ctx context.Context, p ListParams) (*JobPage, error) {
@@ -164,22 +155,7 @@ func (s *JobsService) ListPage(ctx context.Context, p ListParams) (*JobPage, err
 	if p.Status != "" {
 		q.Set("status", string(p.Status))
 	}
-	if p.Limit > 0 {
-		q.Set("limit", strconv.Itoa(p.Limit))
-	}
-	if p.Cursor != "" {
-		q.Set("cursor", p.Cursor)
-	}
-	resp, err := s.c.do(ctx, request{method: http.MethodGet, path: "/jobs", query: q})
-	if err != nil {
-		return nil, err
-	}
-	var page JobPage
-	if err := decode(resp, &page); err != nil {
-		return nil, err
-	}
-	page.raw = resp.body
-	return &page, nil
+	return getPage[*Job](ctx, s.c, "/jobs", q, p.Limit, p.Cursor)
 }
 
 // List walks every page from p.Cursor on, newest job first; it stops at the
@@ -190,37 +166,7 @@ func (s *JobsService) ListPage(ctx context.Context, p ListParams) (*JobPage, err
 //		fmt.Println(j.ID, j.Error.Code)
 //	}
 func (s *JobsService) List(ctx context.Context, p ListParams) iter.Seq2[*Job, error] {
-	return paginate(func(cursor string) ([]*Job, *string, error) {
-		p.Cursor = cursor
-		page, err := s.ListPage(ctx, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		return page.Items, page.NextCursor, nil
-	}, p.Cursor)
-}
-
-// paginate yields every item of the pages read, following next cursors.
-func paginate[T any](read func(cursor string) ([]T, *string, error), cursor string) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		for {
-			items, next, err := read(cursor)
-			if err != nil {
-				var zero T
-				yield(zero, err)
-				return
-			}
-			for _, it := range items {
-				if !yield(it, nil) {
-					return
-				}
-			}
-			if next == nil || *next == "" {
-				return
-			}
-			cursor = *next
-		}
-	}
+	return paginate(p.Cursor, func(c string) (*JobPage, error) { p.Cursor = c; return s.ListPage(ctx, p) })
 }
 
 // Delivery is one attempt to POST a job's record to its webhook URL.

@@ -2,11 +2,8 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"iter"
-	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -47,20 +44,12 @@ type StyleParams struct {
 }
 
 // StylePage is one page of styles.
-type StylePage struct {
-	Items      []*Style `json:"items"`
-	NextCursor *string  `json:"next_cursor"`
-
-	raw json.RawMessage
-}
-
-// RawJSON is the page exactly as the API sent it.
-func (p *StylePage) RawJSON() json.RawMessage { return p.raw }
+type StylePage = Page[*Style]
 
 // ListPage reads one page of styles.
 func (s *StylesService) ListPage(ctx context.Context, p StyleParams) (*StylePage, error) {
 	q := url.Values{}
-	for k, v := range map[string]string{"filter": p.Filter, "user": p.User, "model": p.Model, "cursor": p.Cursor, "ids": strings.Join(p.IDs, ",")} {
+	for k, v := range map[string]string{"filter": p.Filter, "user": p.User, "model": p.Model, "ids": strings.Join(p.IDs, ",")} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -68,32 +57,13 @@ func (s *StylesService) ListPage(ctx context.Context, p StyleParams) (*StylePage
 	if p.Liked {
 		q.Set("liked", "true")
 	}
-	if p.Limit > 0 {
-		q.Set("limit", strconv.Itoa(p.Limit))
-	}
-	resp, err := s.c.do(ctx, request{method: http.MethodGet, path: "/styles", query: q})
-	if err != nil {
-		return nil, err
-	}
-	var page StylePage
-	if err := decode(resp, &page); err != nil {
-		return nil, err
-	}
-	page.raw = resp.body
-	return &page, nil
+	return getPage[*Style](ctx, s.c, "/styles", q, p.Limit, p.Cursor)
 }
 
 // List walks every page of styles from p.Cursor on; it stops at the first
 // error, which it yields.
 func (s *StylesService) List(ctx context.Context, p StyleParams) iter.Seq2[*Style, error] {
-	return paginate(func(cursor string) ([]*Style, *string, error) {
-		p.Cursor = cursor
-		page, err := s.ListPage(ctx, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		return page.Items, page.NextCursor, nil
-	}, p.Cursor)
+	return paginate(p.Cursor, func(c string) (*StylePage, error) { p.Cursor = c; return s.ListPage(ctx, p) })
 }
 
 // ShareLink is a link that lets others use a style.
