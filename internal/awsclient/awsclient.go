@@ -85,9 +85,24 @@ var Events = Profile{
 
 var background = Policy{MaxAttempts: 5, MaxBackoff: 2 * time.Second, ConnectTimeout: time.Second, ResponseHeaderTimeout: 3 * time.Second}
 
-// Each adapter applies a Policy to its own client's options (store.Options,
-// queue.Options, blob.Options, secrets.Options, ...): naming a service
-// client here would link it into every function that uses this package.
+// Config is cfg for the client of the service sdkID (s3.ServiceID, ...):
+// at the endpoint cfg names for it (At), retrying, timing out and marking
+// outages (also: the service's own classifiers, store.BusyTransaction) as
+// p says. The SDK gives an aws.Config's retryer, HTTP client and middleware
+// to every client its NewFromConfig builds, so each adapter builds its
+// client as X.NewFromConfig(p.Config(cfg, X.ServiceID)), and naming no
+// service client here links none into the functions that use this package.
+func (p Policy) Config(cfg aws.Config, sdkID string, also ...Classifier) aws.Config {
+	cfg = At(cfg, sdkID)
+	cfg.Retryer, cfg.RetryMaxAttempts = p.Retryer, 0
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = awshttp.NewBuildableClient() // what the client would build
+	}
+	cfg.HTTPClient = p.HTTPClient(hc)
+	cfg.APIOptions = p.APIOptions(cfg.APIOptions, also...)
+	return cfg
+}
 
 // Retryer is the SDK retryer of p: the standard one (its retryable errors,
 // its token bucket that stops retrying when most calls fail) with p's

@@ -92,7 +92,8 @@ func TestClassify(t *testing.T) {
 func client(endpoint string, p awsclient.Policy, cfg aws.Config) *dynamodb.Client {
 	cfg.Region = "us-east-1"
 	cfg.Credentials = credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }, store.Options(p))
+	cfg.BaseEndpoint = aws.String(endpoint)
+	return store.NewClient(cfg, p)
 }
 
 func getItem(c *dynamodb.Client) error { return getItemWithin(context.Background(), c) }
@@ -273,7 +274,8 @@ func TestThePolicyKeepsTheCABundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) }, store.Options(awsclient.Requests.DynamoDB))
+	cfg.BaseEndpoint = aws.String(srv.URL)
+	c := store.NewClient(cfg, awsclient.Requests.DynamoDB)
 	if err := getItem(c); err != nil {
 		t.Errorf("a server the CA bundle trusts: %v", err)
 	}

@@ -82,10 +82,21 @@ func (e Endpoints) GetServiceBaseEndpoint(_ context.Context, sdkID string) (stri
 	return u, ok, nil
 }
 
+// At is cfg for a client of the service sdkID at the endpoint cfg gives it
+// (Endpoint), set as the configuration's BaseEndpoint. Policy.Config
+// starts from it; a client without a policy (the local stack's set-up)
+// uses it alone.
+func At(cfg aws.Config, sdkID string) aws.Config {
+	if u := Endpoint(cfg, sdkID); u != "" {
+		cfg.BaseEndpoint = aws.String(u)
+	}
+	return cfg
+}
+
 // Endpoint is the endpoint cfg gives the service sdkID: one of its sources',
-// else its BaseEndpoint; "" for the service's own (AWS). The adapters set it
-// on their clients' options (store.NewClient, ...) rather than leave it to
-// the SDK, which ignores the configuration's sources when the process has
+// else its BaseEndpoint; "" for the service's own (AWS). At sets it on the
+// configuration a client is built from rather than leave it to the SDK,
+// which ignores the configuration's sources when the process has
 // AWS_ENDPOINT_URL and not the service's own variable: a developer's
 // AWS_ENDPOINT_URL must not take the local stack's functions elsewhere.
 func Endpoint(cfg aws.Config, sdkID string) string {

@@ -83,14 +83,7 @@ func New(cfg aws.Config, p awsclient.Policy, c Config, v VerifierOptions) (*Clie
 	if c.JWKSURL == "" {
 		c.JWKSURL = c.Issuer + "/.well-known/jwks.json"
 	}
-	api := cip.NewFromConfig(cfg, func(o *cip.Options) {
-		if u := awsclient.Endpoint(cfg, cip.ServiceID); u != "" {
-			o.BaseEndpoint = aws.String(u)
-		}
-		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
-		o.HTTPClient = p.HTTPClient(o.HTTPClient)
-		o.APIOptions = p.APIOptions(o.APIOptions)
-	})
+	api := cip.NewFromConfig(p.Config(cfg, cip.ServiceID))
 	v.URL, v.Issuer, v.Audience = c.JWKSURL, c.Issuer, c.ClientID
 	return &Client{api: api, poolID: c.PoolID, clientID: c.ClientID, verifier: NewVerifier(v)}, nil
 }
@@ -267,11 +260,7 @@ type Pool struct{ PoolID, ClientID string }
 // secret that allows USER_PASSWORD_AUTH: what the local stack and the tests
 // do where CloudFormation cannot (moto's does not model Cognito).
 func CreatePool(ctx context.Context, cfg aws.Config, name string) (Pool, error) {
-	api := cip.NewFromConfig(cfg, func(o *cip.Options) {
-		if u := awsclient.Endpoint(cfg, cip.ServiceID); u != "" {
-			o.BaseEndpoint = aws.String(u)
-		}
-	})
+	api := cip.NewFromConfig(awsclient.At(cfg, cip.ServiceID))
 	pool, err := api.CreateUserPool(ctx, &cip.CreateUserPoolInput{
 		PoolName:               aws.String(name),
 		UsernameAttributes:     []types.UsernameAttributeType{types.UsernameAttributeTypeEmail},

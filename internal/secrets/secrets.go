@@ -95,15 +95,10 @@ func New(client *secretsmanager.Client, prefix string) *Store {
 
 // NewClient builds a Secrets Manager client from cfg that retries, times out
 // and marks outages as policy p says (awsclient), like the service's other
-// clients, at the endpoint cfg names for it (awsclient.Endpoint). It does
+// clients, at the endpoint cfg names for it (awsclient.Policy.Config). It does
 // no I/O.
 func NewClient(cfg aws.Config, p awsclient.Policy, optFns ...func(*secretsmanager.Options)) *secretsmanager.Client {
-	endpoint := func(o *secretsmanager.Options) {
-		if u := awsclient.Endpoint(cfg, secretsmanager.ServiceID); u != "" {
-			o.BaseEndpoint = aws.String(u)
-		}
-	}
-	return secretsmanager.NewFromConfig(cfg, append(append([]func(*secretsmanager.Options){endpoint}, optFns...), Options(p))...)
+	return secretsmanager.NewFromConfig(p.Config(cfg, secretsmanager.ServiceID), optFns...)
 }
 
 // Client derives from c (a local runner's client) a client that follows p.

@@ -10,27 +10,15 @@ import (
 	"genjobs/internal/awsclient"
 )
 
-// NewClient builds the DynamoDB client of cfg, following p, at the endpoint
-// cfg names for DynamoDB (awsclient.Endpoint). A client whose endpoint is
-// set (DynamoDB Local) skips the CRC32 check of answers, which
-// DynamoDB Local omits on errors (docs/local-stack.md, "Emulator and SDK
-// traps").
+// NewClient builds the DynamoDB client of cfg, following p (with
+// BusyTransaction), at the endpoint cfg names for DynamoDB
+// (awsclient.Policy.Config). A client whose endpoint is set (DynamoDB
+// Local) skips the CRC32 check of answers, which DynamoDB Local omits on
+// errors (docs/local-stack.md, "Emulator and SDK traps").
 func NewClient(cfg aws.Config, p awsclient.Policy) *dynamodb.Client {
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if u := awsclient.Endpoint(cfg, dynamodb.ServiceID); u != "" {
-			o.BaseEndpoint = aws.String(u)
-		}
-	}, Options(p))
-}
-
-// Options makes a DynamoDB client follow p.
-func Options(p awsclient.Policy) func(*dynamodb.Options) {
-	return func(o *dynamodb.Options) {
+	return dynamodb.NewFromConfig(p.Config(cfg, dynamodb.ServiceID, BusyTransaction), func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = o.BaseEndpoint != nil
-		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
-		o.HTTPClient = p.HTTPClient(o.HTTPClient)
-		o.APIOptions = p.APIOptions(o.APIOptions, BusyTransaction)
-	}
+	})
 }
 
 // busyReasons are the reasons of a cancelled transaction that met throttling

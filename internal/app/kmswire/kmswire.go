@@ -7,7 +7,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"genjobs/internal/app"
-	"genjobs/internal/awsclient"
 	"genjobs/internal/signing"
 )
 
@@ -15,15 +14,7 @@ import (
 // names, with a client built from d.AWS (locally, moto's KMS). It does no
 // I/O: the key's public half is fetched on first use.
 func Signer(d app.Deps, id string) *signing.KMS {
-	p := d.Retries.KMS
-	client := kms.NewFromConfig(d.AWS, func(o *kms.Options) {
-		if u := awsclient.Endpoint(d.AWS, kms.ServiceID); u != "" {
-			o.BaseEndpoint = &u
-		}
-		o.Retryer, o.RetryMaxAttempts = p.Retryer(), 0
-		o.HTTPClient = p.HTTPClient(o.HTTPClient)
-		o.APIOptions = p.APIOptions(o.APIOptions)
-	})
+	client := kms.NewFromConfig(d.Retries.KMS.Config(d.AWS, kms.ServiceID))
 	k := signing.NewKMS(client, id)
 	k.Clock = d.Clock
 	return k
