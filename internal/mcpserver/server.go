@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"genjobs/internal/catalog"
@@ -118,15 +119,11 @@ type front struct {
 	err  error
 }
 
-// Fixed texts of /mcp's own refusals (docs/mcp.md), and JSON-RPC's codes
-// for them.
+// Fixed texts of /mcp's own refusals (docs/mcp.md).
 const (
-	msgMethod          = "/mcp takes POST only: MCP's Streamable HTTP transport, stateless."
-	msgParse           = "Parse error: the body is not a JSON object."
-	msgBatch           = "Invalid request: JSON-RPC batches are not supported; send one message per request."
-	codeParse          = -32700
-	codeInvalid        = -32600
-	codeMethodNotFound = -32601
+	msgMethod = "/mcp takes POST only: MCP's Streamable HTTP transport, stateless."
+	msgParse  = "Parse error: the body is not a JSON object."
+	msgBatch  = "Invalid request: JSON-RPC batches are not supported; send one message per request."
 )
 
 var msgTooLarge = "The request body is too large: at most " + strconv.Itoa(MaxBodyBytes) + " bytes."
@@ -151,10 +148,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch first := firstByte(body); {
 	case first == '[':
-		protocolError(w, codeInvalid, msgBatch)
+		protocolError(w, jsonrpc.CodeInvalidRequest, msgBatch)
 		return
 	case first != '{' || !json.Valid(body):
-		protocolError(w, codeParse, msgParse)
+		protocolError(w, jsonrpc.CodeParseError, msgParse)
 		return
 	}
 	f.once.Do(func() { f.next, f.err = f.build() })
@@ -212,22 +209,18 @@ func (w *methodWriter) finish(msg []byte) {
 	if !w.held {
 		return
 	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if !bytes.HasPrefix(w.body.Bytes(), []byte(notHandled)) || json.Unmarshal(msg, &m) != nil {
+	m, err := jsonrpc.DecodeMessage(msg)
+	req, ok := m.(*jsonrpc.Request)
+	if !bytes.HasPrefix(w.body.Bytes(), []byte(notHandled)) || err != nil || !ok {
 		w.ResponseWriter.WriteHeader(w.status)
 		_, _ = w.ResponseWriter.Write(w.body.Bytes())
 		return
 	}
 	status := http.StatusBadRequest
-	if len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null")) {
+	if req.IsCall() {
 		status = http.StatusOK
-	} else {
-		m.ID = nil
 	}
-	writeRPCError(w.ResponseWriter, status, m.ID, codeMethodNotFound, "Method not found: "+m.Method+" is not a method of this server.")
+	writeRPCError(w.ResponseWriter, status, req.ID, jsonrpc.CodeMethodNotFound, "Method not found: "+req.Method+" is not a method of this server.")
 }
 
 var errTooLarge = errors.New("body over the bound")
@@ -256,25 +249,23 @@ func firstByte(b []byte) byte {
 
 // protocolError answers a JSON-RPC error that belongs to no request (id
 // null), as JSON-RPC 2.0 answers a parse error or an invalid request.
-func protocolError(w http.ResponseWriter, code int, msg string) {
-	writeRPCError(w, http.StatusBadRequest, nil, code, msg)
+func protocolError(w http.ResponseWriter, code int64, msg string) {
+	writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, code, msg)
 }
 
-// writeRPCError answers a JSON-RPC error response: id is the request's
-// (nil: null).
-func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
-	type rpcError struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
+// writeRPCError answers the SDK's JSON-RPC error response. A message whose
+// id is unknown (the zero ID) is answered with "id": null, as JSON-RPC 2.0
+// requires and the SDK's encoder, which leaves the member out, does not.
+func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
+	if err != nil { // a number and a string: not expected
+		httpapi.WriteError(w, http.StatusInternalServerError, "Internal server error.")
+		return
 	}
-	if id == nil {
-		id = json.RawMessage("null")
+	if !id.IsValid() {
+		b = append([]byte(`{"id":null,`), b[1:]...)
 	}
-	httpapi.WriteJSON(w, status, struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{code, msg}})
+	httpapi.WriteJSON(w, status, json.RawMessage(b))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path"
 	"slices"
@@ -495,30 +496,9 @@ func (t *tools) call(ctx context.Context, req *mcp.CallToolRequest, method, rout
 		r.Header.Set(k, v)
 	}
 	r.Host = hostOf(ctx)
-	w := &recorder{header: http.Header{}}
+	w := httptest.NewRecorder()
 	t.API.ServeHTTP(w, r)
-	return answer{status: w.status, body: w.body.Bytes()}
-}
-
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *recorder) Header() http.Header { return w.header }
-
-func (w *recorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-
-func (w *recorder) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.body.Write(b)
+	return answer{status: w.Code, body: w.Body.Bytes()}
 }
 
 // result is the tool result of a REST answer: anything but a 2xx is an
