@@ -222,6 +222,8 @@ build-UsageFunction:
 	$(call lambda_build,usage)
 build-JwksFunction:
 	$(call lambda_build,jwks)
+build-OAuthFunction:
+	$(call lambda_build,oauth)
 build-DelivererFunction:
 	$(call lambda_build,deliverer)
 build-NotifierFunction:

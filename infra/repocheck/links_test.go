@@ -32,6 +32,7 @@ var links = map[string][]string{
 	"notfound":      {},
 	"openapi":       {},
 	"jwks":          {kmsClient},
+	"oauth":         {dynamoDB, kmsClient},
 	"usage":         {dynamoDB},
 	"styles":        {dynamoDB},
 	"assets":        {dynamoDB, s3Client},

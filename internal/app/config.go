@@ -134,12 +134,15 @@ type Webhooks struct {
 	Schedule []time.Duration
 }
 
-// Signing names the webhook signing keys in KMS.
+// Signing names the signing keys in KMS: the webhooks' and the access tokens'.
 type Signing struct {
 	KeyID string // SIGNING_KEY_ID: a KMS key id, ARN or alias; locally moto's
 	// PreviousKeyID (SIGNING_PREVIOUS_KEY_ID) is the key before the last
 	// rotation, listed in the JWKS.
 	PreviousKeyID string
+	// OAuthKeyID (OAUTH_SIGNING_KEY_ID) is the key of their own that signs
+	// MCP connections' access tokens (internal/oauthtoken).
+	OAuthKeyID string
 }
 
 // Providers configures the routed jobs (docs/providers.md).
@@ -190,6 +193,7 @@ func read(getenv func(string) string) (Settings, error) {
 	s.Webhooks.DLQ = getenv("DELIVERIES_DLQ_URL")
 	s.Signing.KeyID = getenv("SIGNING_KEY_ID")
 	s.Signing.PreviousKeyID = getenv("SIGNING_PREVIOUS_KEY_ID")
+	s.Signing.OAuthKeyID = getenv("OAUTH_SIGNING_KEY_ID")
 	s.Providers.Queue = getenv("PROVIDER_QUEUE_URL")
 	s.Providers.Routes = getenv("PROVIDER_ROUTES")
 	s.Providers.SecretsPrefix = getenv("PROVIDER_SECRETS_PREFIX")

@@ -122,7 +122,7 @@ func isURL(id string) bool {
 // client_secret_post). An Authorization header (client_secret_basic) is
 // refused: the metadata does not offer it.
 func (s *Server) authenticate(r *http.Request, form url.Values) (Client, *oidc.Error) {
-	if r.Header.Get("Authorization") != "" {
+	if h := r.Header.Get("Authorization"); len(h) > 6 && strings.EqualFold(h[:6], "basic ") {
 		return Client{}, oidc.ErrInvalidClient().WithDescription("client_secret_basic is not supported: send client_id and client_secret in the form (client_secret_post)")
 	}
 	id := form.Get("client_id")

@@ -109,11 +109,19 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c Client, 
 		ID: oauthdb.NewID("gr_"), ClientID: c.ID, ClientName: c.Name, RedirectURI: code.RedirectURI,
 		UserID: code.UserID, WorkspaceID: code.WorkspaceID, Scope: code.Scope, Resource: code.Resource, CreatedAt: now,
 	}
+	// Signed before the code is spent: a KMS outage is then a 503 the
+	// client retries with the same code, not a spent code whose retry
+	// would revoke the connection.
+	access, e := s.sign(r, g)
+	if e != nil {
+		return e
+	}
 	refresh := oauthdb.NewSecret()
 	if err := s.Store.Redeem(ctx, form.Get("code"), g, refresh, now); err != nil {
 		return grantError(err, "code")
 	}
-	return s.issue(w, r, g, refresh)
+	answer(w, g, access, refresh)
+	return nil
 }
 
 // refresh is the refresh_token grant: the token must be the client's and
@@ -137,28 +145,38 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c Client, form 
 	if _, ok := checkScope(form.Get("scope")); !ok {
 		return oidc.ErrInvalidScope().WithDescription("%s", "the only scope is "+Scope)
 	}
+	// Signed before the old token is spent, as for a code.
+	access, e := s.sign(r, g)
+	if e != nil {
+		return e
+	}
 	next := oauthdb.NewSecret()
-	if g, err = s.Store.Rotate(ctx, old, next, now); err != nil {
+	if _, err = s.Store.Rotate(ctx, old, next, now); err != nil {
 		return grantError(err, "refresh token")
 	}
-	return s.issue(w, r, g, next)
+	answer(w, g, access, next)
+	return nil
 }
 
-// issue answers a new access token for g, with refresh.
-func (s *Server) issue(w http.ResponseWriter, r *http.Request, g oauthdb.Grant, refresh string) *oidc.Error {
+// sign makes an access token for g.
+func (s *Server) sign(r *http.Request, g oauthdb.Grant) (string, *oidc.Error) {
 	at, err := oauthtoken.Issue(r.Context(), s.Signer, oauthtoken.Claims{
 		Issuer: s.issuer(r), Audience: g.Resource, Subject: g.UserID, Workspace: g.WorkspaceID, Scope: g.Scope,
 		ClientID: g.ClientID, Grant: g.ID, ID: oauthdb.NewID("at_"), IssuedAt: s.Clock.Now(),
 	})
 	if err != nil {
-		return oidc.ErrServerError().WithParent(err)
+		return "", oidc.ErrServerError().WithParent(err)
 	}
+	return at, nil
+}
+
+// answer is RFC 6749's token answer.
+func answer(w http.ResponseWriter, g oauthdb.Grant, access, refresh string) {
 	noStore(w)
 	httpapi.WriteJSON(w, http.StatusOK, &oidc.AccessTokenResponse{
-		AccessToken: at, TokenType: oidc.BearerToken, ExpiresIn: uint64(oauthtoken.Lifetime.Seconds()),
+		AccessToken: access, TokenType: oidc.BearerToken, ExpiresIn: uint64(oauthtoken.Lifetime.Seconds()),
 		RefreshToken: refresh, Scope: oidc.SpaceDelimitedArray{g.Scope},
 	})
-	return nil
 }
 
 func (s *Server) issuer(r *http.Request) string { return strings.TrimSuffix(s.base(r), "/") }

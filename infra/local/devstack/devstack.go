@@ -42,6 +42,7 @@ import (
 	"genjobs/internal/app/mcpfn"
 	"genjobs/internal/app/notfoundfn"
 	"genjobs/internal/app/notifierfn"
+	"genjobs/internal/app/oauthfn"
 	"genjobs/internal/app/openapifn"
 	"genjobs/internal/app/providerfn"
 	"genjobs/internal/app/stripewebhookfn"
@@ -88,6 +89,7 @@ var Functions = map[string]app.Function{
 	"usage":         {HTTP: usagefn.Build},
 	"styles":        {HTTP: stylesfn.Build},
 	"jwks":          {HTTP: jwksfn.Build},
+	"oauth":         {HTTP: oauthfn.Build},
 	"deliverer":     {SQS: delivererfn.Build},
 	"notifier":      {Stream: notifierfn.Build},
 	"assets":        {HTTP: assetsfn.Build},
@@ -355,6 +357,7 @@ func (s *Stack) Resolve() map[string]string {
 		// moto's KMS, by alias (ProvisionSigningKey).
 		"WebhookSigningKey.Arn":        s.SigningKeyAlias(),
 		"PreviousWebhookSigningKeyArn": "",
+		"OAuthSigningKey.Arn":          s.OAuthKeyAlias(),
 		"ResultsBucket":                s.ResultsBucket,
 		"AssetsBucket":                 s.AssetsBucket,
 		"BaseUrl":                      s.BaseURL,

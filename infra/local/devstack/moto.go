@@ -116,29 +116,46 @@ func (s *Stack) UseMoto(endpoint string) {
 // get as SIGNING_KEY_ID where the template gives WebhookSigningKey.Arn.
 func (s *Stack) SigningKeyAlias() string { return "alias/" + s.Table + "-webhook-signing" }
 
-// ProvisionSigningKey makes the webhook signing key, an ECC_NIST_P256 key
-// for SIGN_VERIFY as template.yaml's, under SigningKeyAlias unless the
-// alias exists. moto keeps keys in memory only: after it restarts, this
-// makes a new key under the same alias, which the signers take when KMS
-// tells them their key is gone, and the JWKS within its key's MaxAge.
-// Signatures made with the old key can no longer be verified.
+// OAuthKeyAlias names the access-token key of MCP connections in KMS: what
+// the oauth function gets as OAUTH_SIGNING_KEY_ID where the template gives
+// OAuthSigningKey.Arn.
+func (s *Stack) OAuthKeyAlias() string { return "alias/" + s.Table + "-oauth-signing" }
+
+// ProvisionSigningKey makes the webhook signing key and the access-token
+// key, ECC_NIST_P256 keys for SIGN_VERIFY as template.yaml's, under
+// SigningKeyAlias and OAuthKeyAlias unless the alias exists. moto keeps keys
+// in memory only: after it restarts, this makes new keys under the same
+// aliases, which the signers take when KMS tells them their key is gone,
+// and the JWKS within its key's MaxAge. Signatures made with the old keys
+// can no longer be verified.
 func (s *Stack) ProvisionSigningKey(ctx context.Context) error {
 	if s.KMS == nil {
 		return errors.New("devstack: no KMS client (UseMoto)")
 	}
-	alias := s.SigningKeyAlias()
+	for alias, what := range map[string]string{
+		s.SigningKeyAlias(): "Signs webhook deliveries (ES256)",
+		s.OAuthKeyAlias():   "Signs the access tokens of MCP connections (ES256)",
+	} {
+		if err := s.provisionKey(ctx, alias, what); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Stack) provisionKey(ctx context.Context, alias, what string) error {
 	_, err := s.KMS.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: aws.String(alias)})
 	var nf *kmstypes.NotFoundException
 	if err == nil || !errors.As(err, &nf) {
 		return err
 	}
 	key, err := s.KMS.CreateKey(ctx, &kms.CreateKeyInput{
-		Description: aws.String("Signs webhook deliveries (ES256), local stack " + s.Table),
+		Description: aws.String(what + ", local stack " + s.Table),
 		KeySpec:     kmstypes.KeySpecEccNistP256,
 		KeyUsage:    kmstypes.KeyUsageTypeSignVerify,
 	})
 	if err != nil {
-		return fmt.Errorf("create the webhook signing key: %w", err)
+		return fmt.Errorf("create the key %s: %w", alias, err)
 	}
 	_, err = s.KMS.CreateAlias(ctx, &kms.CreateAliasInput{AliasName: aws.String(alias), TargetKeyId: key.KeyMetadata.KeyId})
 	var exists *kmstypes.AlreadyExistsException
@@ -148,7 +165,7 @@ func (s *Stack) ProvisionSigningKey(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("name the webhook signing key %s: %w", alias, err)
+		return fmt.Errorf("name the key %s: %w", alias, err)
 	}
 	return nil
 }

@@ -198,8 +198,8 @@ func TestQueuesAndKeyFollowTheDecisions(t *testing.T) {
 			t.Errorf("signing key %s: DeletionPolicy %q, UpdateReplacePolicy %q; want RetainExceptOnCreate, Retain", id, r.DeletionPolicy, r.UpdateReplacePolicy)
 		}
 	}
-	if keys != 1 {
-		t.Errorf("%d KMS keys; want the one signing key", keys)
+	if keys != 2 {
+		t.Errorf("%d KMS keys; want the webhook signing key and the access-token key", keys)
 	}
 }
 
