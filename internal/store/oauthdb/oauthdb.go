@@ -8,6 +8,8 @@
 //	OAUTHCODE#<sha256(code)> / CODE           a code: single use, valid 60 s
 //	OAUTHGRANT#<grant_id> / GRANT             a connection: client, person, workspace
 //	OAUTHREFRESH#<sha256(token)> / REFRESH    a refresh token of a grant
+//	OAUTHLIST#WS#<ws> / GRANT#<created>#<id>  a workspace's grants
+//	OAUTHLIST#USER#<user> / GRANT#<created>#<id>  a person's grants
 //
 // Codes and refresh tokens are stored by their SHA-256 only (they are 256
 // random bits, so a plain hash is enough, as for API tokens); a client's
@@ -96,16 +98,18 @@ type Code struct {
 // Grant is one connection: a client acting for a person on a workspace,
 // from approval until revocation.
 type Grant struct {
-	ID          string     `dynamodbav:"grant_id"`
-	ClientID    string     `dynamodbav:"client_id"`
-	ClientName  string     `dynamodbav:"client_name"`
-	RedirectURI string     `dynamodbav:"redirect_uri"`
-	UserID      string     `dynamodbav:"user_id"`
-	WorkspaceID string     `dynamodbav:"workspace_id"`
-	Scope       string     `dynamodbav:"scope"`
-	Resource    string     `dynamodbav:"resource"`
-	CreatedAt   time.Time  `dynamodbav:"created_at"`
-	RevokedAt   *time.Time `dynamodbav:"revoked_at,omitempty"`
+	ID          string    `dynamodbav:"grant_id"`
+	ClientID    string    `dynamodbav:"client_id"`
+	ClientName  string    `dynamodbav:"client_name"`
+	RedirectURI string    `dynamodbav:"redirect_uri"`
+	UserID      string    `dynamodbav:"user_id"`
+	WorkspaceID string    `dynamodbav:"workspace_id"`
+	Scope       string    `dynamodbav:"scope"`
+	Resource    string    `dynamodbav:"resource"`
+	CreatedAt   time.Time `dynamodbav:"created_at"`
+	// LastUsedAt is the grant's creation or its last refresh.
+	LastUsedAt time.Time  `dynamodbav:"last_used_at"`
+	RevokedAt  *time.Time `dynamodbav:"revoked_at,omitempty"`
 }
 
 // Live reports a grant not revoked.
@@ -212,7 +216,6 @@ func (s *DB) Code(ctx context.Context, code string, now time.Time) (Code, error)
 type grantItem struct {
 	PK, SK string
 	Grant
-	LastUsedAt time.Time `dynamodbav:"last_used_at"`
 }
 
 // refreshItem is a refresh token as stored.
@@ -237,11 +240,13 @@ func newRefresh(token string, g Grant, now time.Time) refreshItem {
 
 // Redeem turns code into grant g (g.ID new, from NewID) with its first
 // refresh token refresh, in one transaction: the code is marked used, the
-// grant and the refresh token are written. A code redeemed meanwhile by
+// grant, the refresh token and the grant's places in its workspace's and
+// its person's lists are written. A code redeemed meanwhile by
 // another request is ErrReplayed (and that redemption's grant is revoked);
 // a retry of this very redemption whose answer was lost succeeds.
 func (s *DB) Redeem(ctx context.Context, code string, g Grant, refresh string, now time.Time) error {
-	gi, err := attributevalue.MarshalMap(grantItem{PK: grantPK + g.ID, SK: "GRANT", Grant: g, LastUsedAt: now})
+	g.LastUsedAt = now
+	gi, err := attributevalue.MarshalMap(grantItem{PK: grantPK + g.ID, SK: "GRANT", Grant: g})
 	if err != nil {
 		return err
 	}
@@ -271,6 +276,8 @@ func (s *DB) Redeem(ctx context.Context, code string, g Grant, refresh string, n
 			ConditionExpression:       aws.String("attribute_not_exists(PK) OR grant_id = :g"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":g": str(g.ID)},
 		}},
+		listPut(table, wsList(g.WorkspaceID), g),
+		listPut(table, userList(g.UserID), g),
 	}})
 	if err == nil {
 		return nil

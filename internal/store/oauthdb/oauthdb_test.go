@@ -174,8 +174,8 @@ func TestSecretsAreStoredHashed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Items) != 4 {
-		t.Fatalf("%d items; want client, code, grant, refresh token", len(out.Items))
+	if len(out.Items) != 6 {
+		t.Fatalf("%d items; want client, code, grant, refresh token and the grant's two list items", len(out.Items))
 	}
 	var items []map[string]any
 	if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
@@ -239,5 +239,75 @@ func TestRetriedWritesMeetTheirOwnSuccess(t *testing.T) {
 				t.Errorf("a second client under the same id: %v; want ErrExists", err)
 			}
 		})
+	}
+}
+
+// redeemAs makes a grant of user in ws through a code, as the token
+// endpoint does.
+func redeemAs(t *testing.T, s *oauthdb.DB, id, user, ws string, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	c := code("oc_a")
+	c.UserID, c.WorkspaceID, c.CreatedAt = user, ws, at
+	if err := s.IssueCode(ctx, "code-"+id, c); err != nil {
+		t.Fatal(err)
+	}
+	g := grant(id, "oc_a")
+	g.UserID, g.WorkspaceID, g.CreatedAt = user, ws, at
+	if err := s.Redeem(ctx, "code-"+id, g, "refresh-"+id, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ids(gs []oauthdb.Grant) []string {
+	var out []string
+	for _, g := range gs {
+		out = append(out, g.ID)
+	}
+	return out
+}
+
+// The connections page lists a person's grants, and an owner's view all of
+// the workspace's, newest first, revoked ones marked.
+func TestGrantsAreListedByWorkspaceAndByPersonNewestFirst(t *testing.T) {
+	s, ctx := newDB(t), context.Background()
+	redeemAs(t, s, "gr_1", "usr_1", "ws_1", t0)
+	redeemAs(t, s, "gr_2", "usr_2", "ws_1", t0.Add(time.Minute))
+	redeemAs(t, s, "gr_3", "usr_1", "ws_2", t0.Add(2*time.Minute))
+	if err := s.RevokeGrant(ctx, "gr_1", t0.Add(3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := s.GrantsOfWorkspace(ctx, "ws_1")
+	if err != nil || fmt.Sprint(ids(ws)) != "[gr_2 gr_1]" {
+		t.Fatalf("ws_1's grants %v, %v; want gr_2, gr_1", ids(ws), err)
+	}
+	if ws[1].Live() || !ws[0].Live() || !ws[0].LastUsedAt.Equal(t0.Add(time.Minute)) || ws[0].ClientName != "Assistant" {
+		t.Errorf("ws_1's grants %+v", ws)
+	}
+	mine, err := s.GrantsOfPerson(ctx, "usr_1")
+	if err != nil || fmt.Sprint(ids(mine)) != "[gr_3 gr_1]" {
+		t.Errorf("usr_1's grants %v, %v; want gr_3, gr_1", ids(mine), err)
+	}
+}
+
+// Removing a member (or disabling the person) revokes their connections in
+// that workspace, and no one else's.
+func TestRevokingAMemberRevokesTheirConnectionsInThatWorkspaceOnly(t *testing.T) {
+	s, ctx := newDB(t), context.Background()
+	redeemAs(t, s, "gr_1", "usr_1", "ws_1", t0)
+	redeemAs(t, s, "gr_2", "usr_1", "ws_1", t0.Add(time.Second))
+	redeemAs(t, s, "gr_3", "usr_2", "ws_1", t0.Add(2*time.Second))
+	redeemAs(t, s, "gr_4", "usr_1", "ws_2", t0.Add(3*time.Second))
+	n, err := s.RevokeMember(ctx, "ws_1", "usr_1", t0.Add(time.Minute))
+	if err != nil || n != 2 {
+		t.Fatalf("RevokeMember = %d, %v; want 2", n, err)
+	}
+	for id, want := range map[string]bool{"gr_1": false, "gr_2": false, "gr_3": true, "gr_4": true} {
+		if live(t, s, id) != want {
+			t.Errorf("%s live = %v; want %v", id, !want, want)
+		}
+	}
+	if _, err := s.Rotate(ctx, "refresh-gr_1", "next", t0.Add(2*time.Minute)); !errors.Is(err, oauthdb.ErrRevoked) {
+		t.Errorf("the removed member's refresh token: %v; want ErrRevoked", err)
 	}
 }
