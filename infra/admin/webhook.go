@@ -72,19 +72,18 @@ func (c *cli) webhookRedeliver(ctx context.Context, args []string, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	n := d.Due()
-	switch err := s.Redeliver(ctx, d, auth.NewID("rdl_"), c.clock.Now()); {
+	d, n, err := webhook.SendAgain(ctx, s, q, j.ID, auth.NewID("rdl_"), c.clock.Now())
+	switch {
 	case errors.Is(err, webhook.ErrNotFound):
 		return noDelivery(j)
 	case errors.Is(err, webhook.ErrDelivered):
 		return fmt.Errorf("job %s's webhook was delivered meanwhile; nothing to send", j.ID)
 	case errors.Is(err, webhook.ErrClaimed):
 		return fmt.Errorf("an attempt of job %s's webhook is being made right now; run the command again in a minute if it fails", j.ID)
+	case errors.Is(err, webhook.ErrNotSent):
+		return fmt.Errorf("job %s's webhook is due now (attempt %d), but its message was not sent (%v); the sweeper sends it within 3 minutes", j.ID, n, strings.TrimPrefix(err.Error(), webhook.ErrNotSent.Error()+": "))
 	case err != nil:
 		return c.target.explain(err)
-	}
-	if err := q.Schedule(ctx, j.ID, n, 0); err != nil {
-		return fmt.Errorf("job %s's webhook is due now (attempt %d), but its message was not sent (%v); the sweeper sends it within 3 minutes", j.ID, n, err)
 	}
 	// The host alone: a webhook URL's path or query may carry the
 	// receiver's secret.

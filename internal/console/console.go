@@ -37,7 +37,11 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/member"
 	"genjobs/internal/style"
+	"genjobs/internal/webhook"
 )
+
+// anyRole lets every role use a form, which still names its workspace.
+func anyRole(member.Role) bool { return true }
 
 // Base is the path the console is served under, on the API's own domain
 // (template.yaml routes /app and /app/{proxy+} to it).
@@ -74,6 +78,8 @@ type Store interface {
 
 	Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
 	jobview.Store
+	// Redeliver: "Deliver again" (webhook.SendAgain, consoledb.DB).
+	Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error
 	SharedStyle(ctx context.Context, token string) (style.Style, error)
 
 	OnceStore
@@ -127,6 +133,16 @@ type Config struct {
 	// they are on, which the CSP lets images and videos load from.
 	Results       httpapi.ResultURLs
 	ResultsOrigin string
+	// The jobs pages: the endpoints the filter offers (the price list's
+	// paths), the image fields of a request (the catalog's) and the GET
+	// URLs of uploaded inputs (s3url.AssetLinks), the API's cancellation
+	// (lifecycle.Ender, as DELETE /jobs/{id}) and the deliveries queue
+	// "Deliver again" sends to (queue.Deliveries).
+	Endpoints []string
+	Images    jobview.Images
+	Assets    jobview.AssetURLs
+	Cancel    httpapi.Canceller
+	Webhooks  webhook.Scheduler
 }
 
 // Console serves the pages.
@@ -137,6 +153,7 @@ type Console struct {
 	pages  map[string]*pageTemplate
 	css    string // the stylesheet's URL, with its hash for caching
 	js     string
+	jobsJS string // the jobs pages' script: live rows
 }
 
 //go:embed templates/*.html assets/*
@@ -144,8 +161,9 @@ var files embed.FS
 
 // New checks cfg and parses the templates. It does no I/O.
 func New(cfg Config) (*Console, error) {
-	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Prices == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil {
-		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log and Results are required")
+	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Prices == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil ||
+		cfg.Images == nil || cfg.Assets == nil || cfg.Cancel == nil || cfg.Webhooks == nil {
+		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log, Results, Images, Assets, Cancel and Webhooks are required")
 	}
 	if o, err := url.Parse(cfg.ResultsOrigin); err != nil || (o.Scheme != "https" && o.Scheme != "http") || o.Host == "" || o.Path != "" || o.RawQuery != "" {
 		return nil, fmt.Errorf("console: the results origin must be an http(s) origin, not %q", cfg.ResultsOrigin)
@@ -170,6 +188,9 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	if c.js, err = assetURL("copy.js"); err != nil {
+		return nil, err
+	}
+	if c.jobsJS, err = assetURL("jobs.js"); err != nil {
 		return nil, err
 	}
 	if c.pages, err = parsePages(); err != nil {
@@ -207,7 +228,10 @@ func (c *Console) Routes() http.Handler {
 	c.securityRoutes(mux)
 
 	mux.HandleFunc("GET "+Base+"/jobs", c.page(c.jobsPage))
+	mux.HandleFunc("GET "+Base+"/jobs/poll", c.page(c.pollJobs))
 	mux.HandleFunc("GET "+Base+"/jobs/{id}", c.page(c.jobPage))
+	mux.HandleFunc("POST "+Base+"/jobs/{id}/cancel", c.form(c.cancelJob, anyRole))
+	mux.HandleFunc("POST "+Base+"/jobs/{id}/deliver-again", c.form(c.deliverAgain, member.Role.ManagesJobs))
 
 	mux.HandleFunc("GET "+Base+"/settings/api-tokens", c.page(c.tokensPage))
 	mux.HandleFunc("POST "+Base+"/settings/api-tokens", c.form(c.createToken, member.Role.ManagesTokens))
@@ -272,7 +296,8 @@ func mediaSources(results string) string {
 
 func (c *Console) asset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	types := map[string]string{"app.css": "text/css; charset=utf-8", "copy.js": "text/javascript; charset=utf-8", "logo.svg": "image/svg+xml"}
+	types := map[string]string{"app.css": "text/css; charset=utf-8", "copy.js": "text/javascript; charset=utf-8",
+		"jobs.js": "text/javascript; charset=utf-8", "logo.svg": "image/svg+xml"}
 	ct, ok := types[name]
 	if !ok {
 		c.notFound(w, r)

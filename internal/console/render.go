@@ -47,7 +47,7 @@ func (req *request) acting() pages.Acting {
 
 type pageTemplate struct{ t *template.Template }
 
-var pageNames = []string{"billing", "usage", "jobs", "job"}
+var pageNames = []string{"billing", "usage"}
 
 // funcs are the html/template pages' own: the package pages' functions.
 var funcs = template.FuncMap{"usd": billing.Micros.Dollars, "units": billing.Units.Grouped, "date": pages.Date, "when": pages.When, "hour": pages.Hour,

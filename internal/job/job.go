@@ -522,3 +522,26 @@ var (
 type Replayed struct{ JobID string }
 
 func (r *Replayed) Error() string { return "idempotent replay of job " + r.JobID }
+
+// Filter narrows a workspace's job list (the console's jobs page): each
+// field empty means any. Endpoint is a path such as
+// "/generate/image/vendor-b/model-e-4"; Source one of SourceAPI,
+// SourceMCP, SourceApp; Person a person's user id (PersonID).
+type Filter struct {
+	Status   Status
+	Endpoint string
+	Source   string
+	Person   string
+}
+
+// Matches reports whether j passes every field of f.
+func (f Filter) Matches(j *Job) bool {
+	source := j.Source
+	if source == "" { // a job stored before sources were recorded
+		source = SourceAPI
+	}
+	return (f.Status == "" || j.Status == f.Status) &&
+		(f.Endpoint == "" || j.Endpoint == f.Endpoint) &&
+		(f.Source == "" || source == f.Source) &&
+		(f.Person == "" || j.PersonID == f.Person)
+}

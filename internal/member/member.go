@@ -47,6 +47,10 @@ func ParseRole(s string) (Role, error) {
 // ManagesTokens: creating and revoking tokens, switching API access.
 func (r Role) ManagesTokens() bool { return r == Owner || r == Admin }
 
+// ManagesJobs: a job's route (the provider and model it ran on) and
+// sending its webhook again.
+func (r Role) ManagesJobs() bool { return r == Owner || r == Admin }
+
 // AddsBalance: topping up the workspace's balance.
 func (r Role) AddsBalance() bool { return r == Owner }
 

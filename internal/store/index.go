@@ -7,6 +7,7 @@
 //	entity        PK                 SK                    package
 //	job           JOB#<job id>       JOB                   store (pred_* attributes: submissionsdb)
 //	job request   JOB#<job id>       REQUEST               store
+//	job's person  JOB#<job id>       PERSON                store (jobs-by-filter)
 //	idempotency   IDEM#<ws>#<sha256> IDEM                  store
 //	ledger        WS#<ws id>         LEDGER#<kind>#<time>#<id> store (reservations, settlements), accountsdb (top-ups)
 //	workspace     WS#<ws id>         WS                    accountsdb (store moves its balance and slot counters)
@@ -36,6 +37,7 @@ const (
 	IndexJobsByStatus    = "jobs-by-status"
 	IndexStylesBySet     = "styles-by-set"  // package stylesdb
 	IndexDeliveriesDue   = "deliveries-due" // package deliveriesdb: pending webhook deliveries by due time
+	IndexJobsByFilter    = "jobs-by-filter" // a workspace's jobs of one endpoint, source or person (jobpages.go)
 )
 
 // The partitions more than one aggregate writes in: a workspace's

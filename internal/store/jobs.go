@@ -24,21 +24,25 @@ import (
 type jobItem struct {
 	PK, SK         string
 	GSI1PK, GSI1SK string
-	GSI2PK         string   `dynamodbav:",omitempty"`
-	GSI2SK         string   `dynamodbav:",omitempty"`
-	JobID          string   `dynamodbav:"job_id"`
-	WorkspaceID    string   `dynamodbav:"workspace_id"`
-	Status         string   `dynamodbav:"status"`
-	CreatedAt      string   `dynamodbav:"created_at"`
-	UpdatedAt      string   `dynamodbav:"updated_at,omitempty"`
-	QueuedAt       string   `dynamodbav:"queued_at,omitempty"`
-	EnqueuedAt     string   `dynamodbav:"enqueued_at,omitempty"`
-	CompletedAt    string   `dynamodbav:"completed_at,omitempty"`
-	Result         string   `dynamodbav:"result,omitempty"` // JSON list of output blob keys
-	ErrorCode      string   `dynamodbav:"error_code,omitempty"`
-	ErrorMessage   string   `dynamodbav:"error_message,omitempty"`
-	Progress       *float64 `dynamodbav:"progress,omitempty"`
-	Endpoint       string   `dynamodbav:"endpoint,omitempty"`
+	GSI2PK         string `dynamodbav:",omitempty"`
+	GSI2SK         string `dynamodbav:",omitempty"`
+	// GSI5PK, GSI5SK: the job in its endpoint's partition of
+	// jobs-by-filter (jobpages.go); set at creation, never changed.
+	GSI5PK       string   `dynamodbav:",omitempty"`
+	GSI5SK       string   `dynamodbav:",omitempty"`
+	JobID        string   `dynamodbav:"job_id"`
+	WorkspaceID  string   `dynamodbav:"workspace_id"`
+	Status       string   `dynamodbav:"status"`
+	CreatedAt    string   `dynamodbav:"created_at"`
+	UpdatedAt    string   `dynamodbav:"updated_at,omitempty"`
+	QueuedAt     string   `dynamodbav:"queued_at,omitempty"`
+	EnqueuedAt   string   `dynamodbav:"enqueued_at,omitempty"`
+	CompletedAt  string   `dynamodbav:"completed_at,omitempty"`
+	Result       string   `dynamodbav:"result,omitempty"` // JSON list of output blob keys
+	ErrorCode    string   `dynamodbav:"error_code,omitempty"`
+	ErrorMessage string   `dynamodbav:"error_message,omitempty"`
+	Progress     *float64 `dynamodbav:"progress,omitempty"`
+	Endpoint     string   `dynamodbav:"endpoint,omitempty"`
 	// Request is set only on jobs stored before the request got its own
 	// item (requestItem): read, never written.
 	Request    string `dynamodbav:"request,omitempty"`
@@ -75,6 +79,9 @@ type jobItem struct {
 type requestItem struct {
 	PK, SK  string
 	Request string `dynamodbav:"request"`
+	// The job in its source's partition of jobs-by-filter (jobpages.go).
+	GSI5PK string `dynamodbav:",omitempty"`
+	GSI5SK string `dynamodbav:",omitempty"`
 }
 
 const requestSK = "REQUEST"
@@ -113,6 +120,9 @@ func toJobItem(j *job.Job) jobItem {
 	if len(j.Outputs) > 0 {
 		b, _ := json.Marshal(j.Outputs)
 		it.Result = string(b)
+	}
+	if j.Endpoint != "" {
+		it.GSI5PK, it.GSI5SK = filterPK(j.WorkspaceID, "endpoint", j.Endpoint), it.GSI1SK
 	}
 	if !j.Status.Terminal() {
 		it.GSI2PK = statusPK(j.Status, Shard(j.WorkspaceID))

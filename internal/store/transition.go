@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -188,11 +189,22 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 		}})
 	}
 	// Last, after the items whose cancellation reasons are read by index.
-	req, err := attributevalue.MarshalMap(requestItem{PK: JobPK(j.ID), SK: requestSK, Request: string(j.Request)})
+	position := job.TimeOf(j.CreatedAt).String() + "#" + j.ID
+	source := cmp.Or(j.Source, job.SourceAPI)
+	req, err := attributevalue.MarshalMap(requestItem{PK: JobPK(j.ID), SK: requestSK, Request: string(j.Request),
+		GSI5PK: filterPK(j.WorkspaceID, "source", source), GSI5SK: position})
 	if err != nil {
 		return nil, fmt.Errorf("encode job %s's request: %w", j.ID, err)
 	}
 	items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: req}})
+	if j.PersonID != "" {
+		by, err := attributevalue.MarshalMap(personItem{PK: JobPK(j.ID), SK: filterSK,
+			GSI5PK: filterPK(j.WorkspaceID, "person", j.PersonID), GSI5SK: position})
+		if err != nil {
+			return nil, fmt.Errorf("encode job %s's person: %w", j.ID, err)
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: by}})
+	}
 	return items, nil
 }
 

@@ -79,11 +79,11 @@ func TestJobsPagesShowAnAPIJob(t *testing.T) {
 	if list.status != http.StatusOK {
 		t.Fatalf("/app/jobs: %d\n%s", list.status, list.body)
 	}
-	row := between(list.body, `<tr id="job-`+id+`">`, "</tr>")
+	row := between(list.body, `<tr id="job-`+id+`"`, "</tr>")
 	if row == "" {
 		t.Fatalf("/app/jobs has no row for %s", id)
 	}
-	for _, want := range []string{">completed<", "/generate/image/vendor-b/model-e-4", ">api · demo<", ">$" + usd.Dollars() + "<", `<img src="`} {
+	for _, want := range []string{">completed<", "/generate/image/vendor-b/model-e-4", ">api · demo<", ">$" + usd.Dollars() + "<", `<img src="`, `data-cell="duration">`} {
 		if !strings.Contains(row, want) {
 			t.Errorf("the job's row lacks %q:\n%s", want, row)
 		}
@@ -218,7 +218,7 @@ func TestJobsPageGoesBackFiftyAtATime(t *testing.T) {
 		t.Error("the first page holds the oldest job")
 	}
 	second := b.get(next)
-	if n := strings.Count(second.body, `<tr id="job-`); second.status != http.StatusOK || n != 1 || !strings.Contains(second.body, `<tr id="job-`+oldest+`">`) ||
+	if n := strings.Count(second.body, `<tr id="job-`); second.status != http.StatusOK || n != 1 || !strings.Contains(second.body, `<tr id="job-`+oldest+`"`) ||
 		strings.Contains(second.body, `id="jobs-next"`) {
 		t.Errorf("the second page: %d, %d rows; want the oldest job alone and no further link", second.status, n)
 	}

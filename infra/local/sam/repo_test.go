@@ -163,7 +163,11 @@ func TestTableMatchesTheStore(t *testing.T) {
 			t.Errorf("index %s keys differ from the store's", aws.ToString(want.IndexName))
 		}
 		proj := got["Projection"].(map[string]any)
-		if proj["ProjectionType"] != string(want.Projection.ProjectionType) || fmt.Sprint(proj["NonKeyAttributes"]) != fmt.Sprint(want.Projection.NonKeyAttributes) {
+		attrs := fmt.Sprint(proj["NonKeyAttributes"])
+		if proj["NonKeyAttributes"] == nil { // KEYS_ONLY, ALL
+			attrs = fmt.Sprint([]string{})
+		}
+		if proj["ProjectionType"] != string(want.Projection.ProjectionType) || attrs != fmt.Sprint(want.Projection.NonKeyAttributes) {
 			t.Errorf("index %s projection %v; the store uses %s %v", aws.ToString(want.IndexName), proj, want.Projection.ProjectionType, want.Projection.NonKeyAttributes)
 		}
 	}

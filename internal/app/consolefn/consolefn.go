@@ -1,19 +1,29 @@
 // Package consolefn wires the console function (docs/console.md): the
 // table, the Cognito user pool, the Stripe keys in Secrets Manager,
-// Stripe's API, the price file (the packs of compute units), and the
-// results bucket's presigned URLs for the jobs pages. It is the only function that links the Cognito client.
+// Stripe's API, the price file (the packs of compute units), the
+// results and assets buckets' presigned URLs for the jobs pages, and the
+// queues a job page's "Cancel" (the backlog's promotion) and "Deliver
+// again" send to. It is the only function that links the Cognito client.
 package consolefn
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"genjobs/internal/app"
 	"genjobs/internal/app/dynamodbwire"
+	"genjobs/internal/app/sqswire"
+	"genjobs/internal/awsclient"
 	"genjobs/internal/billing"
+	"genjobs/internal/billing/prices"
+	"genjobs/internal/blob/s3url"
+	"genjobs/internal/catalog"
 	"genjobs/internal/checkout"
 	"genjobs/internal/cognito"
 	"genjobs/internal/console"
+	"genjobs/internal/console/jobview"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/queue"
 	"genjobs/internal/secrets"
 	"genjobs/internal/store/consoledb"
 )
@@ -25,12 +35,22 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{
 		"TABLE_NAME": d.Table, "COGNITO_USER_POOL_ID": d.Console.UserPoolID,
 		"COGNITO_CLIENT_ID": d.Console.ClientID, "STRIPE_SECRET_ID": d.Console.StripeSecretID,
+		"JOBS_QUEUE_URL": d.Queues.Jobs, "DELIVERIES_QUEUE_URL": d.Webhooks.Queue,
+		"RESULTS_BUCKET": d.Buckets.Results, "ASSETS_BUCKET": d.Buckets.Assets,
 	}); err != nil {
 		return nil, err
 	}
 	id, err := cognito.New(d.AWS, d.Retries.Cognito,
 		cognito.Config{PoolID: d.Console.UserPoolID, ClientID: d.Console.ClientID, JWKSURL: d.Console.JWKSURL, Issuer: d.Console.Issuer},
 		cognito.VerifierOptions{Clock: d.Clock})
+	if err != nil {
+		return nil, err
+	}
+	list, err := prices.Load([]byte(d.API.PricesJSON))
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.New()
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +63,15 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	st := dynamodbwire.Store(d)
+	sq := sqswire.Client(d)
 	c, err := console.New(console.Config{
-		Store: consoledb.New(dynamodbwire.Store(d)), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase), Prices: conversion(perUSD),
+		Store: consoledb.New(st), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase), Prices: conversion(perUSD),
 		Clock: d.Clock, Log: d.Log, AppURL: d.API.AppURL, Results: results, ResultsOrigin: results.Origin(),
+		Endpoints: list.Paths(), Images: Images{cat},
+		Assets:   s3url.NewAssetLinks(s3url.NewPresigner(d.AWS.Credentials, d.AWS.Region, awsclient.Endpoint(d.AWS, "S3")), d.Buckets.Assets),
+		Cancel:   sqswire.Lifecycle(d, st, sqswire.JobQueue(d, sq)),
+		Webhooks: queue.NewDeliveries(sq, d.Webhooks.Queue, d.Webhooks.DLQ),
 	})
 	if err != nil {
 		return nil, err
@@ -57,3 +83,21 @@ func Build(d app.Deps) (http.Handler, error) {
 type conversion int64
 
 func (c conversion) UnitsPerUSD() (int64, error) { return int64(c), nil }
+
+// Images finds a job request's image fields in the catalog's schemas, for
+// the job page's inputs (jobview.Images).
+type Images struct{ Catalog *catalog.Catalog }
+
+// ImageRefs are request's values of fields of format image-ref.
+func (i Images) ImageRefs(endpoint string, request json.RawMessage) []jobview.ImageRef {
+	ep, ok := i.Catalog.ByPath(endpoint)
+	var params map[string]any
+	if !ok || json.Unmarshal(request, &params) != nil {
+		return nil
+	}
+	var out []jobview.ImageRef
+	for _, r := range ep.ImageRefs(params) {
+		out = append(out, jobview.ImageRef{Name: r.Name(), Ref: r.Ref})
+	}
+	return out
+}

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go/encoding/httpbinding"
+
+	"genjobs/internal/asset"
 )
 
 // Presigner mints presigned S3 URLs without the S3 client. Presigning is a
@@ -168,4 +170,22 @@ func (l ResultLinks) Origin() string {
 		return u.Scheme + "://" + u.Host
 	}
 	return p.endpoint
+}
+
+// AssetLinks mints GET URLs of uploaded assets, for the console's job page
+// to show a job's input images (jobview.AssetURLs).
+type AssetLinks struct {
+	presign *Presigner
+	bucket  string
+}
+
+// NewAssetLinks mints URLs of the assets bucket's files.
+func NewAssetLinks(p *Presigner, assetsBucket string) AssetLinks {
+	return AssetLinks{presign: p, bucket: assetsBucket}
+}
+
+// AssetURL is a presigned GET of workspace ws's asset id (asset.Key),
+// valid for ResultURLLifetime.
+func (l AssetLinks) AssetURL(ctx context.Context, ws, id string) (string, error) {
+	return l.presign.GetURL(ctx, l.bucket, asset.Key(ws, id), ResultURLLifetime)
 }

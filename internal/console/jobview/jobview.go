@@ -16,13 +16,14 @@ import (
 	"genjobs/internal/webhook"
 )
 
-// Store is what the jobs pages read: the job list GET /jobs reads, whole
-// jobs by id for a list page (the list's index holds only part of each),
-// and the job, request and webhook delivery GET /jobs/{id}/details and
+// Store is what the jobs pages read: a page of the list, whole jobs by id
+// (the poll route), and the job, request and webhook delivery GET /jobs/{id}/details and
 // GET /jobs/{id}/deliveries read (store.Store, deliveriesdb.DB).
 type Store interface {
 	Job(ctx context.Context, id string) (*job.Job, error)
-	ListJobs(ctx context.Context, workspaceID string, q job.Query) (job.Page, error)
+	// JobsPage: a page of the list, whole, in one Query and one
+	// BatchGetItem (store.Store.JobsPage).
+	JobsPage(ctx context.Context, workspaceID string, f job.Filter, cursor string, limit int) (job.Page, error)
 	JobsByID(ctx context.Context, ids []string) ([]*job.Job, error)
 	JobRequest(ctx context.Context, id string) (json.RawMessage, error)
 	Delivery(ctx context.Context, jobID string) (*webhook.Delivery, error)
@@ -33,9 +34,9 @@ const PageSize = 50
 
 // Output is one output file as the pages show it.
 type Output struct {
-	URL  string
-	Kind string // "image", "video" or "file" (a 3D model: a download)
-	Ext  string // the file's extension, for a download's label
+	URL  string `json:"url"`
+	Kind string `json:"kind"` // "image", "video" or "file" (a 3D model: a download)
+	Ext  string `json:"ext"`  // the file's extension, for a download's label
 }
 
 // Kind tells an output by its key's extension (the worker names each
@@ -94,32 +95,6 @@ func Show(ctx context.Context, urls httpapi.ResultURLs, j *job.Job, request json
 		v.Outputs = append(v.Outputs, Output{URL: u, Kind: Kind(key), Ext: strings.TrimPrefix(path.Ext(key), ".")})
 	}
 	return v, nil
-}
-
-// Whole is a list page's jobs read whole (Store.JobsByID), in the list's
-// order; a job the read did not return keeps the list's partial view.
-func Whole(ctx context.Context, st Store, page []*job.Job) ([]*job.Job, error) {
-	ids := make([]string, len(page))
-	for i, j := range page {
-		ids[i] = j.ID
-	}
-	whole, err := st.JobsByID(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]*job.Job, len(whole))
-	for _, j := range whole {
-		byID[j.ID] = j
-	}
-	out := make([]*job.Job, len(page))
-	for i, j := range page {
-		if w, ok := byID[j.ID]; ok && w.WorkspaceID == j.WorkspaceID {
-			out[i] = w
-		} else {
-			out[i] = j
-		}
-	}
-	return out, nil
 }
 
 // indent is a JSON document laid out for reading.

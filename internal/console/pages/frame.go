@@ -6,6 +6,7 @@
 package pages
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,4 +53,44 @@ func Title(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// orText is s, or otherwise when s is empty.
+func orText(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
+}
+
+// prefixed is p+s, or "" when s is.
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+// yetIf is " yet" when cond holds.
+func yetIf(cond bool) string {
+	if cond {
+		return " yet"
+	}
+	return ""
+}
+
+// whenOr is a moment to the minute, or "not yet".
+func whenOr(t *time.Time) string {
+	if t == nil {
+		return "not yet"
+	}
+	return When(*t)
+}
+
+// statusCode is an HTTP status, or "" for none.
+func statusCode(code int) string {
+	if code == 0 {
+		return ""
+	}
+	return strconv.Itoa(code)
 }

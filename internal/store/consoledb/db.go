@@ -5,6 +5,8 @@
 package consoledb
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 
@@ -35,6 +37,13 @@ func New(st *store.Store) *DB {
 // console's page of the link (stylesdb.DB.SharedStyle).
 func (d *DB) SharedStyle(ctx context.Context, token string) (style.Style, error) {
 	return d.styles.SharedStyle(ctx, token)
+}
+
+// Redeliver makes a job's webhook's next attempt due now, for the job
+// page's "Deliver again" (deliveriesdb.DB.Redeliver, what the operator's
+// webhook redeliver writes).
+func (d *DB) Redeliver(ctx context.Context, del *webhook.Delivery, token string, now time.Time) error {
+	return deliveriesdb.New(d.Store).Redeliver(ctx, del, token, now)
 }
 
 // Delivery reads a job's webhook delivery, for the console's job page

@@ -53,6 +53,8 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String("GSI3SK"), AttributeType: s},
 			{AttributeName: aws.String("GSI4PK"), AttributeType: s},
 			{AttributeName: aws.String("GSI4SK"), AttributeType: s},
+			{AttributeName: aws.String("GSI5PK"), AttributeType: s},
+			{AttributeName: aws.String("GSI5SK"), AttributeType: s},
 		},
 		KeySchema: key("PK", "SK"),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
@@ -87,6 +89,11 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 					ProjectionType:   types.ProjectionTypeInclude,
 					NonKeyAttributes: []string{"job_id"},
 				},
+			},
+			{
+				IndexName:  aws.String(store.IndexJobsByFilter),
+				KeySchema:  key("GSI5PK", "GSI5SK"),
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 			},
 		},
 		StreamSpecification: &types.StreamSpecification{
