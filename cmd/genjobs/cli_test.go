@@ -130,12 +130,13 @@ func TestGenjobsAgainstTheStack(t *testing.T) {
 			Models []struct {
 				Path, Price, Takes string
 				Fields             []struct {
-					Name     string
-					Type     string
-					Required bool
-					Minimum  *float64
-					Maximum  *float64
-					Default  any
+					Name        string
+					Type        string
+					Description string
+					Required    bool
+					Minimum     *float64
+					Maximum     *float64
+					Default     any
 				}
 			}
 		}
@@ -148,6 +149,11 @@ func TestGenjobsAgainstTheStack(t *testing.T) {
 			}
 			if m.Price != "0.03 USD per job" || m.Takes == "" {
 				t.Errorf("model-e-4's price %q, takes %q", m.Price, m.Takes)
+			}
+			// The fields as the playground's form shows them: in the
+			// schema's order, each with its description (package form).
+			if len(m.Fields) == 0 || m.Fields[0].Name != "prompt" || m.Fields[0].Description == "" {
+				t.Errorf("model-e-4's fields do not start with the schema's prompt and its description: %+v", m.Fields)
 			}
 			found := false
 			for _, f := range m.Fields {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -15,6 +14,7 @@ import (
 	"genjobs/client"
 	"genjobs/internal/billing/prices"
 	"genjobs/internal/catalog"
+	"genjobs/internal/catalog/form"
 )
 
 // detailsAtOnce bounds the details a table reads at the same time.
@@ -150,17 +150,22 @@ func humanDetails(w io.Writer, j *client.Job, d *client.Details) {
 	}
 }
 
-// modelField is one request field as genjobs models shows it, from the
-// endpoint's JSON Schema.
+// modelField is one request field as genjobs models shows it: the
+// playground's and the models page's description of it (package form),
+// from the endpoint's JSON Schema.
 type modelField struct {
-	Name     string   `json:"name"`
-	Type     string   `json:"type"`
-	Required bool     `json:"required"`
-	Minimum  *float64 `json:"minimum,omitempty"`
-	Maximum  *float64 `json:"maximum,omitempty"`
-	MaxItems *int     `json:"max_items,omitempty"`
-	Enum     []any    `json:"enum,omitempty"`
-	Default  any      `json:"default,omitempty"`
+	Name        string       `json:"name"`
+	Type        string       `json:"type"`
+	Format      string       `json:"format,omitempty"`
+	Required    bool         `json:"required"`
+	Minimum     *json.Number `json:"minimum,omitempty"`
+	Maximum     *json.Number `json:"maximum,omitempty"`
+	MaxItems    *int         `json:"max_items,omitempty"`
+	Enum        []string     `json:"enum,omitempty"`
+	Default     any          `json:"default,omitempty"`
+	Description string       `json:"description"`
+
+	bounds, typeText string
 }
 
 type modelInfo struct {
@@ -194,51 +199,23 @@ func models() ([]modelInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		var s struct {
-			Required   []string `json:"required"`
-			Properties map[string]struct {
-				Type     any      `json:"type"`
-				Minimum  *float64 `json:"minimum"`
-				Maximum  *float64 `json:"maximum"`
-				MaxItems *int     `json:"maxItems"`
-				Enum     []any    `json:"enum"`
-				Default  any      `json:"default"`
-			} `json:"properties"`
-		}
-		if err := json.Unmarshal(e.Source(), &s); err != nil {
-			return nil, fmt.Errorf("schema of %s: %w", e.Path(), err)
+		fields, err := form.Fields(e)
+		if err != nil {
+			return nil, err
 		}
 		m := modelInfo{Path: e.Path(), Summary: e.Summary, Price: rule, CUPerUSD: perUSD, Takes: e.Takes, Fields: []modelField{}}
-		names := make([]string, 0, len(s.Properties))
-		for name := range s.Properties {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			p := s.Properties[name]
-			typ := fmt.Sprint(p.Type)
-			if list, ok := p.Type.([]any); ok {
-				parts := make([]string, len(list))
-				for i, t := range list {
-					parts[i] = fmt.Sprint(t)
-				}
-				typ = strings.Join(parts, "|")
+		for _, f := range fields {
+			var def any
+			if f.Default != nil {
+				def = f.Default
 			}
-			m.Fields = append(m.Fields, modelField{Name: name, Type: typ, Required: contains(s.Required, name),
-				Minimum: p.Minimum, Maximum: p.Maximum, MaxItems: p.MaxItems, Enum: p.Enum, Default: p.Default})
+			m.Fields = append(m.Fields, modelField{Name: f.Name, Type: f.Type, Format: f.Format, Required: f.Required,
+				Minimum: f.Minimum, Maximum: f.Maximum, MaxItems: f.MaxItems, Enum: f.Enum, Default: def,
+				Description: f.Description, bounds: f.Bounds(), typeText: f.TypeText()})
 		}
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *cli) models(_ context.Context, _ *flag.FlagSet, args []string) error {
@@ -268,34 +245,12 @@ func (c *cli) models(_ context.Context, _ *flag.FlagSet, args []string) error {
 				if f.Required {
 					name += " (required)"
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, f.Type, bounds(f), shown(f.Default))
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, f.typeText, f.bounds, shown(f.Default))
 			}
 			tw.Flush()
 		}
 	})
 	return nil
-}
-
-// bounds is a field's limits in words: a range, a choice, a count.
-func bounds(f modelField) string {
-	num := func(p *float64) string { return strings.TrimSuffix(fmt.Sprintf("%g", *p), ".0") }
-	switch {
-	case len(f.Enum) > 0:
-		parts := make([]string, len(f.Enum))
-		for i, v := range f.Enum {
-			parts[i] = fmt.Sprint(v)
-		}
-		return "one of " + strings.Join(parts, ", ")
-	case f.Minimum != nil && f.Maximum != nil:
-		return num(f.Minimum) + ".." + num(f.Maximum)
-	case f.Minimum != nil:
-		return ">= " + num(f.Minimum)
-	case f.Maximum != nil:
-		return "<= " + num(f.Maximum)
-	case f.MaxItems != nil:
-		return fmt.Sprintf("at most %d", *f.MaxItems)
-	}
-	return "-"
 }
 
 func shown(v any) string {

@@ -105,6 +105,41 @@ func (e *Endpoint) Schema() json.RawMessage {
 // Schema's copy. The caller owns the returned bytes.
 func (e *Endpoint) Source() []byte { return slices.Clone(e.raw) }
 
+// Makes says what the endpoint makes, and in which format.
+func (e *Endpoint) Makes() string { return makes[e.Kind] }
+
+var makes = map[string]string{
+	"enhance": "an enhanced, resized image (PNG, JPEG or WebP) of an input image",
+	"image":   "an image (PNG)",
+	"video":   "a video (looping animated GIF)",
+	"3d":      "a 3D model (binary glTF, .glb)",
+}
+
+// ToolName is the name of the endpoint's MCP tool: generate_{kind}_{model},
+// every character but a-z and 0-9 an underscore.
+func (e *Endpoint) ToolName() string {
+	return "generate_" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, e.Kind+"_"+e.Model)
+}
+
+// Example is the endpoint's documented request body: the first of its
+// schema's examples, which the OpenAPI document shows, the console's
+// models page sends in its snippets and the tests submit. The caller owns
+// the returned bytes.
+func (e *Endpoint) Example() json.RawMessage {
+	var root struct {
+		Examples []json.RawMessage `json:"examples"`
+	}
+	if json.Unmarshal(e.raw, &root) != nil || len(root.Examples) == 0 {
+		return json.RawMessage("{}")
+	}
+	return slices.Clone(root.Examples[0])
+}
+
 // Deprecations lists the deprecated fields the endpoint still knows
 // (docs/api.md, "Body rules"):
 // aliases with their Replacement, and ignored fields with none.

@@ -14,7 +14,7 @@ var portableKeywords = map[string]bool{
 	"title": true, "description": true, "type": true, "properties": true, "required": true,
 	"additionalProperties": true, "items": true, "minimum": true, "maximum": true,
 	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
-	"enum": true, "format": true, "default": true,
+	"enum": true, "format": true, "default": true, "examples": true,
 	// The conditions across fields (TestSchemaConditionsAreTheRules).
 	"allOf": true, "if": true, "then": true, "const": true,
 }
@@ -97,5 +97,27 @@ func TestSchemaIsACopy(t *testing.T) {
 	s[0] = 'x'
 	if e.Schema()[0] != '{' {
 		t.Error("Schema() hands out the endpoint's own bytes")
+	}
+}
+
+// Every endpoint documents one example body (its schema's examples, which
+// the OpenAPI document and the console's models page show), and the
+// endpoint accepts it as written: no field left to its default is named
+// with another value by a deprecated alias.
+func TestEveryExampleIsAccepted(t *testing.T) {
+	c := newCatalog(t)
+	for _, e := range c.Endpoints() {
+		ex := e.Example()
+		if string(ex) == "{}" && e.Model != "model-g-3.1-rapid" {
+			t.Errorf("%s: no example body in its schema", e.Model)
+		}
+		req, err := e.Decode(ex, beforeSunset)
+		if err != nil {
+			t.Errorf("%s: its example %s is refused: %v", e.Model, ex, err)
+			continue
+		}
+		if len(req.Deprecations) > 0 {
+			t.Errorf("%s: its example uses deprecated fields %v", e.Model, req.Deprecations)
+		}
 	}
 }

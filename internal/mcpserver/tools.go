@@ -29,14 +29,7 @@ type tools struct{ Config }
 // ToolName is the tool of a generation endpoint: generate_ + kind + _ +
 // model, every character but a-z and 0-9 turned into _
 // (generate_video_model_d_flash_1_1).
-func ToolName(e *catalog.Endpoint) string {
-	return "generate_" + strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '_'
-	}, e.Kind+"_"+e.Model)
-}
+func ToolName(e *catalog.Endpoint) string { return e.ToolName() }
 
 // The tool-only arguments of a generation tool, beside the endpoint's fields.
 const (
@@ -127,14 +120,6 @@ func (t *tools) generationTool(e *catalog.Endpoint) (*mcp.Tool, error) {
 		Annotations: &mcp.ToolAnnotations{Title: e.Summary, DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}}, nil
 }
 
-// makes says what an endpoint's kind makes, and in which format.
-var makes = map[string]string{
-	"enhance": "an enhanced, resized image (PNG, JPEG or WebP) of an input image",
-	"image":   "an image (PNG)",
-	"video":   "a video (looping animated GIF)",
-	"3d":      "a 3D model (binary glTF, .glb)",
-}
-
 // describe is an endpoint tool's description: what it makes, its price rule
 // from the price list in use, and how long a job usually takes.
 func (t *tools) describe(e *catalog.Endpoint) (string, error) {
@@ -145,7 +130,7 @@ func (t *tools) describe(e *catalog.Endpoint) (string, error) {
 	return fmt.Sprintf("%s: makes %s. %s Price: %s (reserved from the API balance at creation, charged only if the job completes). "+
 		"A job usually takes %s. Creates a job (POST %s) and answers its record; set wait_seconds to wait for it within the call, "+
 		"or follow it with wait_job or get_job. A completed job's result files are resource links.",
-		e.Summary, makes[e.Kind], e.Description, price, e.Takes, e.Path()), nil
+		e.Summary, e.Makes(), e.Description, price, e.Takes, e.Path()), nil
 }
 
 type modelInfo struct {
@@ -163,7 +148,7 @@ func (t *tools) models() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, modelInfo{Path: e.Path(), Tool: ToolName(e), Description: e.Summary + ": makes " + makes[e.Kind] + ". " + e.Description,
+		out = append(out, modelInfo{Path: e.Path(), Tool: ToolName(e), Description: e.Summary + ": makes " + e.Makes() + ". " + e.Description,
 			Price: price, Takes: e.Takes})
 	}
 	return struct {
