@@ -23,6 +23,8 @@ const (
 	DocumentTimeout  = 5 * time.Second
 	MaxDocumentBytes = 64 << 10
 	MaxDocumentAge   = 24 * time.Hour
+	// MaxCachedDocuments bounds the documents one instance keeps.
+	MaxCachedDocuments = 1000
 )
 
 // Documents fetches client ID metadata documents: a client_id that is an
@@ -92,6 +94,11 @@ func (d *Documents) Client(ctx context.Context, id string) (Client, error) {
 		return Client{}, fmt.Errorf("%w: client ID metadata document %s: %w", ErrUnknownClient, id, err)
 	}
 	d.mu.Lock()
+	if len(d.cache) >= MaxCachedDocuments {
+		// Anyone can name a document: the cache starts over rather than
+		// grow with them.
+		clear(d.cache)
+	}
 	if maxAge > 0 {
 		d.cache[id] = cachedDocument{client: client, until: now.Add(maxAge)}
 	} else {
