@@ -21,10 +21,10 @@ WORKER_MAX_BINARY_BYTES := 16000000
 # generate, jobs, usage and styles together with the MCP SDK (docs/mcp.md):
 # the same budget.
 DELIVERER_MAX_BINARY_BYTES := 13000000
-# The console carries the Cognito client, stripe-go and html/template, whose
-# execution calls reflect's MethodByName: the linker then keeps every
-# exported method of the AWS clients it links (about 7.5 MB of the
-# console's size; docs/performance.md, "Binary sizes and cold starts").
+# The console carries the Cognito client and stripe-go; its pages are templ
+# components, so no template execution (reflect's MethodByName) makes the
+# linker keep every method of the AWS clients it links (docs/performance.md,
+# "Binary sizes and cold starts").
 CONSOLE_MAX_BINARY_BYTES := 20000000
 # Every function keeps this much of its budget free, so that a dependency's
 # growth is noticed before a deploy breaks: sizes fails a function that

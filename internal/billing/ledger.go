@@ -32,6 +32,10 @@ type Entry struct {
 	JobID     string // reserve, charge, release
 	Endpoint  string // reserve, charge, release: the job's generation path
 	PaymentID string // topup; allowance: the month's id (plan-2026-12)
+	// By is who made the job of a charge in compute units (the person's
+	// email), for the usage page's spend by person; "" on entries written
+	// before it was recorded.
+	By string
 }
 
 // InUnits reports whether e moves compute units rather than USD.

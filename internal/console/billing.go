@@ -13,27 +13,9 @@ import (
 
 	"genjobs/internal/billing"
 	"genjobs/internal/checkout"
+	"genjobs/internal/console/pages"
 	"genjobs/internal/store"
 )
-
-type billingData struct {
-	Balance   billing.Balance
-	Checkouts []billing.Checkout
-	CanTopUp  bool
-	Presets   []int
-	// Units is the workspace's compute units, Plan its plan's monthly
-	// units (0: no plan), Packs the packs an owner can buy.
-	Units billing.UnitBalance
-	Plan  billing.Units
-	Packs []billing.Pack
-	// Amount and AmountError: the custom amount field after a refusal;
-	// PackError: the packs' form after one.
-	Amount, AmountError, PackError string
-	// Return is the checkout the browser came back from (?checkout=), with
-	// whether it is credited yet; Refresh asks the page to reload itself.
-	Return  *billing.Checkout
-	Refresh string
-}
 
 // refreshFor is how long the return page refreshes itself while the
 // payment is processing: 20 tries, 3 seconds apart.
@@ -42,28 +24,28 @@ const (
 	refreshTries = 20
 )
 
-func (c *Console) billingData(r *http.Request, req *request) (billingData, error) {
+func (c *Console) billingData(r *http.Request, req *request) (pages.BillingData, error) {
 	bal, err := c.Store.Balance(r.Context(), req.current.WorkspaceID)
 	if err != nil {
-		return billingData{}, err
+		return pages.BillingData{}, err
 	}
 	cos, err := c.Store.Checkouts(r.Context(), req.current.WorkspaceID)
 	if err != nil {
-		return billingData{}, err
+		return pages.BillingData{}, err
 	}
 	if len(cos) > 50 {
 		cos = cos[:50]
 	}
 	units, plan, err := c.Store.Units(r.Context(), req.current.WorkspaceID)
 	if err != nil {
-		return billingData{}, err
+		return pages.BillingData{}, err
 	}
-	d := billingData{Balance: bal, Checkouts: cos, CanTopUp: req.current.Role.AddsBalance(), Presets: billing.TopUpPresets,
+	d := pages.BillingData{Acting: req.acting(), Balance: bal, Checkouts: cos, CanTopUp: req.current.Role.AddsBalance(), Presets: billing.TopUpPresets,
 		Units: units, Plan: plan}
 	if d.CanTopUp {
 		perUSD, err := c.Prices.UnitsPerUSD()
 		if err != nil {
-			return billingData{}, err
+			return pages.BillingData{}, err
 		}
 		d.Packs = billing.OfferedPacks(perUSD)
 	}
@@ -96,12 +78,12 @@ func (c *Console) billingPage(w http.ResponseWriter, r *http.Request, req *reque
 		}
 		tries, _ := strconv.Atoi(q.Get("try"))
 		if data.Return != nil && data.Return.Status == billing.CheckoutPending && tries < refreshTries {
-			data.Refresh = strconv.Itoa(refreshEvery) + ";url=" + Base + "/settings/billing?" +
+			v.Refresh, v.RefreshTo = refreshEvery, Base+"/settings/billing?"+
 				url.Values{"checkout": {sid}, "try": {strconv.Itoa(tries + 1)}}.Encode()
 		}
 	}
-	v.Notice, v.Data = notices[q.Get("done")], data
-	c.render(w, r, http.StatusOK, "billing", v)
+	v.Notice = notices[q.Get("done")]
+	c.show(w, r, http.StatusOK, v, pages.Billing(data))
 }
 
 // cleanupTimeout bounds the write that marks a top-up failed after its
@@ -132,7 +114,7 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 		}
 		p, err := billing.ParsePack(raw, perUSD)
 		if err != nil {
-			c.refuseTopUp(w, r, req, func(d *billingData) { d.PackError = "There is no such pack. " + sentence(err.Error()) })
+			c.refuseTopUp(w, r, req, func(d *pages.BillingData) { d.PackError = "There is no such pack. " + sentence(err.Error()) })
 			return
 		}
 		amount, units = p.Price, p.Units
@@ -140,7 +122,7 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 		raw := r.PostForm.Get("amount")
 		m, err := billing.ParseTopUpAmount(raw)
 		if err != nil {
-			c.refuseTopUp(w, r, req, func(d *billingData) { d.Amount, d.AmountError = raw, sentence(err.Error()) })
+			c.refuseTopUp(w, r, req, func(d *pages.BillingData) { d.Amount, d.AmountError = raw, sentence(err.Error()) })
 			return
 		}
 		amount = m
@@ -178,16 +160,14 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 
 // refuseTopUp answers a top-up form that cannot be taken: the billing page
 // again, 400, with the refusal beside its form (set), and nothing written.
-func (c *Console) refuseTopUp(w http.ResponseWriter, r *http.Request, req *request, set func(*billingData)) {
+func (c *Console) refuseTopUp(w http.ResponseWriter, r *http.Request, req *request, set func(*pages.BillingData)) {
 	data, err := c.billingData(r, req)
 	if err != nil {
 		c.internalError(w, r, "read billing", err)
 		return
 	}
 	set(&data)
-	v := c.view(req, "billing", "Billing")
-	v.Data = data
-	c.render(w, r, http.StatusBadRequest, "billing", v)
+	c.show(w, r, http.StatusBadRequest, c.view(req, "billing", "Billing"), pages.Billing(data))
 }
 
 // checkoutRequest is the Checkout Session of top-up co, with the URLs

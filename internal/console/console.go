@@ -1,7 +1,8 @@
 // Package console is the web application's pages (docs/console.md): the jobs,
 // sign-in, API tokens and access, billing by Stripe Checkout, usage, members,
-// and the share link's page, rendered on the server with html/template from
-// embedded templates and assets, working without JavaScript. Stripe's
+// and the share link's page, rendered on the server as typed templ
+// components (package pages) with embedded assets, working without
+// JavaScript. Stripe's
 // webhook, the only way a top-up reaches the balance, is a function of its
 // own (package stripehook).
 //
@@ -77,6 +78,7 @@ type Store interface {
 	EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (bool, error)
 
 	Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
+	UnitCharges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
 	jobview.Store
 	// Redeliver: "Deliver again" (webhook.SendAgain, consoledb.DB).
 	Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error
@@ -150,13 +152,12 @@ type Console struct {
 	Config
 	secure bool // AppURL is https, or empty (API Gateway serves only HTTPS): Secure cookies, HSTS
 	cop    *http.CrossOriginProtection
-	pages  map[string]*pageTemplate
 	css    string // the stylesheet's URL, with its hash for caching
 	js     string
 	jobsJS string // the jobs pages' script: live rows
 }
 
-//go:embed templates/*.html assets/*
+//go:embed assets/*
 var files embed.FS
 
 // New checks cfg and parses the templates. It does no I/O.
@@ -191,9 +192,6 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	if c.jobsJS, err = assetURL("jobs.js"); err != nil {
-		return nil, err
-	}
-	if c.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -3,20 +3,16 @@ package console
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"html/template"
 	"net/http"
 
 	"github.com/a-h/templ"
 
-	"genjobs/internal/billing"
 	"genjobs/internal/console/pages"
 	"genjobs/internal/member"
 )
 
-// view is the layout's part of a page (pages.Frame), which show and
-// render complete; Data is an html/template page's own (render), while
-// those pages remain: a templ page takes its own typed parameters.
+// view is the layout's part of a page (pages.Frame), which show
+// completes; a page takes its own typed parameters.
 type view struct {
 	Title  string
 	Nav    string // the active tab
@@ -29,9 +25,9 @@ type view struct {
 	Workspaces []member.Membership
 	Back       string // the page's path, for the switcher to come back to
 
-	CSS, JS string
-	Refresh int // seconds after which the page reloads itself (pages.Frame)
-	Data    any
+	CSS, JS   string
+	Refresh   int    // seconds after which the page reloads itself (pages.Frame)
+	RefreshTo string // the address it then loads, "" the same
 }
 
 // view starts the view of a signed-in page.
@@ -45,33 +41,6 @@ func (req *request) acting() pages.Acting {
 	return pages.Acting{CSRF: req.session.CSRF, Workspace: req.current}
 }
 
-type pageTemplate struct{ t *template.Template }
-
-var pageNames = []string{"billing", "usage"}
-
-// funcs are the html/template pages' own: the package pages' functions.
-var funcs = template.FuncMap{"usd": billing.Micros.Dollars, "units": billing.Units.Grouped, "date": pages.Date, "when": pages.When, "hour": pages.Hour,
-	"title": pages.Title, "add": func(a, b int) int { return a + b }, "sub": func(a, b int) int { return a - b }}
-
-func parsePages() (map[string]*pageTemplate, error) {
-	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html")
-	if err != nil {
-		return nil, fmt.Errorf("console: %w", err)
-	}
-	pages := map[string]*pageTemplate{}
-	for _, name := range pageNames {
-		t, err := layout.Clone()
-		if err == nil {
-			t, err = t.ParseFS(files, "templates/"+name+".html")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("console: page %s: %w", name, err)
-		}
-		pages[name] = &pageTemplate{t}
-	}
-	return pages, nil
-}
-
 // show writes the page body, a templ component of package pages, inside
 // the layout framed by v (pages.Layout).
 func (c *Console) show(w http.ResponseWriter, r *http.Request, status int, v *view, body templ.Component) {
@@ -79,22 +48,13 @@ func (c *Console) show(w http.ResponseWriter, r *http.Request, status int, v *vi
 		v.Back = r.URL.Path
 	}
 	f := pages.Frame{Title: v.Title, Nav: v.Nav, Notice: v.Notice, Signed: v.Signed, Email: v.Email, CSRF: v.CSRF,
-		Workspace: v.Workspace, Workspaces: v.Workspaces, Back: v.Back, CSS: c.css, JS: c.js, Refresh: v.Refresh}
+		Workspace: v.Workspace, Workspaces: v.Workspaces, Back: v.Back, CSS: c.css, JS: c.js, Refresh: v.Refresh, RefreshTo: v.RefreshTo}
 	// Rendered without the request's deadline (templ's components stop at
 	// a done context): the page of a request that ran out of time, the
 	// 503 of an outage, is still written whole.
 	c.write(w, r, status, v.Title, func(b *bytes.Buffer) error {
 		return pages.Layout(f, body).Render(context.WithoutCancel(r.Context()), b)
 	})
-}
-
-// render writes the html/template page with v.
-func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, v *view) {
-	v.CSS, v.JS = c.css, c.js
-	if v.Back == "" {
-		v.Back = r.URL.Path
-	}
-	c.write(w, r, status, page, func(b *bytes.Buffer) error { return c.pages[page].t.ExecuteTemplate(b, "layout.html", v) })
 }
 
 // write answers the page that draw renders, rendered whole before

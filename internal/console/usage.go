@@ -8,20 +8,11 @@ import (
 
 	"genjobs/internal/billing"
 	"genjobs/internal/console/chart"
+	"genjobs/internal/console/pages"
 )
 
 // UsageChoices are the windows the usage page offers, in days.
 var UsageChoices = []int{7, 30, 90}
-
-type usageData struct {
-	Days    int
-	Choices []int
-	Usage   billing.Usage
-	// Chart is drawn for a wide screen, Compact for a phone (the
-	// stylesheet shows one): a phone shrinks a wide chart's text below
-	// reading size and crowds its labels.
-	Chart, Compact chart.Chart
-}
 
 func usageDays(r *http.Request) (int, bool) {
 	v := r.URL.Query().Get("days")
@@ -53,14 +44,22 @@ func (c *Console) usage(w http.ResponseWriter, r *http.Request, req *request) (b
 	return billing.Summarize(charges, from, to), days, true
 }
 
+// usagePage shows the USD usage (the figures of GET /usage) beside the
+// compute units the application's jobs spent in the same window, by day
+// and by person (the CU charges' ledger entries name who made the job).
 func (c *Console) usagePage(w http.ResponseWriter, r *http.Request, req *request) {
 	u, days, ok := c.usage(w, r, req)
 	if !ok {
 		return
 	}
-	v := c.view(req, "usage", "Usage")
-	v.Data = usageData{Days: days, Choices: UsageChoices, Usage: u, Chart: chart.Draw(u, chart.Wide), Compact: chart.Draw(u, chart.Compact)}
-	c.render(w, r, http.StatusOK, "usage", v)
+	from, to := billing.UsageWindow(c.Clock.Now(), days)
+	charges, err := c.Store.UnitCharges(r.Context(), req.current.WorkspaceID, from, to)
+	if err != nil {
+		c.internalError(w, r, "read compute unit charges", err)
+		return
+	}
+	c.show(w, r, http.StatusOK, c.view(req, "usage", "Usage"), pages.Usage(pages.UsageData{Days: days, Choices: UsageChoices, Usage: u,
+		Units: billing.SummarizeUnits(charges, from, to), Chart: chart.Draw(u, chart.Wide), Compact: chart.Draw(u, chart.Compact)}))
 }
 
 // usageCSV is the table's rows as CSV: date, USD (six decimals, as

@@ -30,6 +30,8 @@ type ledgerItem struct {
 	// USD (Amount).
 	Currency string `dynamodbav:"currency,omitempty"`
 	Units    int64  `dynamodbav:"units,omitempty"`
+	// By is the creator of a compute-unit job's charge (billing.Entry.By).
+	By string `dynamodbav:"created_by,omitempty"`
 }
 
 const ledgerPrefix = "LEDGER#"
@@ -59,7 +61,7 @@ func LedgerPut(table, ws string, e billing.Entry) (*types.Put, error) {
 	it := ledgerItem{
 		PK: WorkspacePK(ws), SK: ledgerSK(e, ref),
 		Kind: string(e.Kind), Amount: int64(e.Amount), JobID: e.JobID, Endpoint: e.Endpoint,
-		PaymentID: e.PaymentID, CreatedAt: Stamp(e.At),
+		PaymentID: e.PaymentID, CreatedAt: Stamp(e.At), By: e.By,
 	}
 	if e.InUnits() {
 		it.Currency, it.Amount, it.Units = string(billing.CurrencyCU), 0, int64(e.Units)
@@ -76,7 +78,7 @@ func (it ledgerItem) entry() billing.Entry {
 	return billing.Entry{
 		Kind: billing.Kind(it.Kind), Amount: billing.Micros(it.Amount), At: at.Time,
 		JobID: it.JobID, Endpoint: it.Endpoint, PaymentID: it.PaymentID,
-		Currency: billing.Currency(it.Currency), Units: billing.Units(it.Units),
+		Currency: billing.Currency(it.Currency), Units: billing.Units(it.Units), By: it.By,
 	}
 }
 
@@ -104,6 +106,14 @@ func (s *Store) LedgerEntries(ctx context.Context, ws string) ([]billing.Entry, 
 // GET /usage reports.
 func (s *Store) Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error) {
 	prefix := ledgerPrefix + string(billing.Charge) + "#"
+	return s.ledger(ctx, ws, prefix+Stamp(from), prefix+Stamp(to)+"#\uffff")
+}
+
+// UnitCharges returns the charges in compute units of a workspace made in
+// [from, to] (LEDGER#cu#charge#...): the application's usage, each with
+// the person who made its job.
+func (s *Store) UnitCharges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error) {
+	prefix := unitsLedgerPrefix + string(billing.Charge) + "#"
 	return s.ledger(ctx, ws, prefix+Stamp(from), prefix+Stamp(to)+"#\uffff")
 }
 

@@ -328,7 +328,16 @@ func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now t
 		if cur.InUnits() {
 			u.cond("currency = :cu AND (price_units = :units OR attribute_not_exists(price_units))")
 			u.values[":cu"], u.values[":units"] = String(string(billing.CurrencyCU)), Number(int64(cur.Units))
-			e = billing.Entry{Kind: kind, Currency: billing.CurrencyCU, Units: cur.Units, At: now, JobID: cur.ID, Endpoint: cur.Endpoint}
+			// The entry names who made the job (the usage page's spend by
+			// person): the one the stored job names, or a view without it
+			// is read again.
+			if cur.CreatedBy == "" {
+				u.cond("attribute_not_exists(created_by)")
+			} else {
+				u.cond("created_by = :by")
+				u.values[":by"] = String(cur.CreatedBy)
+			}
+			e = billing.Entry{Kind: kind, Currency: billing.CurrencyCU, Units: cur.Units, At: now, JobID: cur.ID, Endpoint: cur.Endpoint, By: cur.CreatedBy}
 			settled = int64(cur.Units)
 		} else {
 			u.cond("(attribute_not_exists(currency) OR currency = :usd)")
@@ -368,7 +377,7 @@ func (s *Store) moveSlots(ctx context.Context, cur *job.Job, c job.Change, now t
 			return nil, rerr
 		}
 		if stored.Status != cur.Status || stored.Price != cur.Price || stored.Endpoint != cur.Endpoint ||
-			stored.InUnits() != cur.InUnits() || stored.Units != cur.Units {
+			stored.InUnits() != cur.InUnits() || stored.Units != cur.Units || (stored.InUnits() && stored.CreatedBy != cur.CreatedBy) {
 			return stored, errStale
 		}
 		return stored, job.ErrConflict // the lease or the progress refused it

@@ -6,6 +6,7 @@ import (
 	"github.com/a-h/templ"
 
 	"genjobs/internal/auth"
+	"genjobs/internal/billing"
 	"genjobs/internal/member"
 )
 
@@ -38,4 +39,22 @@ func article(role string) string {
 		return "a"
 	}
 	return "an"
+}
+
+// bought is what a top-up by checkout buys: "1,000 CU" for a pack, "API
+// balance" for a top-up of the API balance.
+func bought(c billing.Checkout) string {
+	if c.IsPack() {
+		return c.Units.Grouped() + " CU"
+	}
+	return "API balance"
+}
+
+// paidAmount is a top-up's amount as its row shows it: what was credited
+// once paid, what was asked before.
+func paidAmount(c billing.Checkout) billing.Micros {
+	if c.Status == billing.CheckoutPaid {
+		return c.Credited
+	}
+	return c.Requested
 }

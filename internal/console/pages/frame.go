@@ -29,8 +29,19 @@ type Frame struct {
 
 	CSS, JS string // the stylesheet's and the script's URLs
 	// Refresh is how many seconds after which the page reloads itself
-	// (a meta refresh, no script); 0 never.
-	Refresh int
+	// (a meta refresh, no script); 0 never. RefreshTo is the address it
+	// then loads, "" the same.
+	Refresh   int
+	RefreshTo string
+}
+
+// refresh is the meta refresh's content: "3", or "3;url=/app/...".
+func refresh(f Frame) string {
+	s := strconv.Itoa(f.Refresh)
+	if f.RefreshTo != "" {
+		s += ";url=" + f.RefreshTo
+	}
+	return s
 }
 
 // Date is a day: "2 Jan 2006".
