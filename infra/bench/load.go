@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -324,14 +325,22 @@ type rawPut struct {
 	item  map[string]types.AttributeValue   // the job's item
 	more  []map[string]types.AttributeValue // the other items under the job's key (its request)
 	jobID string
+	// workspace is the one whose item every transaction writes: the
+	// load's, unless set; table is where the items are.
+	workspace, table string
 }
 
 // newRawPut reads the items of job jobID. A scan, rather than a GetItem, so
 // that the bench does not depend on the store's key layout; the table holds
 // only the load's workspace, its token, its top-up and this job yet.
 func newRawPut(ctx context.Context, db *dynamodb.Client, jobID string) (*rawPut, error) {
+	return newRawPutIn(ctx, db, devstack.Table, jobID)
+}
+
+// newRawPutIn is newRawPut on table.
+func newRawPutIn(ctx context.Context, db *dynamodb.Client, table, jobID string) (*rawPut, error) {
 	out, err := db.Scan(ctx, &dynamodb.ScanInput{
-		TableName: aws.String(devstack.Table),
+		TableName: aws.String(table),
 		// The job's ledger entry names it too, under the workspace's key.
 		FilterExpression:          aws.String("contains(PK, :id)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: jobID}},
@@ -340,7 +349,7 @@ func newRawPut(ctx context.Context, db *dynamodb.Client, jobID string) (*rawPut,
 	if err != nil {
 		return nil, fmt.Errorf("read job %s: %w", jobID, err)
 	}
-	p := &rawPut{db: db, jobID: jobID}
+	p := &rawPut{db: db, jobID: jobID, table: table}
 	for _, it := range out.Items {
 		if _, ok := it["status"]; ok && p.item == nil {
 			p.item = it
@@ -381,22 +390,23 @@ func (p *rawPut) transact(ctx context.Context) error {
 	id, item := p.copyItem()
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
-	ws := map[string]types.AttributeValue{"PK": s("WS#" + loadWorkspace), "SK": s("WS")}
+	wsID := cmp.Or(p.workspace, loadWorkspace)
+	ws := map[string]types.AttributeValue{"PK": s("WS#" + wsID), "SK": s("WS")}
 	var more []types.TransactWriteItem
 	for _, it := range p.more {
-		more = append(more, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(devstack.Table), Item: p.renamed(it, id)}})
+		more = append(more, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(p.table), Item: p.renamed(it, id)}})
 	}
 	_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append([]types.TransactWriteItem{
-		{Put: &types.Put{TableName: aws.String(devstack.Table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
+		{Put: &types.Put{TableName: aws.String(p.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 		{Update: &types.Update{
-			TableName: aws.String(devstack.Table), Key: ws,
+			TableName: aws.String(p.table), Key: ws,
 			UpdateExpression:          aws.String("ADD bench_available :minus, bench_reserved :plus"),
 			ConditionExpression:       aws.String("attribute_exists(PK)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":minus": n("-100000"), ":plus": n("100000")},
 		}},
-		{Put: &types.Put{TableName: aws.String(devstack.Table), ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		{Put: &types.Put{TableName: aws.String(p.table), ConditionExpression: aws.String("attribute_not_exists(PK)"),
 			Item: map[string]types.AttributeValue{
-				"PK": s("WS#" + loadWorkspace), "SK": s("BENCH#" + id), "kind": s("reserve"),
+				"PK": s("WS#" + wsID), "SK": s("BENCH#" + id), "kind": s("reserve"),
 				"amount_micros": n("100000"), "job_id": s(id), "endpoint": s(generatePath), "created_at": s(job.TimeOf(time.Now()).String()),
 			}}},
 	}, more...)})
@@ -406,7 +416,7 @@ func (p *rawPut) transact(ctx context.Context) error {
 func (p *rawPut) call(ctx context.Context) error {
 	id, item := p.copyItem()
 	_, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           aws.String(devstack.Table),
+		TableName:           aws.String(p.table),
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	})

@@ -38,6 +38,15 @@
 //   - GET /styles?filter=all through the local API over 10,000 styles
 //     (styles.go), on emulators of its own, after a full walk of its pages
 //     is checked to show each visible style once;
+//   - the console's jobs pages (jobspages.go), on emulators of their own:
+//     /app/jobs over 10,000 jobs of a workspace (walking its pages, and by
+//     person; p50 under 30 ms and at most 2 table reads a page beyond the
+//     session's), a job's page and the poll route (reading only the running
+//     jobs it names), signed in through the console; and job creation
+//     billed in compute units through the generate handler in process (a
+//     person's httpapi.Origin, the application's path) against raw
+//     TransactWriteItems of the same items, at least 0.9x (`go run
+//     ./infra/bench jobs` runs just these rows);
 //   - a soak (soak.go): make run's runner, built and started on free
 //     loopback ports with its data in a directory of its own, takes a fixed
 //     rate of mixed creations and reads (-soak-rate, 50 a second) for a
@@ -113,7 +122,7 @@ type soakOptions struct {
 
 // subcommands run one part of the bench alone; without one, every measure
 // runs and the soak's flags apply.
-var subcommands = []string{"enhance", "starts", "creation", "cost"}
+var subcommands = []string{"enhance", "starts", "creation", "cost", "jobs"}
 
 // errSoakFlags: the soak's flags are out of range.
 var errSoakFlags = errors.New("-soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
@@ -136,6 +145,7 @@ func parseArgs(args []string, stderr io.Writer) (sub string, so soakOptions, err
        bench starts     binary sizes and cold starts
        bench creation   job creation through the local API, and DynamoDB Local's ceiling
        bench cost       job runs, webhooks and the cost of a million jobs (DynamoDB by Local's count and by AWS's rules)
+       bench jobs       the console's jobs pages over 10,000 jobs, the poll route, creation in compute units
 flags:`)
 		fs.PrintDefaults()
 	}
@@ -184,6 +194,8 @@ func main() {
 			return runCreation(ctx, root, tmp)
 		case sub == "cost":
 			return runCost(ctx, root, tmp, begin)
+		case sub == "jobs":
+			return runJobsPages(ctx, root)
 		case so.only:
 			return runSoakOnly(ctx, root, tmp, begin, so)
 		}
@@ -249,6 +261,10 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 	if err != nil {
 		return err
 	}
+	jobsPages, err := measureJobsStack(ctx, root, tpl) // jobspages.go
+	if err != nil {
+		return err
+	}
 	var soak *soakReport
 	if so.d > 0 {
 		fmt.Fprintf(os.Stderr, "bench: soak of make run's runner, %d req/s for %s...\n", so.rate, so.d)
@@ -267,6 +283,8 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 	r.costs(runs, hooks.usage, functionMemory(tpl, "SweeperFunction"), costMixes(tpl, runs.usage, enhanced, video, videoErr))
 	r.t.sep()
 	r.styles(styles)
+	r.t.sep()
+	r.jobsPages(jobsPages)
 	r.t.sep()
 	r.webhooks(hooks)
 	r.signing(signs)
@@ -377,6 +395,27 @@ func runCreation(ctx context.Context, root, tmp string) error {
 	}
 	r := &report{t: newReportTable(), host: runtime.GOOS + "/" + runtime.GOARCH}
 	r.load(load)
+	r.t.note("load average (1 min): %s before, %s after.", before, loadAverage())
+	r.t.print(os.Stdout)
+	if r.failed {
+		return errors.New("some checks failed (see the table)")
+	}
+	return nil
+}
+
+// runJobsPages is `go run ./infra/bench jobs`: the jobs pages' rows alone.
+func runJobsPages(ctx context.Context, root string) error {
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return err
+	}
+	before := loadAverage()
+	rep, err := measureJobsStack(ctx, root, tpl)
+	if err != nil {
+		return err
+	}
+	r := &report{t: newReportTable(), host: runtime.GOOS + "/" + runtime.GOARCH}
+	r.jobsPages(rep)
 	r.t.note("load average (1 min): %s before, %s after.", before, loadAverage())
 	r.t.print(os.Stdout)
 	if r.failed {

@@ -135,16 +135,12 @@ type Config struct {
 	// they are on, which the CSP lets images and videos load from.
 	Results       httpapi.ResultURLs
 	ResultsOrigin string
-	// The jobs pages: the endpoints the filter offers (the price list's
-	// paths), the image fields of a request (the catalog's) and the GET
-	// URLs of uploaded inputs (s3url.AssetLinks), the API's cancellation
-	// (lifecycle.Ender, as DELETE /jobs/{id}) and the deliveries queue
-	// "Deliver again" sends to (queue.Deliveries).
-	Endpoints []string
-	Images    jobview.Images
-	Assets    jobview.AssetURLs
-	Cancel    httpapi.Canceller
-	Webhooks  webhook.Scheduler
+	// The jobs pages: the GET URLs of uploaded inputs (s3url.AssetLinks),
+	// the API's cancellation (lifecycle.Ender, as DELETE /jobs/{id}) and
+	// the deliveries queue "Deliver again" sends to (queue.Deliveries).
+	Assets   jobview.AssetURLs
+	Cancel   httpapi.Canceller
+	Webhooks webhook.Scheduler
 }
 
 // Console serves the pages.
@@ -163,8 +159,8 @@ var files embed.FS
 // New checks cfg and parses the templates. It does no I/O.
 func New(cfg Config) (*Console, error) {
 	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Prices == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil ||
-		cfg.Images == nil || cfg.Assets == nil || cfg.Cancel == nil || cfg.Webhooks == nil {
-		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log, Results, Images, Assets, Cancel and Webhooks are required")
+		cfg.Assets == nil || cfg.Cancel == nil || cfg.Webhooks == nil {
+		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log, Results, Assets, Cancel and Webhooks are required")
 	}
 	if o, err := url.Parse(cfg.ResultsOrigin); err != nil || (o.Scheme != "https" && o.Scheme != "http") || o.Host == "" || o.Path != "" || o.RawQuery != "" {
 		return nil, fmt.Errorf("console: the results origin must be an http(s) origin, not %q", cfg.ResultsOrigin)

@@ -19,7 +19,7 @@ const badCursor = "This page link of the jobs list is not valid for this workspa
 // one BatchGetItem of the page's jobs (store.Store.JobsPage).
 func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request, req *request) {
 	values := r.URL.Query()
-	f, problem := jobview.ParseFilter(values, c.Endpoints)
+	f, problem := jobview.ParseFilter(values)
 	if problem != "" {
 		c.fail(w, r, http.StatusBadRequest, problem)
 		return
@@ -41,7 +41,7 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request, req *request)
 		c.internalError(w, r, "list jobs", err)
 		return
 	}
-	data, err := jobview.ListOf(r.Context(), c.Results, page, f, c.Endpoints, Base+"/jobs", c.Clock.Now())
+	data, err := jobview.ListOf(r.Context(), c.Results, page, f, Base+"/jobs", c.Clock.Now())
 	if err != nil {
 		c.internalError(w, r, "show a job", err)
 		return
@@ -95,7 +95,7 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	var data jobview.Page
 	if err == nil {
-		data, err = jobview.PageOf(r.Context(), c.Results, c.Images, c.Assets, j, request, d, req.current.Role.ManagesJobs(), c.Clock.Now())
+		data, err = jobview.PageOf(r.Context(), c.Results, c.Assets, j, request, d, req.current.Role.ManagesJobs(), c.Clock.Now())
 	}
 	if err != nil {
 		c.internalError(w, r, "show a job", err)

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/devstack/devstacktest"
+	"genjobs/internal/asset"
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
 	"genjobs/internal/member"
@@ -106,14 +108,14 @@ func TestJobsPageRefusesFiltersThatDoNotParse(t *testing.T) {
 		t.Fatalf("no next page link:\n%s", between(first.body, `id="jobs"`, "</section>"))
 	}
 	for q, says := range map[string]string{
-		"endpoint=%2Fgenerate%2Fimage%2Fnope%2Fx": "There is no endpoint /generate/image/nope/x.",
-		"source=web":                         "There is no job source web",
-		"status=done":                        "There is no job status done.",
+		"endpoint=not-an-endpoint":          "There is no endpoint not-an-endpoint",
+		"source=web":                        "There is no job source web",
+		"status=done":                       "There is no job status done.",
 		"person=" + url.QueryEscape("a b<"): "The person filter is not a person",
-		"cursor=" + next + "&source=mcp":     "not valid for this workspace and filter",
-		"cursor=" + next:                     "not valid for this workspace and filter",
-		"cursor=%25%25":                      "not valid for this workspace and filter",
-		"source=api&cursor=" + next + "x":    "not valid for this workspace and filter",
+		"cursor=" + next + "&source=mcp":    "not valid for this workspace and filter",
+		"cursor=" + next:                    "not valid for this workspace and filter",
+		"cursor=%25%25":                     "not valid for this workspace and filter",
+		"source=api&cursor=" + next + "x":   "not valid for this workspace and filter",
 	} {
 		p := b.get("/app/jobs?" + q)
 		if p.status != http.StatusBadRequest || !strings.Contains(p.body, says) {
@@ -282,5 +284,32 @@ func TestDeliverAgainAndRoutesAreForOwnersAndAdmins(t *testing.T) {
 	}
 	if d, _ := dels.Delivery(ctx, j.ID); d.State == webhook.Failed && len(d.Attempts) == 0 {
 		t.Errorf("after Deliver again the delivery is still failed with no attempt")
+	}
+}
+
+// TestJobPageShowsInputImages: a job's image inputs are shown, an https
+// URL and an image data URI as they are, an uploaded asset by a presigned
+// URL of the assets bucket under the job's workspace; other fields are not.
+func TestJobPageShowsInputImages(t *testing.T) {
+	s, b := signedIn(t, member.Member)
+	ws, at := devstack.DemoWorkspace, time.Now()
+	assetID := asset.NewID()
+	j := &job.Job{ID: job.NewID(at), WorkspaceID: ws, Status: job.Queued, CreatedAt: at, Endpoint: "/generate/video/vendor-d/model-b-fast",
+		Request: []byte(`{"prompt":"https://not.an.image/x.png","start_image":"https://images.example/start.png","end_image":"` + s.URL + `/assets/` + assetID + `",` +
+			`"reference_images":["data:image/png;base64,iVBORw0KGgo="]}`),
+		Source: job.SourceAPI, CreatedBy: "demo", Price: 40_000}
+	if err := s.Store.CreateJob(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	p := b.get("/app/jobs/" + j.ID)
+	inputs := html.UnescapeString(between(p.body, `id="job-inputs"`, `</div>`))
+	for _, want := range []string{`<img src="https://images.example/start.png" alt="Input start_image"`, `<img src="data:image/png;base64,iVBORw0KGgo=" alt="Input reference_images[0]"`,
+		"/assets/" + ws + "/" + assetID + "?X-Amz-"} {
+		if !strings.Contains(inputs, want) {
+			t.Errorf("the job page's inputs lack %q:\n%s", want, inputs)
+		}
+	}
+	if strings.Contains(inputs, "not.an.image") {
+		t.Error("the prompt is shown as an input image")
 	}
 }

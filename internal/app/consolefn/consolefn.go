@@ -7,7 +7,6 @@
 package consolefn
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"genjobs/internal/app"
@@ -15,13 +14,10 @@ import (
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/billing"
-	"genjobs/internal/billing/prices"
 	"genjobs/internal/blob/s3url"
-	"genjobs/internal/catalog"
 	"genjobs/internal/checkout"
 	"genjobs/internal/cognito"
 	"genjobs/internal/console"
-	"genjobs/internal/console/jobview"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/secrets"
@@ -46,14 +42,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, err := prices.Load([]byte(d.API.PricesJSON))
-	if err != nil {
-		return nil, err
-	}
-	cat, err := catalog.New()
-	if err != nil {
-		return nil, err
-	}
 	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
 	results := d.ResultLinks()
 	// The packs' prices: compute_units_per_usd of the same price file as
@@ -68,7 +56,6 @@ func Build(d app.Deps) (http.Handler, error) {
 	c, err := console.New(console.Config{
 		Store: consoledb.New(st), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase), Prices: conversion(perUSD),
 		Clock: d.Clock, Log: d.Log, AppURL: d.API.AppURL, Results: results, ResultsOrigin: results.Origin(),
-		Endpoints: list.Paths(), Images: Images{cat},
 		Assets:   s3url.NewAssetLinks(s3url.NewPresigner(d.AWS.Credentials, d.AWS.Region, awsclient.Endpoint(d.AWS, "S3")), d.Buckets.Assets),
 		Cancel:   sqswire.Lifecycle(d, st, sqswire.JobQueue(d, sq)),
 		Webhooks: queue.NewDeliveries(sq, d.Webhooks.Queue, d.Webhooks.DLQ),
@@ -83,21 +70,3 @@ func Build(d app.Deps) (http.Handler, error) {
 type conversion int64
 
 func (c conversion) UnitsPerUSD() (int64, error) { return int64(c), nil }
-
-// Images finds a job request's image fields in the catalog's schemas, for
-// the job page's inputs (jobview.Images).
-type Images struct{ Catalog *catalog.Catalog }
-
-// ImageRefs are request's values of fields of format image-ref.
-func (i Images) ImageRefs(endpoint string, request json.RawMessage) []jobview.ImageRef {
-	ep, ok := i.Catalog.ByPath(endpoint)
-	var params map[string]any
-	if !ok || json.Unmarshal(request, &params) != nil {
-		return nil
-	}
-	var out []jobview.ImageRef
-	for _, r := range ep.ImageRefs(params) {
-		out = append(out, jobview.ImageRef{Name: r.Name(), Ref: r.Ref})
-	}
-	return out
-}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,14 +109,38 @@ type Input struct {
 	Ref   string // the value as asked, shortened
 }
 
-// ImageRef is one image-valued value of a request (catalog.ImageRef).
-type ImageRef struct{ Name, Ref string }
-
-// Images finds a request's image-valued values (catalog.Catalog's
-// endpoints' ImageRefs).
-type Images interface {
-	ImageRefs(endpoint string, request json.RawMessage) []ImageRef
+// ImageRefs are a request's image-valued values, by field name and
+// position: the values of its fields of format image-ref, which are the
+// fields whose name holds "image" and whose value is a string or a list
+// of strings (start_image, image_urls, style_images, ...; a test holds
+// the rule to the catalog's schemas, which the console does not link).
+func ImageRefs(request json.RawMessage) []Input {
+	var params map[string]any
+	if json.Unmarshal(request, &params) != nil {
+		return nil
+	}
+	var out []Input
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		if !ImageField(name) {
+			continue
+		}
+		switch v := params[name].(type) {
+		case string:
+			out = append(out, Input{Field: name, Ref: v})
+		case []any:
+			for i, item := range v {
+				if s, ok := item.(string); ok {
+					out = append(out, Input{Field: fmt.Sprintf("%s[%d]", name, i), Ref: s})
+				}
+			}
+		}
+	}
+	return out
 }
+
+// ImageField reports whether a request's field of this name holds images
+// when its value is a string or a list of them.
+func ImageField(name string) bool { return strings.Contains(name, "image") }
 
 // AssetURLs mints a GET URL of one of a workspace's uploaded assets
 // (s3url.AssetLinks).
@@ -126,10 +152,10 @@ type AssetURLs interface {
 // can show them under the console's CSP: https URLs and image data URIs as
 // they are, the workspace's own assets by a presigned URL (an asset URL
 // names the asset only; its bytes live under the job's workspace).
-func Inputs(ctx context.Context, images Images, assets AssetURLs, j *job.Job, request json.RawMessage) ([]Input, error) {
+func Inputs(ctx context.Context, assets AssetURLs, j *job.Job, request json.RawMessage) ([]Input, error) {
 	var out []Input
-	for _, ref := range images.ImageRefs(j.Endpoint, request) {
-		in := Input{Field: ref.Name, Ref: ref.Ref}
+	for _, ref := range ImageRefs(request) {
+		in := Input{Field: ref.Field, Ref: ref.Ref}
 		if len(in.Ref) > 96 {
 			in.Ref = in.Ref[:96] + "…"
 		}

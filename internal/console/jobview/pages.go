@@ -23,10 +23,12 @@ var Sources = []string{job.SourceAPI, job.SourceMCP, job.SourceApp}
 // personID is what a person filter may hold: a user id (Cognito's sub).
 var personID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// ParseFilter reads the list's filters from a query; endpoints are the
-// endpoint filter's choices. A value that names nothing gives the message
-// a 400 page says.
-func ParseFilter(values url.Values, endpoints []string) (job.Filter, string) {
+// endpointPath is what an endpoint filter may hold: an endpoint's path.
+var endpointPath = regexp.MustCompile(`^/generate/[a-z0-9-]{1,64}/[a-z0-9-]{1,64}/[a-z0-9.-]{1,64}$`)
+
+// ParseFilter reads the list's filters from a query. A value that does not
+// parse gives the message a 400 page says.
+func ParseFilter(values url.Values) (job.Filter, string) {
 	var f job.Filter
 	if v := values.Get("status"); v != "" {
 		st, known := job.ParseStatus(v)
@@ -36,8 +38,8 @@ func ParseFilter(values url.Values, endpoints []string) (job.Filter, string) {
 		f.Status = st
 	}
 	if v := values.Get("endpoint"); v != "" {
-		if !slices.Contains(endpoints, v) {
-			return f, "There is no endpoint " + v + "."
+		if !endpointPath.MatchString(v) {
+			return f, "There is no endpoint " + v + ": an endpoint is a path such as /generate/image/vendor-b/model-e-4."
 		}
 		f.Endpoint = v
 	}
@@ -82,7 +84,7 @@ type List struct {
 	Filter    job.Filter
 	Filtered  bool
 	Statuses  []job.Status
-	Endpoints []string
+	Endpoints []string // those of the page's jobs, for the endpoint filter
 	Sources   []string
 	People    []Person // who made the page's jobs, for the person filter
 	Next      string   // the next page's URL, "" on the last
@@ -91,10 +93,14 @@ type List struct {
 }
 
 // ListOf lays page out for the list at base (the list's path), its
-// outputs' URLs minted by urls; endpoints are the endpoint filter's
-// choices.
-func ListOf(ctx context.Context, urls httpapi.ResultURLs, page job.Page, f job.Filter, endpoints []string, base string, now time.Time) (List, error) {
-	l := List{Filter: f, Filtered: f != job.Filter{}, Statuses: job.Statuses, Endpoints: endpoints, Sources: Sources}
+// outputs' URLs minted by urls. The endpoint and person filters offer the
+// page's jobs' endpoints and people (reading every endpoint or person
+// would be a third read, or link the catalog), and the current filter's.
+func ListOf(ctx context.Context, urls httpapi.ResultURLs, page job.Page, f job.Filter, base string, now time.Time) (List, error) {
+	l := List{Filter: f, Filtered: f != job.Filter{}, Statuses: job.Statuses, Sources: Sources}
+	if f.Endpoint != "" {
+		l.Endpoints = append(l.Endpoints, f.Endpoint)
+	}
 	seen := map[string]bool{}
 	if f.Person != "" {
 		l.People = append(l.People, Person{ID: f.Person, Email: f.Person})
@@ -107,6 +113,9 @@ func ListOf(ctx context.Context, urls httpapi.ResultURLs, page job.Page, f job.F
 		}
 		r := ListRow{Job: v, Row: RowOf(v, now)}
 		l.Running = l.Running || r.Running
+		if j.Endpoint != "" && !slices.Contains(l.Endpoints, j.Endpoint) {
+			l.Endpoints = append(l.Endpoints, j.Endpoint)
+		}
 		l.Jobs = append(l.Jobs, r)
 		switch {
 		case j.PersonID == "":
@@ -117,6 +126,7 @@ func ListOf(ctx context.Context, urls httpapi.ResultURLs, page job.Page, f job.F
 			l.People = append(l.People, Person{ID: j.PersonID, Email: j.CreatedBy})
 		}
 	}
+	slices.Sort(l.Endpoints)
 	if page.NextCursor != "" {
 		next := Query(f)
 		next.Set("cursor", page.NextCursor)
@@ -193,13 +203,13 @@ type Page struct {
 // PageOf is j's page: its request's details and input images, its row
 // at now, its history and its delivery (nil without one). Without
 // manages (a member) the route is left out.
-func PageOf(ctx context.Context, urls httpapi.ResultURLs, images Images, assets AssetURLs, j *job.Job, request []byte, d *webhook.Delivery, manages bool, now time.Time) (Page, error) {
+func PageOf(ctx context.Context, urls httpapi.ResultURLs, assets AssetURLs, j *job.Job, request []byte, d *webhook.Delivery, manages bool, now time.Time) (Page, error) {
 	p := Page{Manages: manages, History: History(j), Delivery: d}
 	var err error
 	if p.Job, err = Show(ctx, urls, j, request); err != nil {
 		return Page{}, err
 	}
-	if p.Inputs, err = Inputs(ctx, images, assets, j, request); err != nil {
+	if p.Inputs, err = Inputs(ctx, assets, j, request); err != nil {
 		return Page{}, err
 	}
 	p.Row = RowOf(p.Job, now)
