@@ -45,7 +45,7 @@ var links = map[string][]string{
 	"lightworker":   {dynamoDB, sqsClient, s3Client, catalog, validator, engines},
 	"provider":      {dynamoDB, sqsClient, s3Client, secrets, catalog, validator},
 	"callbacks":     {dynamoDB, sqsClient, s3Client, secrets, catalog, validator},
-	"mcp":           {dynamoDB, sqsClient, catalog, validator},
+	"mcp":           {dynamoDB, sqsClient, kmsClient, catalog, validator},
 	"console":       {dynamoDB, sqsClient, secrets, cognito, stripeGo},
 	"stripewebhook": {dynamoDB, secrets, stripeGo},
 }

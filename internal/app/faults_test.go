@@ -102,12 +102,19 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	oauthKey, err := testenv.KMS(t).CreateKey(ctx, &awskms.CreateKeyInput{
+		KeySpec: kmstypes.KeySpecEccNistP256, KeyUsage: kmstypes.KeyUsageTypeSignVerify,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{
 		"TABLE_NAME": table, "JOBS_QUEUE_URL": jobsURL, "JOBS_DLQ_URL": jobsDLQ,
 		"DELIVERIES_QUEUE_URL": delURL, "DELIVERIES_DLQ_URL": delDLQ,
 		"RESULTS_BUCKET": testenv.NewBucket(t), "ASSETS_BUCKET": testenv.NewBucket(t),
 		"BASE_URL": "https://api.test", "APP_URL": "https://app.test", "ALLOW_PRIVATE_DESTINATIONS": "true",
 		"SIGNING_KEY_ID": aws.ToString(key.KeyMetadata.Arn), "WEBHOOK_SCHEDULE": "1s,2s",
+		"OAUTH_SIGNING_KEY_ID": aws.ToString(oauthKey.KeyMetadata.Arn),
 	}
 	s.d, err = app.Config(func(k string) string { return env[k] })
 	if err != nil {

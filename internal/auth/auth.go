@@ -68,6 +68,9 @@ type Principal struct {
 	// creations are billed in compute units.
 	PersonID string
 	Email    string
+	// GrantID is the OAuth connection an access token belongs to, for a
+	// person acting through one (docs/mcp.md); empty otherwise.
+	GrantID string
 }
 
 // UserID is the API's user identity inside its workspace (docs/api.md, "Styles").
@@ -118,13 +121,23 @@ type Authenticator struct {
 	Dir Directory
 	// Uses, when set, records each token's last use (at most once an hour).
 	Uses *Uses
+	// OAuth, when set, lets Authenticate take the access tokens of OAuth
+	// connections where the request reached their resource (WithResource).
+	OAuth *OAuth
 }
 
 // Authenticate returns the principal of an Authorization header value, or
 // ErrUnauthenticated / ErrAPIDisabled, or a storage error (a 500, not a 401).
+// The header's bearer token is an API token or, at a protected resource
+// with OAuth set, an access token (oauth.go): the person it acts for.
 func (a Authenticator) Authenticate(ctx context.Context, header string) (Principal, error) {
 	token, ok := bearer(header)
 	if !ok {
+		if r, at := resourceOf(ctx); at && a.OAuth != nil {
+			if access, ok := accessToken(header); ok {
+				return a.authenticateAccess(ctx, r, access)
+			}
+		}
 		return Principal{}, ErrUnauthenticated
 	}
 	t, err := a.Dir.TokenByHash(ctx, Hash(token))

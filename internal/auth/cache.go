@@ -20,7 +20,9 @@ const maxCached = 4096
 
 // Cache is a Directory that remembers what another Directory answered, for
 // MaxCacheAge, so that a function instance reads a token and its workspace
-// once every 5 seconds instead of on every request. Only records found are
+// once every 5 seconds instead of on every request. WithConnections makes
+// it the Connections of OAuth access tokens too: a grant and a membership
+// are remembered as long, no longer. Only records found are
 // remembered: an unknown token is asked about every time (a token just
 // created works at once), and so is anything after a storage error. Safe
 // for concurrent use.
@@ -30,6 +32,10 @@ type Cache struct {
 	mu         sync.Mutex
 	tokens     map[string]cached[Token]
 	workspaces map[string]cached[Workspace]
+
+	conns   Connections // nil: Grant and Member find nothing
+	grants  map[string]cached[Grant]
+	members map[string]cached[Member]
 }
 
 type cached[T any] struct {
@@ -39,7 +45,33 @@ type cached[T any] struct {
 
 // NewCache remembers dir's answers by the time c tells.
 func NewCache(dir Directory, c clock.Clock) *Cache {
-	return &Cache{dir: dir, clock: c, tokens: map[string]cached[Token]{}, workspaces: map[string]cached[Workspace]{}}
+	return &Cache{dir: dir, clock: c, tokens: map[string]cached[Token]{}, workspaces: map[string]cached[Workspace]{},
+		grants: map[string]cached[Grant]{}, members: map[string]cached[Member]{}}
+}
+
+// WithConnections makes c remember conns' answers as well, and returns c.
+// Set it before c is used.
+func (c *Cache) WithConnections(conns Connections) *Cache {
+	c.conns = conns
+	return c
+}
+
+// Grant implements Connections: a revoked grant is refused at most
+// MaxCacheAge after its revocation.
+func (c *Cache) Grant(ctx context.Context, id string) (Grant, error) {
+	if c.conns == nil {
+		return Grant{}, ErrNotFound
+	}
+	return remember(c, c.grants, id, func() (Grant, error) { return c.conns.Grant(ctx, id) })
+}
+
+// Member implements Connections: a removed member is refused at most
+// MaxCacheAge after the removal.
+func (c *Cache) Member(ctx context.Context, ws, user string) (Member, error) {
+	if c.conns == nil {
+		return Member{}, ErrNotFound
+	}
+	return remember(c, c.members, ws+"\x00"+user, func() (Member, error) { return c.conns.Member(ctx, ws, user) })
 }
 
 // TokenByHash implements Directory.

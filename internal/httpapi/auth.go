@@ -17,6 +17,13 @@ type Authenticator interface {
 // request may not go on. A 401 names the scheme it wants (RFC 6750), as MCP
 // clients expect of a server that takes bearer tokens.
 func authenticate(a Authenticator, w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+	return authenticateWith(a, w, r, func(bool) string { return "Bearer" })
+}
+
+// authenticateWith is authenticate whose 401s carry challenge(sent) as
+// their WWW-Authenticate, sent saying whether the request had an
+// Authorization header (a token that was refused).
+func authenticateWith(a Authenticator, w http.ResponseWriter, r *http.Request, challenge func(sent bool) string) (auth.Principal, bool) {
 	if o, ok := OriginOf(r.Context()); ok && o.Person != nil {
 		// An in-process caller that signed the person in: no token.
 		return auth.Principal{WorkspaceID: o.Person.WorkspaceID, PersonID: o.Person.UserID, Email: o.Person.Email}, true
@@ -26,10 +33,10 @@ func authenticate(a Authenticator, w http.ResponseWriter, r *http.Request) (auth
 	case err == nil:
 		return p, true
 	case errors.Is(err, auth.ErrUnauthenticated):
-		w.Header().Set("WWW-Authenticate", "Bearer")
+		w.Header().Set("WWW-Authenticate", challenge(r.Header.Get("Authorization") != ""))
 		writeError(w, http.StatusUnauthorized, msgUnauthenticated)
 	case errors.Is(err, auth.ErrAPIDisabled):
-		w.Header().Set("WWW-Authenticate", "Bearer")
+		w.Header().Set("WWW-Authenticate", challenge(true))
 		writeError(w, http.StatusUnauthorized, msgAPIDisabled)
 	default:
 		internalError(w, r, "authenticate", err)

@@ -38,6 +38,13 @@ func Authenticate(a Authenticator, w http.ResponseWriter, r *http.Request) (auth
 	return authenticate(a, w, r)
 }
 
+// AuthenticateWith is Authenticate whose 401s carry challenge(sent) as
+// their WWW-Authenticate (sent: the request had an Authorization header):
+// a protected resource's, which leads a client to its authorization server.
+func AuthenticateWith(a Authenticator, w http.ResponseWriter, r *http.Request, challenge func(sent bool) string) (auth.Principal, bool) {
+	return authenticateWith(a, w, r, challenge)
+}
+
 // PublicBaseURL is the API's public address: the configured one, or the
 // domain the request reached.
 func PublicBaseURL(configured string, r *http.Request) string { return publicBaseURL(configured, r) }

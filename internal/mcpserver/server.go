@@ -21,10 +21,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"genjobs/internal/auth"
 	"genjobs/internal/catalog"
 	"genjobs/internal/clock"
 	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/job"
+	"genjobs/internal/mcpauth"
 	"genjobs/internal/openapi"
 )
 
@@ -61,7 +64,16 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Version is the server's version as initialize reports it.
 	Version string
+	// BaseURL is the service's public address (BASE_URL; empty: the
+	// domain the request reached): OAuth access tokens must be issued by
+	// it for {BaseURL}/mcp, and a 401 names its protected resource
+	// metadata.
+	BaseURL string
 }
+
+// mcpPath is the server's path: {base_url}/mcp is the resource OAuth
+// access tokens are for.
+const mcpPath = "/mcp"
 
 // Name is the server's name as initialize reports it.
 const Name = "genjobs"
@@ -89,7 +101,7 @@ func New(c Config) (http.Handler, error) {
 	if c.Version == "" {
 		c.Version = "1"
 	}
-	return &front{auth: c.Auth, build: func() (http.Handler, error) {
+	return &front{auth: c.Auth, base: c.BaseURL, build: func() (http.Handler, error) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Generation job service", Version: c.Version},
 			&mcp.ServerOptions{Instructions: instructions})
 		t := &tools{Config: c}
@@ -101,7 +113,8 @@ func New(c Config) (http.Handler, error) {
 	}}, nil
 }
 
-const instructions = "Create media generation jobs (image enhancement, images, videos, 3D models) billed to the API balance of the token's workspace, " +
+const instructions = "Create media generation jobs (image enhancement, images, videos, 3D models) billed to the workspace you connected with: " +
+	"in USD from its API balance with an API token, in compute units with a connection you signed in to. " +
 	"and follow them. A generation tool answers the job at once; pass wait_seconds (up to 20) to wait for it within the call, " +
 	"or call wait_job or get_job later. A completed job's results are resource links: presigned download URLs valid for an hour. " +
 	"list_models says what each model makes and costs."
@@ -112,6 +125,7 @@ const instructions = "Create media generation jobs (image enhancement, images, v
 // old protocol version).
 type front struct {
 	auth  httpapi.Authenticator
+	base  string // Config.BaseURL
 	build func() (http.Handler, error)
 
 	once sync.Once
@@ -134,8 +148,20 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusMethodNotAllowed, msgMethod)
 		return
 	}
-	if _, ok := httpapi.Authenticate(f.auth, w, r); !ok {
+	// /mcp is the protected resource of OAuth connections: its requests
+	// carry an API token or an access token for it, and its 401s lead a
+	// client to sign in (docs/mcp.md, "Signing in with OAuth: what is built").
+	base := strings.TrimSuffix(httpapi.PublicBaseURL(f.base, r), "/")
+	r = r.WithContext(auth.WithResource(r.Context(), auth.Resource{Issuer: base, Audience: base + mcpPath}))
+	p, ok := httpapi.AuthenticateWith(f.auth, w, r, func(sent bool) string { return mcpauth.Challenge(base, sent) })
+	if !ok {
 		return
+	}
+	if p.PersonID != "" {
+		// An OAuth connection: the tools act for the person in the
+		// token's workspace, in compute units, without a token of the API.
+		r = r.WithContext(httpapi.WithOrigin(r.Context(), httpapi.Origin{Source: job.SourceMCP,
+			Person: &httpapi.Person{WorkspaceID: p.WorkspaceID, UserID: p.PersonID, Email: p.Email}}))
 	}
 	body, err := readBounded(r, MaxBodyBytes)
 	if errors.Is(err, errTooLarge) {

@@ -127,7 +127,7 @@ func (t *tools) describe(e *catalog.Endpoint) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s: makes %s. %s Price: %s (reserved from the API balance at creation, charged only if the job completes). "+
+	return fmt.Sprintf("%s: makes %s. %s Price: %s (reserved at creation, charged only if the job completes: from the API balance with an API token, in compute units through a signed-in connection). "+
 		"A job usually takes %s. Creates a job (POST %s) and answers its record; set wait_seconds to wait for it within the call, "+
 		"or follow it with wait_job or get_job. A completed job's result files are resource links.",
 		e.Summary, e.Makes(), e.Description, price, e.Takes, e.Path()), nil

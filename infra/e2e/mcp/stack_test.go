@@ -27,6 +27,7 @@ import (
 	"genjobs/internal/billing/prices"
 	"genjobs/internal/catalog"
 	"genjobs/internal/job"
+	"genjobs/internal/mcpauth"
 	"genjobs/internal/mcpserver"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/testenv"
@@ -225,8 +226,11 @@ func TestUnauthenticatedRequestsGet401BeforeAnyJSONRPCIsRead(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			status, h, body := post(t, s, c.token, c.body)
-			if status != http.StatusUnauthorized || h.Get("WWW-Authenticate") != "Bearer" || errorOf(t, body) != c.want {
-				t.Errorf("got %d, WWW-Authenticate %q, %s; want 401, Bearer, %q", status, h.Get("WWW-Authenticate"), body, c.want)
+			// The challenge leads an OAuth client to sign in; a refused
+			// token is named invalid.
+			challenge := mcpauth.Challenge(s.URL, c.token != "")
+			if status != http.StatusUnauthorized || h.Get("WWW-Authenticate") != challenge || errorOf(t, body) != c.want {
+				t.Errorf("got %d, WWW-Authenticate %q, %s; want 401, %s, %q", status, h.Get("WWW-Authenticate"), body, challenge, c.want)
 			}
 		})
 	}

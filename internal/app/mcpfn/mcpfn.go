@@ -1,29 +1,45 @@
 // Package mcpfn wires the MCP function: POST /mcp, the API as MCP tools.
 // Its tools call the REST routes' own handlers in process, so it links what
 // the generate, jobs, usage and styles functions link, on one table client
-// and one authentication cache.
+// and one authentication cache. That cache also answers for the access
+// tokens of OAuth connections: verified with the access-token key's public
+// half (read from KMS on first use), their grants and their people's
+// memberships read from the table.
 package mcpfn
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
 	"genjobs/internal/app"
 	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/jobsfn"
+	"genjobs/internal/app/kmswire"
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/app/stylesfn"
 	"genjobs/internal/app/usagefn"
+	"genjobs/internal/auth"
 	"genjobs/internal/httpapi"
+	"genjobs/internal/mcpauth"
 	"genjobs/internal/mcpserver"
+	"genjobs/internal/member"
+	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/oauthdb"
 )
 
 // Build builds the MCP function's handler.
 func Build(d app.Deps) (http.Handler, error) {
+	if err := app.Require(map[string]string{"OAUTH_SIGNING_KEY_ID": d.Signing.OAuthKeyID}); err != nil {
+		return nil, err
+	}
 	jobsAPI, err := sqswire.NewJobsAPI(d)
 	if err != nil {
 		return nil, err
 	}
+	jobsAPI.Auth = oauthAuthenticator(d, jobsAPI.Store)
 	st, auth := jobsAPI.Store, jobsAPI.Auth
 	gen, err := generatefn.Handler(d, jobsAPI)
 	if err != nil {
@@ -45,7 +61,8 @@ func Build(d app.Deps) (http.Handler, error) {
 	if !ok {
 		return nil, errors.New("mcp: the generate handler's price list cannot describe its rules")
 	}
-	server, err := mcpserver.New(mcpserver.Config{API: api, Auth: auth, Catalog: gen.Catalog, Prices: rules, Clock: d.Clock})
+	server, err := mcpserver.New(mcpserver.Config{API: api, Auth: auth, Catalog: gen.Catalog, Prices: rules, Clock: d.Clock,
+		BaseURL: d.API.BaseURL})
 	if err != nil {
 		return nil, err
 	}
@@ -53,4 +70,44 @@ func Build(d app.Deps) (http.Handler, error) {
 	mux.Handle("/mcp", server)
 	mux.Handle("/", httpapi.NotFound())
 	return httpapi.Middleware(d.Log, mux), nil
+}
+
+// oauthAuthenticator is the API's authenticator (dynamodbwire.API) that also
+// takes OAuth access tokens at /mcp: one cache of MaxCacheAge for API
+// tokens, workspaces, grants and memberships.
+func oauthAuthenticator(d app.Deps, st *store.Store) auth.Authenticator {
+	accounts := accountsdb.New(st)
+	cache := auth.NewCache(accounts, d.Clock).WithConnections(connections{grants: oauthdb.New(st), members: consoledb.New(st)})
+	tokens := &mcpauth.Tokens{Key: kmswire.Signer(d, d.Signing.OAuthKeyID), Clock: d.Clock}
+	return auth.Authenticator{Dir: cache, Uses: auth.NewUses(accounts, d.Clock),
+		OAuth: &auth.OAuth{Tokens: tokens, Connections: cache}}
+}
+
+// connections adapts the grants' and the memberships' stores to
+// auth.Connections.
+type connections struct {
+	grants  *oauthdb.DB
+	members *consoledb.DB
+}
+
+func (c connections) Grant(ctx context.Context, id string) (auth.Grant, error) {
+	g, err := c.grants.Grant(ctx, id)
+	if errors.Is(err, oauthdb.ErrNotFound) {
+		return auth.Grant{}, auth.ErrNotFound
+	}
+	if err != nil {
+		return auth.Grant{}, err
+	}
+	return auth.Grant{ID: g.ID, UserID: g.UserID, WorkspaceID: g.WorkspaceID, Revoked: !g.Live()}, nil
+}
+
+func (c connections) Member(ctx context.Context, ws, user string) (auth.Member, error) {
+	m, err := c.members.Membership(ctx, ws, user)
+	if errors.Is(err, member.ErrNotMember) {
+		return auth.Member{}, auth.ErrNotFound
+	}
+	if err != nil {
+		return auth.Member{}, err
+	}
+	return auth.Member{WorkspaceID: m.WorkspaceID, UserID: m.UserID, Email: m.Email}, nil
 }
