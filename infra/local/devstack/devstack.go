@@ -412,10 +412,15 @@ func (s *Stack) provisioned(id string) (string, bool) {
 
 // Functions builds the handler of every function of tpl, as Lambda would at
 // init, each with the Environment the template gives it: no function is
-// listed here: the template and Functions decide.
+// listed here: the template and Functions decide. A function without
+// events is deployed but nothing invokes it (a function whose routes come
+// later): there is nothing to play, so it is not built.
 func (s *Stack) Functions(tpl *sam.Template, log *slog.Logger) (map[string]triggers.Handlers, error) {
 	out := map[string]triggers.Handlers{}
 	for _, f := range tpl.Functions() {
+		if len(f.Events) == 0 {
+			continue
+		}
 		h, err := s.Function(tpl, f.LogicalID, log)
 		if err != nil {
 			return nil, err
