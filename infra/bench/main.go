@@ -47,6 +47,11 @@
 //     person's httpapi.Origin, the application's path) against raw
 //     TransactWriteItems of the same items, at least 0.9x (`go run
 //     ./infra/bench jobs` runs just these rows);
+//   - MCP over OAuth (oauthmcp.go), on emulators of its own: get_job
+//     through /mcp with an OAuth access token and with an API token,
+//     interleaved one for one, the first's p50 at most 1.2x the second's;
+//     and the token endpoint's code exchanges and refreshes, p50 under 50
+//     ms (`go run ./infra/bench oauth` runs just these rows);
 //   - a soak (soak.go): make run's runner, built and started on free
 //     loopback ports with its data in a directory of its own, takes a fixed
 //     rate of mixed creations and reads (-soak-rate, 50 a second) for a
@@ -122,7 +127,7 @@ type soakOptions struct {
 
 // subcommands run one part of the bench alone; without one, every measure
 // runs and the soak's flags apply.
-var subcommands = []string{"enhance", "starts", "creation", "cost", "jobs"}
+var subcommands = []string{"enhance", "starts", "creation", "cost", "jobs", "oauth"}
 
 // errSoakFlags: the soak's flags are out of range.
 var errSoakFlags = errors.New("-soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
@@ -146,6 +151,7 @@ func parseArgs(args []string, stderr io.Writer) (sub string, so soakOptions, err
        bench creation   job creation through the local API, and DynamoDB Local's ceiling
        bench cost       job runs, webhooks and the cost of a million jobs (DynamoDB by Local's count and by AWS's rules)
        bench jobs       the console's jobs pages over 10,000 jobs, the poll route, creation in compute units
+       bench oauth      an MCP tool call with an OAuth access token beside an API token; the token endpoint
 flags:`)
 		fs.PrintDefaults()
 	}
@@ -196,6 +202,8 @@ func main() {
 			return runCost(ctx, root, tmp, begin)
 		case sub == "jobs":
 			return runJobsPages(ctx, root)
+		case sub == "oauth":
+			return runOAuthMCP(ctx, root)
 		case so.only:
 			return runSoakOnly(ctx, root, tmp, begin, so)
 		}
@@ -265,6 +273,14 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 	if err != nil {
 		return err
 	}
+	var oauth *oauthReport
+	err = withStack(ctx, root, "bench-oauth-", func(local *devstack.Stack) error { // oauthmcp.go
+		oauth, err = measureOAuthMCP(ctx, tpl, local)
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	var soak *soakReport
 	if so.d > 0 {
 		fmt.Fprintf(os.Stderr, "bench: soak of make run's runner, %d req/s for %s...\n", so.rate, so.d)
@@ -285,6 +301,8 @@ func run(ctx context.Context, root, tmp string, begin time.Time, so soakOptions)
 	r.styles(styles)
 	r.t.sep()
 	r.jobsPages(jobsPages)
+	r.t.sep()
+	r.oauthMCP(oauth)
 	r.t.sep()
 	r.webhooks(hooks)
 	r.signing(signs)
