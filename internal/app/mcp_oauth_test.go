@@ -14,8 +14,10 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"genjobs/internal/app/mcpfn"
+	"genjobs/internal/awsclient"
 	"genjobs/internal/billing"
 	"genjobs/internal/clock"
+	"genjobs/internal/emulator"
 	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/job"
 	"genjobs/internal/member"
@@ -314,5 +316,62 @@ func TestMCPRefusesARevokedConnectionOrARemovedMemberWithinFiveSeconds(t *testin
 			o.clock.T = o.clock.T.Add(5 * time.Second)
 			o.want401("5 s after", func() answer { return o.call(bearer, "list_jobs", args) }, challengeBadToken)
 		})
+	}
+}
+
+// A connection's grant and its person's membership are read through the
+// authentication cache: within 5 seconds of a read, calls read neither
+// (an outage of the table's grant and membership items goes unnoticed);
+// after that, the outage is the API's 503 with Retry-After, never a 401
+// that would send the client to sign in again.
+func TestAnAccessTokensConnectionIsReadOnceInFiveSecondsAndItsOutageIsA503(t *testing.T) {
+	for _, item := range []string{"OAUTHGRANT#", "MEMBER#" + oauthPerson} {
+		t.Run(item, func(t *testing.T) {
+			o := newOAuthStack(t)
+			bearer := "Bearer " + o.issue(o.signer, o.claims())
+			args := map[string]any{"limit": 1}
+			if isError, text := toolResult(t, o.call(bearer, "list_jobs", args)); isError {
+				t.Fatalf("before: %q", text)
+			}
+			o.table.SetIf("GetItem", item, testenv.Unavailable)
+			o.clock.T = o.clock.T.Add(5*time.Second - time.Millisecond)
+			if isError, text := toolResult(t, o.call(bearer, "list_jobs", args)); isError {
+				t.Errorf("within 5 s: %q", text)
+			}
+			if n := o.table.Failed("GetItem"); n != 0 {
+				t.Errorf("within 5 s, %d reads of %s; want none", n, item)
+			}
+			o.clock.T = o.clock.T.Add(time.Millisecond)
+			out := o.call(bearer, "list_jobs", args)
+			want503(t, "the table down 5 s later", out)
+			if o.table.Failed("GetItem") == 0 {
+				t.Errorf("no read of %s was failed: the 503 came from elsewhere", item)
+			}
+		})
+	}
+}
+
+// The access-token key's public half is read from KMS on the first access
+// token, not at start: while KMS is down that call is the API's 503 (never
+// a 401), API tokens work meanwhile, and the next call after KMS is back
+// succeeds.
+func TestTheAccessTokenKeyIsReadOnFirstUseAndItsOutageIsA503(t *testing.T) {
+	o := newOAuthStack(t)
+	kms := testenv.NewFaults(t, testenv.MotoEndpoint())
+	o.d.AWS = emulator.FunctionConfig(awsclient.Endpoints{"DynamoDB": o.table.URL, "SQS": o.queues.URL, "S3": o.queues.URL, "KMS": kms.URL})
+	kms.Set("GetPublicKey", testenv.Unavailable)
+	o.h = o.build(mcpfn.Build) // no KMS call at start
+	bearer := "Bearer " + o.issue(o.signer, o.claims())
+	args := map[string]any{"limit": 1}
+	if isError, text := toolResult(t, o.call("Bearer "+o.token, "list_jobs", args)); isError {
+		t.Errorf("an API token while KMS is down: %q", text)
+	}
+	want503(t, "an access token while KMS is down", o.call(bearer, "list_jobs", args))
+	if kms.Failed("GetPublicKey") == 0 {
+		t.Error("no GetPublicKey was failed: the 503 came from elsewhere")
+	}
+	kms.Clear()
+	if isError, text := toolResult(t, o.call(bearer, "list_jobs", args)); isError {
+		t.Errorf("KMS back: %q", text)
 	}
 }
