@@ -16,6 +16,7 @@
 package app
 
 import (
+	"net/http"
 	"os"
 
 	"genjobs/internal/awsclient"
@@ -32,6 +33,18 @@ func FromEnv() (Deps, error) {
 	}
 	d.AWS = awsclient.FromEnv(os.Getenv)
 	return d, nil
+}
+
+// AssetPuts stores uploaded assets by presigned PUTs, without the S3
+// client (package s3url), for the console's playground, which stores an
+// upload now and then through POST /assets's handler.
+func (d Deps) AssetPuts() s3url.AssetPuts {
+	var hc s3url.Doer = http.DefaultClient
+	if d.AWS.HTTPClient != nil {
+		hc = d.Retries.S3.HTTPClient(d.AWS.HTTPClient)
+	}
+	return s3url.AssetPuts{Presigner: s3url.NewPresigner(d.AWS.Credentials, d.AWS.Region, awsclient.Endpoint(d.AWS, "S3")),
+		Bucket: d.Buckets.Assets, HTTP: hc}
 }
 
 // ResultLinks mints result URLs without the S3 client, for the functions

@@ -29,11 +29,13 @@ import (
 
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
+	"genjobs/internal/catalog"
 	"genjobs/internal/checkout"
 	"genjobs/internal/clock"
 	"genjobs/internal/cognito"
 	"genjobs/internal/console/jobview"
 	"genjobs/internal/console/pages"
+	"genjobs/internal/console/playground"
 	"genjobs/internal/fault"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/member"
@@ -110,11 +112,10 @@ type Payments interface {
 	CreateSession(ctx context.Context, r checkout.SessionRequest) (checkout.Session, error)
 }
 
-// Prices is the price file (prices.List): the billing page's packs are
-// priced at its compute_units_per_usd.
-type Prices interface {
-	UnitsPerUSD() (int64, error)
-}
+// Prices is the API's price list (prices.List): the billing page's packs
+// are priced at its compute_units_per_usd, the models pages show its
+// rules, the playground prices what is filled in with it.
+type Prices = playground.Prices
 
 // Config builds a Console.
 type Config struct {
@@ -141,6 +142,12 @@ type Config struct {
 	Assets   jobview.AssetURLs
 	Cancel   httpapi.Canceller
 	Webhooks webhook.Scheduler
+	// The models pages: the API's catalog; API serves POST /generate/...
+	// and POST /assets (the generate and assets functions' handlers, which
+	// a run calls in process); APIURL is the snippets' (BASE_URL).
+	API     http.Handler
+	Catalog *catalog.Catalog
+	APIURL  string
 }
 
 // Console serves the pages.
@@ -151,6 +158,7 @@ type Console struct {
 	css    string // the stylesheet's URL, with its hash for caching
 	js     string
 	jobsJS string // the jobs pages' script: live rows
+	playJS string // the playground's script
 }
 
 //go:embed assets/*
@@ -159,8 +167,8 @@ var files embed.FS
 // New checks cfg and parses the templates. It does no I/O.
 func New(cfg Config) (*Console, error) {
 	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Prices == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil ||
-		cfg.Assets == nil || cfg.Cancel == nil || cfg.Webhooks == nil {
-		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log, Results, Assets, Cancel and Webhooks are required")
+		cfg.Assets == nil || cfg.Cancel == nil || cfg.Webhooks == nil || cfg.API == nil || cfg.Catalog == nil {
+		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log, Results, Assets, Cancel, Webhooks, API and Catalog are required")
 	}
 	if o, err := url.Parse(cfg.ResultsOrigin); err != nil || (o.Scheme != "https" && o.Scheme != "http") || o.Host == "" || o.Path != "" || o.RawQuery != "" {
 		return nil, fmt.Errorf("console: the results origin must be an http(s) origin, not %q", cfg.ResultsOrigin)
@@ -188,6 +196,9 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	if c.jobsJS, err = assetURL("jobs.js"); err != nil {
+		return nil, err
+	}
+	if c.playJS, err = assetURL("playground.js"); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -226,6 +237,11 @@ func (c *Console) Routes() http.Handler {
 	mux.HandleFunc("GET "+Base+"/jobs/{id}", c.page(c.jobPage))
 	mux.HandleFunc("POST "+Base+"/jobs/{id}/cancel", c.form(c.cancelJob, anyRole))
 	mux.HandleFunc("POST "+Base+"/jobs/{id}/deliver-again", c.form(c.deliverAgain, member.Role.ManagesJobs))
+
+	mux.HandleFunc("GET "+Base+"/models", c.page(c.modelsPage))
+	mux.HandleFunc("GET "+Base+"/models/{kind}/{vendor}/{model}", c.page(c.playgroundPage))
+	mux.HandleFunc("GET "+Base+"/models/{kind}/{vendor}/{model}/price", c.page(c.priceRoute))
+	mux.HandleFunc("POST "+Base+"/models/{kind}/{vendor}/{model}", playground.WithFiles(c.fail, c.form(c.run, anyRole)))
 
 	mux.HandleFunc("GET "+Base+"/settings/api-tokens", c.page(c.tokensPage))
 	mux.HandleFunc("POST "+Base+"/settings/api-tokens", c.form(c.createToken, member.Role.ManagesTokens))
@@ -290,8 +306,8 @@ func mediaSources(results string) string {
 
 func (c *Console) asset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	types := map[string]string{"app.css": "text/css; charset=utf-8", "copy.js": "text/javascript; charset=utf-8",
-		"jobs.js": "text/javascript; charset=utf-8", "logo.svg": "image/svg+xml"}
+	js := "text/javascript; charset=utf-8"
+	types := map[string]string{"app.css": "text/css; charset=utf-8", "copy.js": js, "jobs.js": js, "playground.js": js, "logo.svg": "image/svg+xml"}
 	ct, ok := types[name]
 	if !ok {
 		c.notFound(w, r)

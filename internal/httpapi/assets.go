@@ -61,6 +61,10 @@ func (h *Assets) Routes() *http.ServeMux {
 	return mux
 }
 
+// Upload is POST /assets alone, for an in-process caller that stores
+// images and reads none (the console's playground).
+func (h *Assets) Upload() http.Handler { return http.HandlerFunc(h.create) }
+
 type assetCreated struct {
 	AssetURL string `json:"asset_url"`
 }

@@ -17,6 +17,7 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/emulator"
 	"genjobs/internal/member"
+	"genjobs/internal/store/accountsdb"
 )
 
 // Chromium is Debian's browser, which `make test` installs where it is
@@ -50,7 +51,10 @@ func screenshotDir(t *testing.T) string {
 // on the checkout page, reads the usage chart, signs out; a member then
 // sees no create or revoke action, opens the Jobs tab and an image job
 // whose output image loads, adds an authenticator app on the
-// security page (QR code, first code) and signs in with a code.
+// security page (QR code, first code) and signs in with a code. Before
+// that the member runs model-e-4 from its playground and lands on the
+// job's page; the compute units the job charges are the price the form
+// showed.
 func TestTheConsoleInABrowser(t *testing.T) {
 	if _, err := os.Stat(chromium()); err != nil {
 		t.Fatalf("no Chromium at %s (make test installs Debian's chromium; CHROMIUM names another): %v", chromium(), err)
@@ -71,6 +75,10 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	waitEnded(t, s, createJob(t, s))
 	imageJob := createImageJob(t, s, s.Token)
 	waitEnded(t, s, imageJob)
+	// Compute units for the playground's run.
+	if _, err := accountsdb.New(s.Store).SetPlan(ctx, devstack.DemoWorkspace, 1000, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 
 	c := startChrome(t, 1280, 900)
 	browser, do, text, shot := c.browser, c.do, c.text, c.shot
@@ -254,6 +262,50 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		t.Error("the job page's output image did not load: a URL the results store or the page's CSP refused")
 	}
 	do("the job page", shot("14c-job"))
+
+	// The member runs model-e-4 from its playground: the price the form
+	// shows (refreshed by the page's script as fields are typed) is what
+	// the completed job charges, in compute units.
+	spentBefore := units(t, s, devstack.DemoWorkspace).Spent
+	do("the models page",
+		chromedp.Click(css(`nav.tabs a[href="/app/models"]`)),
+		chromedp.WaitVisible(css(`#image-model-e-4`)),
+		shot("14d-models"),
+	)
+	do("the playground",
+		chromedp.Click(css(`#image-model-e-4 a.button.primary`)),
+		chromedp.WaitVisible(css(`#playground`)),
+		chromedp.SendKeys(css(`#in-prompt`), "a lighthouse at dusk"),
+		chromedp.SendKeys(css(`#in-width`), "256"),
+		chromedp.SendKeys(css(`#in-height`), "192"),
+		shot("14e-playground"),
+	)
+	do("the price of what is filled in", chromedp.WaitVisible(css(`#price[data-units]:not([data-units=""])`)))
+	eval := func(js string) string {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(stepCtx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+	shownPrice := eval(`document.querySelector('#price').dataset.units`)
+	do("run",
+		chromedp.Click(css(`#run`)),
+		chromedp.WaitVisible(css(`#job-status`)),
+	)
+	jobURL := eval(`location.href`)
+	played := strings.TrimPrefix(jobURL, app+"/jobs/")
+	waitEnded(t, s, played)
+	if currency, price := jobPrice(t, s, played); currency != "cu" || price != shownPrice {
+		t.Errorf("the playground's job is priced %s %s; the form showed %s CU", price, currency, shownPrice)
+	}
+	if spent := units(t, s, devstack.DemoWorkspace).Spent - spentBefore; spent.String() != shownPrice {
+		t.Errorf("the run charged %d CU; the form showed %s", spent, shownPrice)
+	}
+	do("the played job's page", chromedp.Reload(), chromedp.WaitVisible(css(`#job-outputs img`)), shot("14f-played-job"))
 
 	// The member adds an authenticator on the security page, and the next
 	// sign-in asks for its code.

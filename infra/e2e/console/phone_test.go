@@ -76,7 +76,8 @@ const measureChart = `(() => {
 // phone's 390 CSS pixels (sign-in, both steps of a forgotten password,
 // set-password, no workspace, tokens, revoke, billing, members, remove
 // member, reset a member's password, security, the shared style, an
-// error, usage, the jobs list, an image job's and a 3D job's pages), with
+// error, usage, the jobs list, an image job's and a 3D job's pages, the
+// models, and the playgrounds of the enhancer and of a video model), with
 // long names and emails in its tables: no
 // page is wider than the screen, every action (a row's Revoke, Remove or
 // role, every form's button) lies within it, and the usage chart's labels
@@ -202,6 +203,9 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	check("jobs", "/jobs", "#jobs", true)
 	check("job-image", "/jobs/"+image, "#job-outputs img", false)
 	check("job-3d", "/jobs/"+model, "#job-input", false)
+	check("models", "/models", "#image-model-e-4", false)
+	check("playground-enhance", "/models/enhance/vendor-a/standard-enhance", "#playground", false)
+	check("playground-video", "/models/video/vendor-b/model-b-fast", "#playground", false)
 	for _, days := range []string{"7", "30", "90"} {
 		check("usage-"+days, "/settings/usage?days="+days, "#usage-days", false)
 		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)

@@ -1,26 +1,32 @@
 // Package consolefn wires the console function (docs/console.md): the
 // table, the Cognito user pool, the Stripe keys in Secrets Manager,
-// Stripe's API, the price file (the packs of compute units), the
-// results and assets buckets' presigned URLs for the jobs pages, and the
-// queues a job page's "Cancel" (the backlog's promotion) and "Deliver
-// again" send to. It is the only function that links the Cognito client.
+// Stripe's API, the price list (the models' prices and the packs of
+// compute units), the results and assets buckets' presigned URLs for the
+// jobs pages, the queues a job page's "Cancel" (the backlog's promotion)
+// and "Deliver again" send to, and the playground's runs: the generate
+// function's creation handler and the assets function's upload handler,
+// called in process (so the console links the catalog, the schema
+// validator and the price list, as the generate function does). It is the
+// only function that links the Cognito client.
 package consolefn
 
 import (
+	"errors"
 	"net/http"
 
 	"genjobs/internal/app"
-	"genjobs/internal/app/dynamodbwire"
+	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/awsclient"
-	"genjobs/internal/billing"
 	"genjobs/internal/blob/s3url"
 	"genjobs/internal/checkout"
 	"genjobs/internal/cognito"
 	"genjobs/internal/console"
+	"genjobs/internal/console/playground"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/secrets"
+	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/consoledb"
 )
 
@@ -42,31 +48,38 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
-	results := d.ResultLinks()
-	// The packs' prices: compute_units_per_usd of the same price file as
-	// the API's, read (and checked) here at init, without the price
-	// list's rules and the schemas they need.
-	perUSD, err := billing.OverrideUnitsPerUSD([]byte(d.API.PricesJSON))
+	// The playground's runs: the API's own handlers, on the console's
+	// table client and queue sender.
+	jobsAPI, err := sqswire.NewJobsAPI(d)
 	if err != nil {
 		return nil, err
 	}
-	st := dynamodbwire.Store(d)
-	sq := sqswire.Client(d)
+	gen, err := generatefn.Handler(d, jobsAPI)
+	if err != nil {
+		return nil, err
+	}
+	prices, ok := gen.Prices.(playground.Prices)
+	if !ok {
+		return nil, errors.New("console: the generate handler's price list cannot describe its rules")
+	}
+	uploads := &httpapi.Assets{Auth: jobsAPI.Auth, Assets: assetsdb.New(jobsAPI.Store), Blobs: d.AssetPuts(), Clock: d.Clock, BaseURL: d.API.BaseURL}
+	api := http.NewServeMux()
+	api.Handle("POST /generate/", gen.Routes())
+	api.Handle("POST /assets", uploads.Upload())
+	api.Handle("/", httpapi.NotFound())
+	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
+	results := d.ResultLinks()
+	st := jobsAPI.Store
 	c, err := console.New(console.Config{
-		Store: consoledb.New(st), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase), Prices: conversion(perUSD),
+		Store: consoledb.New(st), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase), Prices: prices,
 		Clock: d.Clock, Log: d.Log, AppURL: d.API.AppURL, Results: results, ResultsOrigin: results.Origin(),
 		Assets:   s3url.NewAssetLinks(s3url.NewPresigner(d.AWS.Credentials, d.AWS.Region, awsclient.Endpoint(d.AWS, "S3")), d.Buckets.Assets),
-		Cancel:   sqswire.Lifecycle(d, st, sqswire.JobQueue(d, sq)),
-		Webhooks: queue.NewDeliveries(sq, d.Webhooks.Queue, d.Webhooks.DLQ),
+		Cancel:   sqswire.Lifecycle(d, st, jobsAPI.Queue),
+		Webhooks: queue.NewDeliveries(sqswire.Client(d), d.Webhooks.Queue, d.Webhooks.DLQ),
+		API:      api, Catalog: gen.Catalog, APIURL: d.API.BaseURL,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return httpapi.Middleware(d.Log, c.Routes()), nil
 }
-
-// conversion is the price file's compute_units_per_usd (console.Prices).
-type conversion int64
-
-func (c conversion) UnitsPerUSD() (int64, error) { return int64(c), nil }
