@@ -158,7 +158,7 @@ type Console struct {
 	css    string // the stylesheet's URL, with its hash for caching
 	js     string
 	jobsJS string // the jobs pages' script: live rows
-	playJS string // the playground's script
+	play   *playground.Pages
 }
 
 //go:embed assets/*
@@ -198,7 +198,8 @@ func New(cfg Config) (*Console, error) {
 	if c.jobsJS, err = assetURL("jobs.js"); err != nil {
 		return nil, err
 	}
-	if c.playJS, err = assetURL("playground.js"); err != nil {
+	c.play = &playground.Pages{Catalog: cfg.Catalog, Prices: cfg.Prices, API: cfg.API, APIURL: cfg.APIURL, Now: cfg.Clock.Now}
+	if c.play.Script, err = assetURL("playground.js"); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -238,10 +239,10 @@ func (c *Console) Routes() http.Handler {
 	mux.HandleFunc("POST "+Base+"/jobs/{id}/cancel", c.form(c.cancelJob, anyRole))
 	mux.HandleFunc("POST "+Base+"/jobs/{id}/deliver-again", c.form(c.deliverAgain, member.Role.ManagesJobs))
 
-	mux.HandleFunc("GET "+Base+"/models", c.page(c.modelsPage))
-	mux.HandleFunc("GET "+Base+"/models/{kind}/{vendor}/{model}", c.page(c.playgroundPage))
+	mux.HandleFunc("GET "+Base+"/models", c.page(c.models(c.play.Models)))
+	mux.HandleFunc("GET "+Base+"/models/{kind}/{vendor}/{model}", c.page(c.models(c.play.Playground)))
 	mux.HandleFunc("GET "+Base+"/models/{kind}/{vendor}/{model}/price", c.page(c.priceRoute))
-	mux.HandleFunc("POST "+Base+"/models/{kind}/{vendor}/{model}", playground.WithFiles(c.fail, c.form(c.run, anyRole)))
+	mux.HandleFunc("POST "+Base+"/models/{kind}/{vendor}/{model}", playground.WithFiles(c.fail, c.form(c.models(c.play.Run), anyRole)))
 
 	mux.HandleFunc("GET "+Base+"/settings/api-tokens", c.page(c.tokensPage))
 	mux.HandleFunc("POST "+Base+"/settings/api-tokens", c.form(c.createToken, member.Role.ManagesTokens))

@@ -16,6 +16,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/emulator"
+	"genjobs/internal/job"
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
 )
@@ -263,24 +264,16 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	}
 	do("the job page", shot("14c-job"))
 
-	// The member runs model-e-4 from its playground: the price the form
-	// shows (refreshed by the page's script as fields are typed) is what
-	// the completed job charges, in compute units.
-	spentBefore := units(t, s, devstack.DemoWorkspace).Spent
-	do("the models page",
-		chromedp.Click(css(`nav.tabs a[href="/app/models"]`)),
-		chromedp.WaitVisible(css(`#image-model-e-4`)),
-		shot("14d-models"),
-	)
-	do("the playground",
-		chromedp.Click(css(`#image-model-e-4 a.button.primary`)),
-		chromedp.WaitVisible(css(`#playground`)),
-		chromedp.SendKeys(css(`#in-prompt`), "a lighthouse at dusk"),
-		chromedp.SendKeys(css(`#in-width`), "256"),
-		chromedp.SendKeys(css(`#in-height`), "192"),
-		shot("14e-playground"),
-	)
-	do("the price of what is filled in", chromedp.WaitVisible(css(`#price[data-units]:not([data-units=""])`)))
+	// The member runs model-e-4 from its playground twice while the
+	// workspace has no running slot (its jobs wait, backlogged), cancels
+	// the second from its page, then watches the first one's row on the
+	// jobs list turn completed without a reload once slots are back. The
+	// price each form showed (refreshed by the page's script as fields are
+	// typed) is what the completed job charges, in compute units; the
+	// cancelled one charges nothing.
+	ws := devstack.DemoWorkspace
+	cuBefore := units(t, s, ws)
+	setRunning(t, s, ws, 0)
 	eval := func(js string) string {
 		t.Helper()
 		stepCtx, cancel := context.WithTimeout(browser, 20*time.Second)
@@ -291,21 +284,65 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		}
 		return v
 	}
-	shownPrice := eval(`document.querySelector('#price').dataset.units`)
-	do("run",
-		chromedp.Click(css(`#run`)),
-		chromedp.WaitVisible(css(`#job-status`)),
+	// until evaluates js every 100 ms until it is "true", at most 30 s.
+	until := func(what, js string) {
+		t.Helper()
+		for range 300 {
+			if eval(js) == "true" {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("%s: still not so after 30 s", what)
+	}
+	run := func(name string) (id, shown string) {
+		t.Helper()
+		do(name+": fill in",
+			chromedp.WaitVisible(css(`#playground`)),
+			chromedp.SendKeys(css(`#in-prompt`), "a lighthouse at dusk"),
+			chromedp.SendKeys(css(`#in-width`), "256"),
+			chromedp.SendKeys(css(`#in-height`), "192"),
+			chromedp.WaitVisible(css(`#price[data-units]:not([data-units=""])`)),
+			shot("14e-"+name),
+		)
+		shown = eval(`document.querySelector('#price').dataset.units`)
+		do(name+": run", chromedp.Click(css(`#run`)), chromedp.WaitVisible(css(`#job-status`)))
+		return strings.TrimPrefix(eval(`location.pathname`), "/app/jobs/"), shown
+	}
+	do("the models page",
+		chromedp.Click(css(`nav.tabs a[href="/app/models"]`)),
+		chromedp.WaitVisible(css(`#image-model-e-4`)),
+		shot("14d-models"),
+		chromedp.Click(css(`#image-model-e-4 a.button.primary`)),
 	)
-	jobURL := eval(`location.href`)
-	played := strings.TrimPrefix(jobURL, app+"/jobs/")
-	waitEnded(t, s, played)
+	played, shownPrice := run("playground")
+	do("the playground again", chromedp.Navigate(app+"/models/image/vendor-b/model-e-4"))
+	cancelled, _ := run("playground-again")
+	if played == cancelled || !job.ValidID(played) || !job.ValidID(cancelled) {
+		t.Fatalf("the two runs led to jobs %q and %q", played, cancelled)
+	}
+	do("cancel the second run", chromedp.Click(css(`#job-cancel`)))
+	until("the cancelled job's page", `document.querySelector('#job-status') && document.querySelector('#job-status').textContent.trim() === 'cancelled' ? 'true' : 'false'`)
+	do("the jobs list", chromedp.Navigate(app+"/jobs"), chromedp.WaitVisible(css(`#job-`+played)))
+	if st := eval(`document.querySelector('#job-` + played + `').dataset.status`); st != "backlogged" {
+		t.Fatalf("the first run's row is %s; want backlogged while there is no running slot", st)
+	}
+	eval(`window.sameDocument = 'yes'`)
+	setRunning(t, s, ws, 5)
+	until("the first run's row", `document.querySelector('#job-`+played+` [data-cell="state"]').textContent.trim() === 'completed' ? 'true' : 'false'`)
+	if eval(`window.sameDocument || 'reloaded'`) != "yes" {
+		t.Error("the jobs list was reloaded: its row should change in place")
+	}
+	do("the row, completed", shot("14f-jobs-live"))
 	if currency, price := jobPrice(t, s, played); currency != "cu" || price != shownPrice {
 		t.Errorf("the playground's job is priced %s %s; the form showed %s CU", price, currency, shownPrice)
 	}
-	if spent := units(t, s, devstack.DemoWorkspace).Spent - spentBefore; spent.String() != shownPrice {
-		t.Errorf("the run charged %d CU; the form showed %s", spent, shownPrice)
+	cuAfter := units(t, s, ws)
+	if spent := cuAfter.Spent - cuBefore.Spent; spent.String() != shownPrice || cuAfter.Reserved != cuBefore.Reserved {
+		t.Errorf("the two runs (one completed, one cancelled) charged %d CU and hold %d; the form showed %s, and a cancelled run charges nothing",
+			spent, cuAfter.Reserved-cuBefore.Reserved, shownPrice)
 	}
-	do("the played job's page", chromedp.Reload(), chromedp.WaitVisible(css(`#job-outputs img`)), shot("14f-played-job"))
+	do("the played job's page", chromedp.Click(css(`#job-`+played+` a.status`)), chromedp.WaitVisible(css(`#job-outputs img`)), shot("14g-played-job"))
 
 	// The member adds an authenticator on the security page, and the next
 	// sign-in asks for its code.

@@ -11,6 +11,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,17 +43,8 @@ func playStack(t *testing.T, units billing.Units) (*devstacktest.Stack, *browser
 	t.Helper()
 	s := devstacktest.Start(t)
 	token := s.Workspace(t, playWorkspace, 25*devstacktest.USD, 20, 1)
-	// No running slot: every job stays backlogged (CreateWorkspace takes 0
-	// for the default, so the item is changed here).
-	if _, err := s.Store.Client().UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.Local.Table),
-		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: store.WorkspacePK(playWorkspace)},
-			"SK": &types.AttributeValueMemberS{Value: "WS"}},
-		UpdateExpression:          aws.String("SET max_running = :zero"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": &types.AttributeValueMemberN{Value: "0"}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	// No running slot: every job stays backlogged.
+	setRunning(t, s, playWorkspace, 0)
 	if units > 0 {
 		if _, err := accountsdb.New(s.Store).SetPlan(context.Background(), playWorkspace, units, time.Now()); err != nil {
 			t.Fatal(err)
@@ -62,6 +54,22 @@ func playStack(t *testing.T, units billing.Units) (*devstacktest.Stack, *browser
 	b := newBrowser(t, s)
 	b.signIn("player@example.com", password)
 	return s, b, token
+}
+
+// setRunning sets a workspace's max_running: 0 keeps every new job
+// backlogged (CreateWorkspace takes 0 for the default, so the item is
+// changed here); the sweeper promotes the backlog once there are slots.
+func setRunning(t testing.TB, s *devstacktest.Stack, ws string, n int) {
+	t.Helper()
+	if _, err := s.Store.Client().UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.Local.Table),
+		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: store.WorkspacePK(ws)},
+			"SK": &types.AttributeValueMemberS{Value: "WS"}},
+		UpdateExpression:          aws.String("SET max_running = :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: strconv.Itoa(n)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var keyField = regexp.MustCompile(`name="key" value="([^"]+)"`)
