@@ -46,7 +46,7 @@ var links = map[string][]string{
 	"provider":      {dynamoDB, sqsClient, s3Client, secrets, catalog, validator},
 	"callbacks":     {dynamoDB, sqsClient, s3Client, secrets, catalog, validator},
 	"mcp":           {dynamoDB, sqsClient, kmsClient, catalog, validator},
-	"console":       {dynamoDB, sqsClient, secrets, cognito, stripeGo},
+	"console":       {dynamoDB, sqsClient, secrets, cognito, stripeGo, catalog, validator},
 	"stripewebhook": {dynamoDB, secrets, stripeGo},
 }
 
