@@ -153,7 +153,9 @@ func (b *browser) poll(ids ...string) (int, pollAnswer) {
 // ids are a 400 that says so.
 func TestPollAnswersOnlyTheWorkspacesNamedJobs(t *testing.T) {
 	s, b := signedIn(t, member.Member)
-	now := time.Now().Add(-time.Hour)
+	// Made now: the sweeper fails a queued job it has waited an hour for,
+	// and the poll's answer must find these still queued.
+	now := time.Now()
 	running := storedJob(t, s, devstack.DemoWorkspace, imageEndpoint, job.SourceAPI, "", "demo", now)
 	unnamed := storedJob(t, s, devstack.DemoWorkspace, imageEndpoint, job.SourceAPI, "", "demo", now.Add(time.Second))
 	s.Workspace(t, "ws_other", 5*devstacktest.USD, 10, 10)
