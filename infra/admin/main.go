@@ -81,7 +81,7 @@ var commands = []command{
 	{"member add", "--workspace W --email E --role R",
 		"make E a member of W with role owner, admin or member (the console's people), creating the user with a temporary password when new; prints {user_id, temporary_password}", (*cli).memberAdd},
 	{"member remove", "--workspace W --email E",
-		"end E's membership of W (a workspace keeps at least one owner); prints {user_id, removed}", (*cli).memberRemove},
+		"end E's membership of W and revoke their MCP connections to it (a workspace keeps at least one owner); prints {user_id, removed, connections_revoked}", (*cli).memberRemove},
 	{"member reset-password", "--workspace W --email E",
 		"give E, a member of W, a new temporary password (they choose their own at their next sign-in); a member the user pool lost gets a new user; prints {user_id, temporary_password}", (*cli).memberResetPassword},
 	{"member list", "--workspace W",

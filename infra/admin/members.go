@@ -17,6 +17,7 @@ import (
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/oauthdb"
 )
 
 // users is the console's user pool, as the member commands use it
@@ -175,7 +176,17 @@ func (c *cli) memberRemove(ctx context.Context, args []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	switch err := consoledb.New(s).RemoveMember(ctx, m.WorkspaceID, m.UserID); {
+	err = consoledb.New(s).RemoveMember(ctx, m.WorkspaceID, m.UserID)
+	// The person's MCP connections to the workspace end with the
+	// membership (also on a retry that finds it gone already).
+	revoked := 0
+	if err == nil || errors.Is(err, member.ErrNotMember) {
+		var rerr error
+		if revoked, rerr = oauthdb.New(s).RevokeMember(ctx, m.WorkspaceID, m.UserID, c.clock.Now()); rerr != nil {
+			return c.target.explain(rerr)
+		}
+	}
+	switch {
 	case errors.Is(err, member.ErrNotMember):
 		return fmt.Errorf("%s is not a member of %s", m.Email, m.WorkspaceID)
 	case errors.Is(err, member.ErrLastOwner):
@@ -184,9 +195,10 @@ func (c *cli) memberRemove(ctx context.Context, args []string, stdout io.Writer)
 		return c.target.explain(err)
 	}
 	return writeJSON(stdout, struct {
-		UserID  string `json:"user_id"`
-		Removed bool   `json:"removed"`
-	}{m.UserID, true})
+		UserID             string `json:"user_id"`
+		Removed            bool   `json:"removed"`
+		ConnectionsRevoked int    `json:"connections_revoked"`
+	}{m.UserID, true, revoked})
 }
 
 func (c *cli) memberList(ctx context.Context, args []string, stdout io.Writer) error {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"genjobs/internal/auth"
+	"genjobs/internal/authserver"
 	"genjobs/internal/billing"
 	"genjobs/internal/catalog"
 	"genjobs/internal/checkout"
@@ -148,6 +149,9 @@ type Config struct {
 	API     http.Handler
 	Catalog *catalog.Catalog
 	APIURL  string
+	// OAuth is the authorization server of MCP connections: the consent
+	// page's checks and codes, the connections page's grants.
+	OAuth *authserver.Server
 }
 
 // Console serves the pages.
@@ -167,8 +171,8 @@ var files embed.FS
 // New checks cfg and parses the templates. It does no I/O.
 func New(cfg Config) (*Console, error) {
 	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Prices == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil ||
-		cfg.Assets == nil || cfg.Cancel == nil || cfg.Webhooks == nil || cfg.API == nil || cfg.Catalog == nil {
-		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log, Results, Assets, Cancel, Webhooks, API and Catalog are required")
+		cfg.Assets == nil || cfg.Cancel == nil || cfg.Webhooks == nil || cfg.API == nil || cfg.Catalog == nil || cfg.OAuth == nil || cfg.OAuth.Store == nil {
+		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log, Results, Assets, Cancel, Webhooks, API, Catalog and OAuth are required")
 	}
 	if o, err := url.Parse(cfg.ResultsOrigin); err != nil || (o.Scheme != "https" && o.Scheme != "http") || o.Host == "" || o.Path != "" || o.RawQuery != "" {
 		return nil, fmt.Errorf("console: the results origin must be an http(s) origin, not %q", cfg.ResultsOrigin)
@@ -263,6 +267,11 @@ func (c *Console) Routes() http.Handler {
 	mux.HandleFunc("POST "+Base+"/settings/members/{user}/remove", c.form(c.removeMember, member.Role.ManagesMembers))
 	mux.HandleFunc("GET "+Base+"/settings/members/{user}/reset-password", c.page(c.resetMemberPage))
 	mux.HandleFunc("POST "+Base+"/settings/members/{user}/reset-password", c.form(c.resetMember, member.Role.ManagesMembers))
+
+	mux.HandleFunc("GET "+Base+"/oauth/authorize", c.page(c.authorizePage))
+	mux.HandleFunc("POST "+Base+"/oauth/authorize", c.form(c.consent, anyRole))
+	mux.HandleFunc("GET "+Base+"/settings/connections", c.page(c.connectionsPage))
+	mux.HandleFunc("POST "+Base+"/settings/connections/{id}/revoke", c.form(c.revokeConnection, anyRole))
 
 	mux.HandleFunc("GET "+Base+"/styles/shared/{token}", c.sharedStyle)
 

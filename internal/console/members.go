@@ -122,7 +122,15 @@ func (c *Console) removeMemberPage(w http.ResponseWriter, r *http.Request, req *
 	c.fail(w, r, http.StatusNotFound, "That person is not a member of "+req.current.WorkspaceName+".")
 }
 
+// removeMember ends the membership and revokes the person's connections
+// to the workspace (also when the membership was gone already: a retry
+// of a removal whose answer was lost).
 func (c *Console) removeMember(w http.ResponseWriter, r *http.Request, req *request) {
 	err := c.Store.RemoveMember(r.Context(), req.current.WorkspaceID, r.PathValue("user"))
+	if err == nil || errors.Is(err, member.ErrNotMember) {
+		if _, rerr := c.OAuth.Store.RevokeMember(r.Context(), req.current.WorkspaceID, r.PathValue("user"), c.Clock.Now()); rerr != nil {
+			err = rerr
+		}
+	}
 	c.afterMemberChange(w, r, req, err, "removed")
 }

@@ -85,7 +85,7 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*request, bo
 
 func (c *Console) toSignIn(w http.ResponseWriter, r *http.Request) {
 	target := Base + "/sign-in"
-	if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, Base+"/settings/") {
+	if r.Method == http.MethodGet && (strings.HasPrefix(r.URL.Path, Base+"/settings/") || r.URL.Path == Base+"/oauth/authorize") {
 		target += "?next=" + url.QueryEscape(r.URL.RequestURI())
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)

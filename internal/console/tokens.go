@@ -12,14 +12,15 @@ import (
 
 // Notices a redirect after a change shows (?done=...).
 var notices = map[string]string{
-	"revoked":     "Token revoked. Requests with it are refused within 5 seconds.",
-	"api-on":      "API access is on: the workspace's tokens work.",
-	"api-off":     "API access is off: every request with the workspace's tokens gets 401.",
-	"role":        "Role changed.",
-	"removed":     "Member removed.",
-	"switched":    "",
-	"cancelled":   "Checkout cancelled: nothing was charged.",
-	"member-kept": "",
+	"revoked":            "Token revoked. Requests with it are refused within 5 seconds.",
+	"api-on":             "API access is on: the workspace's tokens work.",
+	"api-off":            "API access is off: every request with the workspace's tokens gets 401.",
+	"role":               "Role changed.",
+	"removed":            "Member removed, and their connections to this workspace revoked.",
+	"connection-revoked": "Connection revoked. Its requests are refused within 5 seconds.",
+	"switched":           "",
+	"cancelled":          "Checkout cancelled: nothing was charged.",
+	"member-kept":        "",
 }
 
 // tokensData is the tokens page's: the value of a token just created is

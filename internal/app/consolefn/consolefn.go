@@ -17,6 +17,7 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/app/generatefn"
 	"genjobs/internal/app/sqswire"
+	"genjobs/internal/authserver"
 	"genjobs/internal/awsclient"
 	"genjobs/internal/blob/s3url"
 	"genjobs/internal/checkout"
@@ -28,6 +29,7 @@ import (
 	"genjobs/internal/secrets"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/oauthdb"
 )
 
 // Build builds the console's handler: the pages under /app (Stripe's
@@ -77,6 +79,11 @@ func Build(d app.Deps) (http.Handler, error) {
 		Cancel:   sqswire.Lifecycle(d, st, jobsAPI.Queue),
 		Webhooks: queue.NewDeliveries(sqswire.Client(d), d.Webhooks.Queue, d.Webhooks.DLQ),
 		API:      api, Catalog: gen.Catalog, APIURL: d.API.BaseURL,
+		// The consent page checks authorization requests (client ID
+		// metadata documents fetched through the network guard) and
+		// issues codes; the oauth function redeems them.
+		OAuth: &authserver.Server{BaseURL: d.API.BaseURL, AppURL: d.API.AppURL, Store: oauthdb.New(st),
+			Documents: authserver.NewDocuments(d.Network.Guard(), d.Clock), Clock: d.Clock},
 	})
 	if err != nil {
 		return nil, err

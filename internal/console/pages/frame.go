@@ -17,7 +17,7 @@ import (
 // person signed in and their workspaces, the tabs, a notice.
 type Frame struct {
 	Title  string
-	Nav    string // the active tab: "jobs", "tokens", "billing", "usage", "members", "security"
+	Nav    string // the active tab: "jobs", "tokens", "billing", "usage", "members", "connections", "security"
 	Notice string // a confirmation after a redirect ("Token revoked.")
 
 	Signed     bool
