@@ -75,9 +75,10 @@ const measureChart = `(() => {
 // TestEveryPageFitsAPhone opens every page of the console in Chromium at a
 // phone's 390 CSS pixels (sign-in, both steps of a forgotten password,
 // set-password, no workspace, tokens, revoke, billing, members, remove
-// member, reset a member's password, security, the shared style, an
-// error, usage, the jobs list, an image job's and a 3D job's pages, the
-// models, and the playgrounds of the enhancer and of a video model), with
+// member, reset a member's password, security, connections, an
+// assistant's consent, the shared style, an error, usage, the jobs list,
+// an image job's and a 3D job's pages, the models, and the playgrounds of
+// the enhancer and of a video model), with
 // long names and emails in its tables: no
 // page is wider than the screen, every action (a row's Revoke, Remove or
 // role, every form's button) lies within it, and the usage chart's labels
@@ -134,6 +135,16 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	image := createImageJob(t, s, s.Token)
 	waitEnded(t, s, image)
 	tokenID := tokens(t, s, devstack.DemoWorkspace)[0].ID
+	// An assistant with a long name connected by the owner (the
+	// connections page) and asking again (the consent page).
+	client := assistant(t, s, "A helpful assistant with a remarkably long registered name")
+	ms, err := cdb(s).Members(ctx, devstack.DemoWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		grant(t, s, client, m.UserID, devstack.DemoWorkspace)
+	}
 
 	c := startChrome(t, phoneWidth, 844)
 	browser, do := c.browser, c.do
@@ -198,6 +209,8 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	check("remove-member", "/settings/members/"+other+"/remove", "main form", false)
 	check("reset-member", "/settings/members/"+other+"/reset-password", "#confirm-reset", false)
 	check("security", "/settings/security", "main h1", false)
+	check("connections", "/settings/connections", "#workspace-connections", true)
+	check("consent", "/oauth/authorize?"+authorizeQuery(s, client), "#consent-allow", false)
 	check("shared-style", "/styles/shared/"+share, "main h1", false)
 	check("error", "/settings/no-such-page", "main h1", false)
 	check("jobs", "/jobs", "#jobs", true)
