@@ -12,6 +12,7 @@ import (
 
 	"genjobs/internal/emulator"
 	"genjobs/internal/signing"
+	"genjobs/internal/signing/kmssigner"
 )
 
 // Bounds of the signing run: whichever comes first.
@@ -42,7 +43,7 @@ func measureSigning(ctx context.Context, root string) loadStats {
 	if err != nil {
 		return failed(err)
 	}
-	key := signing.NewKMS(client, *created.KeyMetadata.KeyId)
+	key := kmssigner.New(client, *created.KeyMetadata.KeyId)
 	body := []byte(`{"job_id":"0194b3a0-5c6e-7d2f-9a01-23456789abcd","status":"completed","created_at":"2026-11-21T20:33:00.120Z","completed_at":"2026-11-21T20:33:04.511Z","result":{"urls":["https://example.com/r.png"]},"progress":1}`)
 	call := func(ctx context.Context) error {
 		_, err := signing.WebhookToken(ctx, key, signing.WebhookClaims{

@@ -25,6 +25,7 @@ import (
 	"genjobs/internal/netguard"
 	"genjobs/internal/oauthtoken"
 	"genjobs/internal/signing"
+	"genjobs/internal/signing/kmssigner"
 	"genjobs/internal/store/oauthdb"
 	"genjobs/internal/store/storetest"
 	"genjobs/internal/testenv"
@@ -65,7 +66,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := signing.NewKMS(testenv.KMS(t), aws.ToString(out.KeyMetadata.Arn))
+	key := kmssigner.New(testenv.KMS(t), aws.ToString(out.KeyMetadata.Arn))
 	pub, err := key.PublicKey(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"genjobs/internal/oauthtoken"
 	"genjobs/internal/signing"
+	"genjobs/internal/signing/kmssigner"
 	"genjobs/internal/testenv"
 )
 
@@ -27,7 +28,7 @@ const (
 
 // kmsKey is a signer on a new ECC_NIST_P256 key in moto's KMS, as the
 // template's access-token key.
-func kmsKey(t *testing.T) *signing.KMS {
+func kmsKey(t *testing.T) *kmssigner.Signer {
 	t.Helper()
 	out, err := testenv.KMS(t).CreateKey(context.Background(), &kms.CreateKeyInput{
 		KeySpec: types.KeySpecEccNistP256, KeyUsage: types.KeyUsageTypeSignVerify,
@@ -35,7 +36,7 @@ func kmsKey(t *testing.T) *signing.KMS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return signing.NewKMS(testenv.KMS(t), aws.ToString(out.KeyMetadata.Arn))
+	return kmssigner.New(testenv.KMS(t), aws.ToString(out.KeyMetadata.Arn))
 }
 
 func keySet(t *testing.T, s signing.Signer) *signing.KeySet {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"genjobs/internal/signing"
+	"genjobs/internal/signing/kmssigner"
 )
 
 // BenchmarkKMSSign measures signing throughput through the SDK and moto's
@@ -14,7 +15,7 @@ import (
 // allows (its ECC signing request quota does that in production).
 func BenchmarkKMSSign(b *testing.B) {
 	client, _ := motoKMS(b)
-	signer := signing.NewKMS(client, newKey(b))
+	signer := kmssigner.New(client, newKey(b))
 	ctx := context.Background()
 	msg := []byte("benchmark")
 	if _, err := signer.PublicKey(ctx); err != nil {
@@ -37,7 +38,7 @@ func BenchmarkKMSSign(b *testing.B) {
 // JSON, the KMS signature and the self-check against the public key.
 func BenchmarkWebhookToken(b *testing.B) {
 	client, _ := motoKMS(b)
-	signer := signing.NewKMS(client, newKey(b))
+	signer := kmssigner.New(client, newKey(b))
 	ctx := context.Background()
 	c := signing.WebhookClaims{Issuer: "https://api.example.com", Audience: "https://hooks.example.com/in",
 		Subject: "job_1", ID: "wh_1", IssuedAt: time.Now(), Body: make([]byte, 2048)}

@@ -32,7 +32,7 @@ func TestRawSignature(t *testing.T) {
 		{"short s", full, short},
 		{"tiny r and s", tiny, tiny},
 	} {
-		got, err := rawSignature(der(t, tc.r, tc.s))
+		got, err := RawSignature(der(t, tc.r, tc.s))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -51,7 +51,7 @@ func TestRawSignature(t *testing.T) {
 		"not DER":         []byte{1, 2, 3},
 		"empty":           nil,
 	} {
-		if _, err := rawSignature(in); err == nil {
+		if _, err := RawSignature(in); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // the returned ID.
 func Example() {
 	ctx := context.Background()
-	signer, err := signing.GenerateLocalKey() // signing.NewKMS(kmsClient, keyID) in AWS
+	signer, err := signing.GenerateLocalKey() // kmssigner.New(kmsClient, keyID) in AWS
 	if err != nil {
 		panic(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"genjobs/internal/signing"
+	"genjobs/internal/signing/kmssigner"
 	"genjobs/internal/testenv"
 )
 
@@ -45,9 +46,9 @@ func TestJoseVerifies(t *testing.T) {
 	node := testenv.NodePackage(t, "testdata", "jose", "the independent JOSE check")
 
 	client, _ := motoKMS(t)
-	cur := signing.NewKMS(client, newKey(t))
-	prev := signing.NewKMS(client, newKey(t))
-	stranger := signing.NewKMS(client, newKey(t)) // not in the JWKS
+	cur := kmssigner.New(client, newKey(t))
+	prev := kmssigner.New(client, newKey(t))
+	stranger := kmssigner.New(client, newKey(t)) // not in the JWKS
 	ctx := context.Background()
 	doc, err := signing.JWKS(pubOf(t, cur), pubOf(t, prev))
 	if err != nil {

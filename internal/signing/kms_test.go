@@ -26,6 +26,7 @@ import (
 	"genjobs/internal/clock"
 	"genjobs/internal/emulator"
 	"genjobs/internal/signing"
+	"genjobs/internal/signing/kmssigner"
 	"genjobs/internal/testenv"
 )
 
@@ -132,7 +133,7 @@ func TestKMSSignaturesVerify(t *testing.T) {
 	)
 	key := newKey(t)
 	client, c := motoKMS(t)
-	signer := signing.NewKMS(client, key)
+	signer := kmssigner.New(client, key)
 	want := motoPublicKey(t, key)
 	keys := signing.NewKeySet(mustPub(t, want))
 	ctx := context.Background()
@@ -226,9 +227,9 @@ func TestKMSSignaturesVerify(t *testing.T) {
 func TestKMSPublicKey(t *testing.T) {
 	key := newKey(t)
 	client, c := motoKMS(t)
-	signer := signing.NewKMS(client, key)
+	signer := kmssigner.New(client, key)
 	if n := c.count("GetPublicKey"); n != 0 {
-		t.Fatalf("NewKMS made %d requests; it must do no I/O", n)
+		t.Fatalf("kmssigner.New made %d requests; it must do no I/O", n)
 	}
 	pub, err := signer.PublicKey(context.Background())
 	if err != nil {
@@ -256,7 +257,7 @@ func TestKMSRefusesOtherKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		client, _ := motoKMS(t)
-		_, err = signing.NewKMS(client, *out.KeyMetadata.KeyId).PublicKey(ctx)
+		_, err = kmssigner.New(client, *out.KeyMetadata.KeyId).PublicKey(ctx)
 		if err == nil || !strings.Contains(err.Error(), *out.KeyMetadata.KeyId) {
 			t.Errorf("%s key: %v; want a refusal naming the key", spec, err)
 		}
@@ -266,7 +267,7 @@ func TestKMSRefusesOtherKeys(t *testing.T) {
 // Concurrent first callers share one GetPublicKey.
 func TestKMSPublicKeyOnceUnderConcurrency(t *testing.T) {
 	client, c := motoKMS(t)
-	signer := signing.NewKMS(client, newKey(t))
+	signer := kmssigner.New(client, newKey(t))
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	for range 32 {
@@ -292,9 +293,9 @@ func TestKMSPublicKeyOnceUnderConcurrency(t *testing.T) {
 func TestKMSKeyNotFound(t *testing.T) {
 	client, c := motoKMS(t)
 	name := "alias/" + testenv.UniqueName(t, "missing")
-	signer := signing.NewKMS(client, name)
+	signer := kmssigner.New(client, name)
 	_, err := signer.Sign(context.Background(), []byte("x"))
-	if !errors.Is(err, signing.ErrKeyNotFound) {
+	if !errors.Is(err, kmssigner.ErrKeyNotFound) {
 		t.Fatalf("err = %v, want ErrKeyNotFound", err)
 	}
 	var nf *types.NotFoundException
@@ -304,7 +305,7 @@ func TestKMSKeyNotFound(t *testing.T) {
 	if !strings.Contains(err.Error(), name) {
 		t.Fatalf("err = %q does not name the key", err)
 	}
-	if _, err := signing.WebhookToken(context.Background(), signer, claims(time.Now(), nil)); !errors.Is(err, signing.ErrKeyNotFound) {
+	if _, err := signing.WebhookToken(context.Background(), signer, claims(time.Now(), nil)); !errors.Is(err, kmssigner.ErrKeyNotFound) {
 		t.Fatalf("WebhookToken err = %v, want ErrKeyNotFound", err)
 	}
 	// A failed fetch is not remembered: the key may appear (a deployment
@@ -325,7 +326,7 @@ func TestKMSKeyNotFound(t *testing.T) {
 func TestKMSAliasMovedKeepsKey(t *testing.T) {
 	client, _ := motoKMS(t)
 	name := alias(t, newKey(t))
-	signer := signing.NewKMS(client, name)
+	signer := kmssigner.New(client, name)
 	ctx := context.Background()
 	first, err := signer.PublicKey(ctx)
 	if err != nil {
@@ -344,7 +345,7 @@ func TestKMSAliasMovedKeepsKey(t *testing.T) {
 		t.Fatal("after the alias moved, the signer signed with a key other than the one it publishes")
 	}
 	// A new process (cold start) takes the new key.
-	fresh, err := signing.NewKMS(client, name).PublicKey(ctx)
+	fresh, err := kmssigner.New(client, name).PublicKey(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +364,7 @@ func TestKMSPublicKeyMaxAge(t *testing.T) {
 	first := newKey(t)
 	name := alias(t, first)
 	now := &clock.Fixed{T: time.Unix(1_800_000_000, 0)}
-	signer := signing.NewKMS(client, name)
+	signer := kmssigner.New(client, name)
 	signer.MaxAge, signer.Clock = time.Minute, now
 	if _, err := signer.PublicKey(ctx); err != nil {
 		t.Fatal(err)
@@ -422,7 +423,7 @@ func TestKMSSignerDropsAKeyThatIsGone(t *testing.T) {
 	sup := emulator.Supervise(mo, emulator.SuperviseOptions{Restarted: makeKey})
 	defer sup.Stop()
 
-	signer := signing.NewKMS(emulator.KMSClient(mo.Endpoint()), name)
+	signer := kmssigner.New(emulator.KMSClient(mo.Endpoint()), name)
 	before, err := signer.PublicKey(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -437,7 +438,7 @@ func TestKMSSignerDropsAKeyThatIsGone(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := signer.Sign(ctx, []byte("x")); !errors.Is(err, signing.ErrKeyNotFound) {
+	if _, err := signer.Sign(ctx, []byte("x")); !errors.Is(err, kmssigner.ErrKeyNotFound) {
 		t.Fatalf("Sign with the key moto lost: %v; want ErrKeyNotFound", err)
 	}
 	tok, err := signing.WebhookToken(ctx, signer, claims(time.Now(), nil))
@@ -460,7 +461,7 @@ func TestKMSThrottled(t *testing.T) {
 	faults := testenv.NewFaults(t, testenv.MotoEndpoint())
 	client, _ := motoKMS(t, faults.URL)
 	client = kms.New(client.Options(), func(o *kms.Options) { o.RetryMaxAttempts = 1 })
-	signer := signing.NewKMS(client, newKey(t))
+	signer := kmssigner.New(client, newKey(t))
 	if _, err := signer.PublicKey(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +480,7 @@ func TestKMSThrottled(t *testing.T) {
 // A message over KMS's 4,096 bytes is refused before any request.
 func TestKMSMessageTooLong(t *testing.T) {
 	client, c := motoKMS(t)
-	signer := signing.NewKMS(client, newKey(t))
+	signer := kmssigner.New(client, newKey(t))
 	if _, err := signer.Sign(context.Background(), bytes.Repeat([]byte{'a'}, signing.MaxMessageSize+1)); err == nil {
 		t.Fatal("a 4,097-byte message was signed")
 	}

@@ -53,5 +53,5 @@ func (k *LocalKey) Sign(_ context.Context, message []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing: sign: %w", err)
 	}
-	return rawSignature(der)
+	return RawSignature(der)
 }

@@ -1,7 +1,7 @@
 // Package signing signs webhooks: the ES256 JWT of docs/api.md ("Webhooks"), the
 // signers behind it and the JWKS document that publishes their keys.
 //
-// A [Signer] holds one P-256 key. Two implement it: [KMS], the AWS KMS
+// A [Signer] holds one P-256 key. Two implement it: kmssigner.Signer, the AWS KMS
 // adapter (the only code that speaks to KMS; `make run` and the tests run it
 // against moto's KMS), and [LocalKey], a key in memory for receivers' tests
 // and examples. [WebhookToken] builds one delivery attempt's token with
@@ -86,13 +86,13 @@ func thumbprint(x, y []byte) string {
 	return b64(sum[:])
 }
 
-// rawSignature converts an ASN.1 DER ECDSA signature (what KMS and
+// RawSignature converts an ASN.1 DER ECDSA signature (what KMS and
 // ecdsa.SignASN1 return) to the 64-byte r||s of JWS. DER writes r and s as
 // minimal big-endian integers: 33 bytes when the top bit is set (a leading
 // zero keeps them positive), and 31 or fewer for about one value in 256. Each
 // is therefore left-padded to exactly 32 bytes; dropping the padding would
 // make about one signature in 128 fail to verify.
-func rawSignature(der []byte) ([]byte, error) {
+func RawSignature(der []byte) ([]byte, error) {
 	var sig struct{ R, S *big.Int }
 	rest, err := asn1.Unmarshal(der, &sig)
 	if err != nil {

@@ -7,15 +7,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"genjobs/internal/app"
-	"genjobs/internal/signing"
+	"genjobs/internal/signing/kmssigner"
 )
 
 // Signer is the KMS key id (SIGNING_KEY_ID or SIGNING_PREVIOUS_KEY_ID)
 // names, with a client built from d.AWS (locally, moto's KMS). It does no
 // I/O: the key's public half is fetched on first use.
-func Signer(d app.Deps, id string) *signing.KMS {
+func Signer(d app.Deps, id string) *kmssigner.Signer {
 	client := kms.NewFromConfig(d.Retries.KMS.Config(d.AWS, kms.ServiceID))
-	k := signing.NewKMS(client, id)
+	k := kmssigner.New(client, id)
 	k.Clock = d.Clock
 	return k
 }

@@ -1,4 +1,8 @@
-package signing
+// Package kmssigner is the signing key in AWS KMS (signing.Signer): the
+// webhook tokens' and the OAuth access tokens' keys. It is apart from
+// package signing so that code that only verifies or names a signer does
+// not link the KMS client.
+package kmssigner
 
 import (
 	"context"
@@ -16,12 +20,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 
 	"genjobs/internal/clock"
+	"genjobs/internal/signing"
 )
 
 // ErrKeyNotFound is returned when KMS has no key by the configured id.
 var ErrKeyNotFound = errors.New("signing: KMS key not found")
 
-// KMS signs with an AWS KMS key of spec ECC_NIST_P256 and usage
+// Signer signs with an AWS KMS key of spec ECC_NIST_P256 and usage
 // SIGN_VERIFY: ECDSA_SHA_256 over the message itself (MessageType RAW: KMS
 // hashes it). It needs kms:GetPublicKey and kms:Sign on the key. Locally the
 // same code runs against moto's KMS, which mishandles MessageType DIGEST
@@ -36,7 +41,7 @@ var ErrKeyNotFound = errors.New("signing: KMS key not found")
 // publishes until KMS says that key is gone, disabled or pending deletion:
 // then the copy is dropped and the next call resolves the id again (locally,
 // the key made again under the alias after moto restarted).
-type KMS struct {
+type Signer struct {
 	client *kms.Client
 	keyID  string
 
@@ -55,19 +60,19 @@ type KMS struct {
 // kmsKey is what GetPublicKey told about the key.
 type kmsKey struct {
 	arn     string
-	pub     PublicKey
+	pub     signing.PublicKey
 	fetched time.Time
 }
 
-// NewKMS returns a Signer on the KMS key keyID (a key id, key ARN, alias
+// New returns a Signer on the KMS key keyID (a key id, key ARN, alias
 // name or alias ARN). It does no I/O.
-func NewKMS(client *kms.Client, keyID string) *KMS {
-	return &KMS{client: client, keyID: keyID}
+func New(client *kms.Client, keyID string) *Signer {
+	return &Signer{client: client, keyID: keyID}
 }
 
 // PublicKey returns the key's public half and kid, fetched once (or once
 // per MaxAge).
-func (k *KMS) PublicKey(ctx context.Context) (PublicKey, error) {
+func (k *Signer) PublicKey(ctx context.Context) (signing.PublicKey, error) {
 	if key := k.key.Load(); key != nil && k.MaxAge > 0 && k.now().Sub(key.fetched) >= k.MaxAge {
 		if fresh, err := k.refresh(ctx, key); err == nil {
 			return fresh.pub, nil
@@ -76,16 +81,16 @@ func (k *KMS) PublicKey(ctx context.Context) (PublicKey, error) {
 	}
 	key, err := k.load(ctx)
 	if err != nil {
-		return PublicKey{}, err
+		return signing.PublicKey{}, err
 	}
 	return key.pub, nil
 }
 
 // Sign signs message with the key (MessageType RAW: KMS hashes it with
 // SHA-256) and returns the 64-byte r||s.
-func (k *KMS) Sign(ctx context.Context, message []byte) ([]byte, error) {
-	if len(message) > MaxMessageSize {
-		return nil, fmt.Errorf("signing: a %d-byte message is over the %d bytes KMS signs", len(message), MaxMessageSize)
+func (k *Signer) Sign(ctx context.Context, message []byte) ([]byte, error) {
+	if len(message) > signing.MaxMessageSize {
+		return nil, fmt.Errorf("signing: a %d-byte message is over the %d bytes KMS signs", len(message), signing.MaxMessageSize)
 	}
 	key, err := k.load(ctx)
 	if err != nil {
@@ -103,7 +108,7 @@ func (k *KMS) Sign(ctx context.Context, message []byte) ([]byte, error) {
 		}
 		return nil, k.wrap("sign with", err)
 	}
-	sig, err := rawSignature(out.Signature)
+	sig, err := signing.RawSignature(out.Signature)
 	if err != nil {
 		return nil, fmt.Errorf("signing: KMS key %s: %w", key.arn, err)
 	}
@@ -119,7 +124,7 @@ func gone(err error) bool {
 	return errors.As(err, &nf) || errors.As(err, &disabled) || errors.As(err, &state)
 }
 
-func (k *KMS) now() time.Time {
+func (k *Signer) now() time.Time {
 	if k.Clock == nil {
 		return time.Now()
 	}
@@ -128,7 +133,7 @@ func (k *KMS) now() time.Time {
 
 // refresh fetches the key again unless another caller has since replaced
 // stale.
-func (k *KMS) refresh(ctx context.Context, stale *kmsKey) (*kmsKey, error) {
+func (k *Signer) refresh(ctx context.Context, stale *kmsKey) (*kmsKey, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if key := k.key.Load(); key != stale && key != nil {
@@ -143,7 +148,7 @@ func (k *KMS) refresh(ctx context.Context, stale *kmsKey) (*kmsKey, error) {
 }
 
 // load returns the cached key, fetching it if this is the first use.
-func (k *KMS) load(ctx context.Context) (*kmsKey, error) {
+func (k *Signer) load(ctx context.Context) (*kmsKey, error) {
 	if key := k.key.Load(); key != nil {
 		return key, nil
 	}
@@ -160,7 +165,7 @@ func (k *KMS) load(ctx context.Context) (*kmsKey, error) {
 	return key, nil
 }
 
-func (k *KMS) fetch(ctx context.Context) (*kmsKey, error) {
+func (k *Signer) fetch(ctx context.Context) (*kmsKey, error) {
 	out, err := k.client.GetPublicKey(ctx, &kms.GetPublicKeyInput{KeyId: aws.String(k.keyID)})
 	if err != nil {
 		return nil, k.wrap("get the public key of", err)
@@ -179,7 +184,7 @@ func (k *KMS) fetch(ctx context.Context) (*kmsKey, error) {
 	if !ok || ec.Curve != elliptic.P256() {
 		return nil, fmt.Errorf("signing: KMS key %s: public key is not P-256", k.keyID)
 	}
-	pub, err := NewPublicKey(ec)
+	pub, err := signing.NewPublicKey(ec)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +196,7 @@ func (k *KMS) fetch(ctx context.Context) (*kmsKey, error) {
 }
 
 // wrap names the key in a KMS error and marks a missing key ErrKeyNotFound.
-func (k *KMS) wrap(what string, err error) error {
+func (k *Signer) wrap(what string, err error) error {
 	var nf *types.NotFoundException
 	if errors.As(err, &nf) {
 		return fmt.Errorf("%w: %s: %w", ErrKeyNotFound, k.keyID, err)
