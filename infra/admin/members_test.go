@@ -13,6 +13,7 @@ import (
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/oauthdb"
 	"genjobs/internal/testenv"
 )
 
@@ -53,7 +54,17 @@ func TestMemberAddListRemove(t *testing.T) {
 	// Someone with an account already gets no temporary password.
 	again := wantOK(t, run("member", "add", "--workspace", "ws_acme", "--email", "ana@example.com", "--role", "owner"), nil)
 	wantKeys(t, again, "user_id")
-	wantOK(t, run("member", "add", "--workspace", "ws_acme", "--email", "bo@example.com", "--role", "member"), nil)
+	bo := wantOK(t, run("member", "add", "--workspace", "ws_acme", "--email", "bo@example.com", "--role", "member"), nil)["user_id"].(string)
+	// Bo connected an assistant to ws_acme: removing Bo revokes it.
+	grants := oauthdb.New(e.store())
+	code, now := oauthdb.NewSecret(), time.Now()
+	if err := grants.IssueCode(ctx, code, oauthdb.Code{ClientID: "oc_x", RedirectURI: "https://a.example/cb", UserID: bo, WorkspaceID: "ws_acme", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	boGrant := oauthdb.Grant{ID: oauthdb.NewID("gr_"), ClientID: "oc_x", UserID: bo, WorkspaceID: "ws_acme", CreatedAt: now}
+	if err := grants.Redeem(ctx, code, boGrant, oauthdb.NewSecret(), now); err != nil {
+		t.Fatal(err)
+	}
 
 	list := wantOK(t, run("member", "list", "--workspace", "ws_acme"), nil)
 	ms := list["members"].([]any)
@@ -61,7 +72,10 @@ func TestMemberAddListRemove(t *testing.T) {
 		t.Errorf("member list: %v", list)
 	}
 	wantFail(t, run("member", "remove", "--workspace", "ws_acme", "--email", "ana@example.com"), 1, "last owner", nil)
-	wantOK(t, run("member", "remove", "--workspace", "ws_acme", "--email", "bo@example.com"), nil)
+	removed := wantOK(t, run("member", "remove", "--workspace", "ws_acme", "--email", "bo@example.com"), nil)
+	if g, err := grants.Grant(ctx, boGrant.ID); err != nil || g.Live() || removed["connections_revoked"] != float64(1) {
+		t.Errorf("after member remove: %v, Bo's connection %+v (%v); want it revoked, connections_revoked 1", removed, g, err)
+	}
 	wantFail(t, run("member", "remove", "--workspace", "ws_acme", "--email", "bo@example.com"), 1, "not a member", nil)
 	wantFail(t, run("member", "add", "--workspace", "ws_acme", "--email", "x@example.com", "--role", "boss"), 2, "owner, admin or member", nil)
 	wantFail(t, run("member", "add", "--workspace", "ws_acme", "--email", "not-an-email", "--role", "admin"), 2, "not an email", nil)
