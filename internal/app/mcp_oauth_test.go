@@ -23,6 +23,7 @@ import (
 	"genjobs/internal/member"
 	"genjobs/internal/oauthtoken"
 	"genjobs/internal/signing"
+	"genjobs/internal/signing/kmssigner"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/consoledb"
 	"genjobs/internal/store/oauthdb"
@@ -35,7 +36,7 @@ import (
 type oauthStack struct {
 	*stack
 	clock  *clock.Fixed
-	signer *signing.KMS // the access-token key, as the oauth function signs with it
+	signer *kmssigner.Signer // the access-token key, as the oauth function signs with it
 	grant  oauthdb.Grant
 	h      http.Handler
 }
@@ -52,7 +53,7 @@ func newOAuthStack(t *testing.T) *oauthStack {
 	ctx := context.Background()
 	clk := &clock.Fixed{T: time.Now().UTC().Truncate(time.Second)}
 	s.d.Clock = clk
-	o := &oauthStack{stack: s, clock: clk, signer: signing.NewKMS(testenv.KMS(t), s.d.Signing.OAuthKeyID)}
+	o := &oauthStack{stack: s, clock: clk, signer: kmssigner.New(testenv.KMS(t), s.d.Signing.OAuthKeyID)}
 	if err := consoledb.New(s.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: oauthPerson,
 		Email: oauthEmail, Role: member.Member, AddedAt: clk.T}); err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func TestMCPRefusesAnAccessTokenThatIsNotItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherKey := signing.NewKMS(testenv.KMS(t), *other.KeyMetadata.Arn)
+	otherKey := kmssigner.New(testenv.KMS(t), *other.KeyMetadata.Arn)
 	// Another member of the workspace, who did not approve the connection.
 	if err := consoledb.New(o.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: "usr_other",
 		Email: "bo@example.com", Role: member.Member, AddedAt: o.clock.T}); err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 // PublicKeySource is where the access-token key's public half comes from:
-// the KMS key that signs access tokens (signing.KMS), which fetches it on
+// the KMS key that signs access tokens (kmssigner.Signer), which fetches it on
 // first use and keeps it.
 type PublicKeySource interface {
 	PublicKey(ctx context.Context) (signing.PublicKey, error)
