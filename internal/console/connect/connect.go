@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"genjobs/internal/authserver"
 	"genjobs/internal/console/pages"
@@ -60,6 +61,20 @@ func Parse(ctx context.Context, srv *authserver.Server, base, rawQuery string) (
 	return req, Answer{}, true
 }
 
+// Decide answers the person's decision on req: "allow" issues a code for
+// userID billed to workspaceID (Location: the redirect URI with it),
+// "deny" answers access_denied; anything else is a 400 page.
+func Decide(ctx context.Context, srv *authserver.Server, req *authserver.AuthorizeRequest, decision, userID, workspaceID string) Answer {
+	switch decision {
+	case "deny":
+		return Answer{Location: authserver.Deny(req)}
+	case "allow":
+		to, err := srv.Approve(ctx, req, userID, workspaceID)
+		return Answer{Location: to, Err: err}
+	}
+	return Answer{Status: http.StatusBadRequest, Message: "Choose Allow or Deny."}
+}
+
 // Consent is the consent page's data for req: the client's name (unverified
 // when it registered itself), where the browser goes next, and the
 // person's workspaces, the switcher's first chosen.
@@ -92,8 +107,9 @@ type Grants interface {
 
 // List is the connections page of person self acting on current: their
 // own live connections in every workspace, and for an owner every live
-// connection of current, with who made it (members: the workspace's).
-func List(ctx context.Context, db Grants, self string, current member.Membership, all, members []member.Membership) (pages.ConnectionsData, error) {
+// connection of current, with who made it (members reads the workspace's).
+func List(ctx context.Context, db Grants, self string, current member.Membership, all []member.Membership,
+	members func(ctx context.Context, ws string) ([]member.Membership, error)) (pages.ConnectionsData, error) {
 	d := pages.ConnectionsData{Owner: current.Role == member.Owner}
 	mine, err := db.GrantsOfPerson(ctx, self)
 	if err != nil {
@@ -117,8 +133,12 @@ func List(ctx context.Context, db Grants, self string, current member.Membership
 	if err != nil {
 		return d, err
 	}
+	ms, err := members(ctx, current.WorkspaceID)
+	if err != nil {
+		return d, err
+	}
 	emails := map[string]string{}
-	for _, m := range members {
+	for _, m := range ms {
 		emails[m.UserID] = m.Email
 	}
 	for _, g := range theirs {
@@ -151,6 +171,35 @@ func orID(name, id string) string {
 // g: their own connection, or, for an owner, any of current's.
 func MayRevoke(g oauthdb.Grant, self string, current member.Membership) bool {
 	return g.UserID == self || current.Role == member.Owner && g.WorkspaceID == current.WorkspaceID
+}
+
+// Revoker reads and revokes connections (oauthdb.DB).
+type Revoker interface {
+	Grant(ctx context.Context, id string) (oauthdb.Grant, error)
+	RevokeGrant(ctx context.Context, id string, now time.Time) error
+}
+
+// Revoke revokes connection id at now for person self acting on current
+// (MayRevoke): ok, g is the connection revoked; otherwise the Answer is
+// a 404 (no such connection), a 403 (another's), or an outage's Err, and
+// nothing changed.
+func Revoke(ctx context.Context, db Revoker, id, self string, current member.Membership, now time.Time) (oauthdb.Grant, Answer, bool) {
+	if !ValidID(id) {
+		return oauthdb.Grant{}, Answer{Status: http.StatusNotFound, Message: "There is no such connection."}, false
+	}
+	g, err := db.Grant(ctx, id)
+	switch {
+	case errors.Is(err, oauthdb.ErrNotFound):
+		return g, Answer{Status: http.StatusNotFound, Message: "There is no such connection."}, false
+	case err != nil:
+		return g, Answer{Err: err}, false
+	case !MayRevoke(g, self, current):
+		return g, Answer{Status: http.StatusForbidden, Message: "Only the person who connected it, or an owner of its workspace, can revoke this connection."}, false
+	}
+	if err := db.RevokeGrant(ctx, id, now); err != nil {
+		return g, Answer{Err: err}, false
+	}
+	return g, Answer{}, true
 }
 
 // ValidID reports whether id can name a grant ("gr_" and 32 hex digits).
