@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"genjobs/internal/job"
@@ -40,8 +39,22 @@ var (
 	ErrUploadName = errors.New("the file name may hold letters, digits, '.', '_' and '-' only, at most 200")
 )
 
-// uploadName is a file name the store keeps: no path, no dot first.
-var uploadName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$`)
+// uploadName is a file name the store keeps: 1 to 200 of letters, digits,
+// '.', '_' and '-', no dot first (no path). Checked without a regular
+// expression: one with that bounded repetition took about 0.2 ms of every
+// cold start of the functions that link this package to compile.
+func uploadName(name string) bool {
+	if name == "" || len(name) > 200 || name[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Upload stores one file a Cog server PUT to the upload store and returns
 // the Location to answer. The proof is the prediction id this service
@@ -55,7 +68,7 @@ var uploadName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$`)
 // file is kept as the media type its bytes show (StoredType), whatever
 // the uploader declared; anything else as an attachment.
 func (c *Callbacks) Upload(ctx context.Context, name string, h http.Header, contentLength int64, body io.Reader) (string, error) {
-	if !uploadName.MatchString(name) {
+	if !uploadName(name) {
 		return "", ErrUploadName
 	}
 	if contentLength > MaxUploadBytes {
@@ -143,7 +156,7 @@ func uploadKey(jobID, stored string) string { return "results/" + jobID + "/uplo
 // job's in the upload store (Upload's Location); ok false for any other URL.
 func storedUpload(j *job.Job, ref string) (key string, ok bool) {
 	rest, ok := strings.CutPrefix(ref, j.BaseURL+UploadsPath+j.ID+"/")
-	if !ok || len(rest) < 10 || rest[8] != '-' || strings.Trim(rest[:8], "0123456789abcdef") != "" || !uploadName.MatchString(rest[9:]) {
+	if !ok || len(rest) < 10 || rest[8] != '-' || strings.Trim(rest[:8], "0123456789abcdef") != "" || !uploadName(rest[9:]) {
 		return "", false
 	}
 	return uploadKey(j.ID, rest), true
