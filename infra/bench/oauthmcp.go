@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,8 +18,6 @@ import (
 
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/sam"
-	"genjobs/internal/app"
-	"genjobs/internal/app/oauthfn"
 	"genjobs/internal/authserver"
 	"genjobs/internal/clock"
 	"genjobs/internal/member"
@@ -97,12 +93,7 @@ func measureOAuthMCP(ctx context.Context, tpl *sam.Template, local *devstack.Sta
 		Email: oauthEmail, Role: member.Member, AddedAt: now}); err != nil {
 		return nil, err
 	}
-	tokenURL, stop, err := serveOAuth(tpl, local)
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	c := &oauthBench{client: &http.Client{Timeout: startTimeout}, base: served.url, tokenURL: tokenURL,
+	c := &oauthBench{client: &http.Client{Timeout: startTimeout}, base: served.url,
 		consent: &authserver.Server{Store: oauthdb.New(st), Clock: clock.System{}}}
 	if err := c.register(ctx); err != nil {
 		return nil, err
@@ -185,38 +176,12 @@ func interleave(ctx context.Context, n int, a, b func(context.Context) error) (s
 	return sa, sb
 }
 
-// serveOAuth serves the oauth function as template.yaml builds it, on a
-// loopback port of its own (the template routes it only once the console's
-// consent page exists), and returns its token endpoint.
-func serveOAuth(tpl *sam.Template, local *devstack.Stack) (string, func(), error) {
-	env, err := tpl.Env("OAuthFunction", local.Resolve())
-	if err != nil {
-		return "", nil, err
-	}
-	d, err := app.Config(func(k string) string { return env[k] })
-	if err != nil {
-		return "", nil, err
-	}
-	d.AWS, d.Log = local.FunctionConfig(), slog.New(slog.DiscardHandler)
-	h, err := app.Function{HTTP: oauthfn.Build}.Handler(d)
-	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: h.HTTP, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
-}
-
 // oauthBench is a client of the authorization server and of /mcp.
 type oauthBench struct {
-	client         *http.Client
-	base, tokenURL string
-	consent        *authserver.Server
-	clientID       string
+	client   *http.Client
+	base     string // the local API: /mcp and the oauth function's routes
+	consent  *authserver.Server
+	clientID string
 }
 
 const (
@@ -250,7 +215,7 @@ func (c *oauthBench) post(ctx context.Context, u, contentType, body, authz strin
 }
 
 func (c *oauthBench) register(ctx context.Context) error {
-	b, err := c.post(ctx, c.tokenURL+"/oauth/register", "application/json",
+	b, err := c.post(ctx, c.base+"/oauth/register", "application/json",
 		`{"client_name":"bench","redirect_uris":["`+benchRedirect+`"]}`, "", http.StatusCreated)
 	if err != nil {
 		return fmt.Errorf("registration: %w", err)
@@ -290,7 +255,7 @@ func (c *oauthBench) code(ctx context.Context) (string, error) {
 
 func (c *oauthBench) tokens(ctx context.Context, form url.Values) (access, refresh string, err error) {
 	form.Set("client_id", c.clientID)
-	b, err := c.post(ctx, c.tokenURL+"/oauth/token", "application/x-www-form-urlencoded", form.Encode(), "", http.StatusOK)
+	b, err := c.post(ctx, c.base+"/oauth/token", "application/x-www-form-urlencoded", form.Encode(), "", http.StatusOK)
 	if err != nil {
 		return "", "", err
 	}
@@ -364,8 +329,8 @@ func (r *report) oauthMCP(s *oauthReport) {
 		if p50 := percentile(t.st.lat, 50); p50 >= maxTokenP50 || len(t.st.lat) == 0 {
 			note = r.fail("p50 %s, over %s", ms(p50), ms(maxTokenP50))
 		}
-		row("token endpoint, loopback", t.subject, t.st, note)
+		row("token endpoint, local API", t.subject, t.st, note)
 	}
 	r.t.note("MCP over OAuth: own table; one client, one request at a time; %d warm-up calls of each kind first;", oauthWarmup)
-	r.t.note("  the oauth function served on a loopback port of its own; 1-minute load average %s before the calls.", s.loadAvg)
+	r.t.note("  the consent step called in process, as the console's page calls it; 1-minute load average %s before the calls.", s.loadAvg)
 }
