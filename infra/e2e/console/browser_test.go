@@ -246,23 +246,34 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		chromedp.Click(css(`#job-`+imageJob+` a.status`)),
 		chromedp.WaitVisible(css(`#job-outputs img`)),
 	)
-	loaded := false
-	for range 100 { // until the image has loaded or failed, at most 10 s
-		stepCtx, stop := context.WithTimeout(browser, 20*time.Second)
-		state, err := chromedp.Run(stepCtx, chromedp.Evaluate[string](`(() => { const i = document.querySelector('#job-outputs img'); return !i.complete ? 'loading' : i.naturalWidth > 0 ? 'loaded' : 'broken' })()`))
-		stop()
-		if err != nil {
-			t.Fatalf("the job page's image: %v", err)
+	// imageLoaded waits until the job page's output image has loaded or
+	// failed, at most 10 s.
+	imageLoaded := func(what string) {
+		t.Helper()
+		loaded := false
+		for range 100 {
+			stepCtx, stop := context.WithTimeout(browser, 20*time.Second)
+			state, err := chromedp.Run(stepCtx, chromedp.Evaluate[string](`(() => { const i = document.querySelector('#job-outputs img'); return !i.complete ? 'loading' : i.naturalWidth > 0 ? 'loaded' : 'broken' })()`))
+			stop()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if loaded = state == "loaded"; state != "loading" {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if loaded = state == "loaded"; state != "loading" {
-			break
+		if !loaded {
+			t.Errorf("%s did not load: a URL the results store or the page's CSP refused", what)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	if !loaded {
-		t.Error("the job page's output image did not load: a URL the results store or the page's CSP refused")
-	}
+	imageLoaded("the API job's output image")
 	do("the job page", shot("14c-job"))
+	// The job an API token made says so on the list, with its cost in USD.
+	do("back to the list", chromedp.Navigate(app+"/jobs"), chromedp.WaitVisible(css(`#job-`+imageJob)))
+	if who, cost := text(`#job-`+imageJob+` td.source`), text(`#job-`+imageJob+` [data-cell="cost"]`); !strings.HasPrefix(who, "api") || !strings.HasPrefix(cost, "$") {
+		t.Errorf("the API token's job shows source %q and cost %q; want api and a USD amount", who, cost)
+	}
 
 	// The member runs model-e-4 from its playground twice while the
 	// workspace has no running slot (its jobs wait, backlogged), cancels
@@ -343,6 +354,28 @@ func TestTheConsoleInABrowser(t *testing.T) {
 			spent, cuAfter.Reserved-cuBefore.Reserved, shownPrice)
 	}
 	do("the played job's page", chromedp.Click(css(`#job-`+played+` a.status`)), chromedp.WaitVisible(css(`#job-outputs img`)), shot("14g-played-job"))
+	imageLoaded("the playground job's output image")
+
+	// Out of compute units, Run says so and makes nothing; the USD balance
+	// is not used instead.
+	setUnits(t, s, ws, 0)
+	jobsBefore, usdBefore := len(jobsOf(t, s, ws)), usdBalance(t, s, ws)
+	do("the playground without units", chromedp.Navigate(app+"/models/image/vendor-b/model-e-4"))
+	do("run without units",
+		chromedp.WaitVisible(css(`#playground`)),
+		chromedp.SendKeys(css(`#in-prompt`), "a lighthouse at dawn"),
+		chromedp.SendKeys(css(`#in-width`), "256"),
+		chromedp.SendKeys(css(`#in-height`), "192"),
+		chromedp.Click(css(`#run`)),
+		chromedp.WaitVisible(css(`#run-problem`)),
+		shot("14h-out-of-units"),
+	)
+	if msg := text(`#run-problem`); msg != "Your workspace has run out of compute units." {
+		t.Errorf("a run without compute units says %q", msg)
+	}
+	if n, usd := len(jobsOf(t, s, ws)), usdBalance(t, s, ws); n != jobsBefore || usd != usdBefore {
+		t.Errorf("a run without compute units: %d jobs (was %d), USD balance %+v (was %+v)", n, jobsBefore, usd, usdBefore)
+	}
 
 	// The member adds an authenticator on the security page, and the next
 	// sign-in asks for its code.

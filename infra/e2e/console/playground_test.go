@@ -201,6 +201,30 @@ func shownUnits(t *testing.T, p page) string {
 	return m[1]
 }
 
+// setUnits sets the workspace's available compute units, as a month of
+// runs would have left them.
+func setUnits(t testing.TB, s *devstacktest.Stack, ws string, n int) {
+	t.Helper()
+	if _, err := s.Store.Client().UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.Local.Table),
+		Key: map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: store.WorkspacePK(ws)},
+			"SK": &types.AttributeValueMemberS{Value: "WS"}},
+		UpdateExpression:          aws.String("SET cu_available = :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: strconv.Itoa(n)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func usdBalance(t *testing.T, s *devstacktest.Stack, ws string) billing.Balance {
+	t.Helper()
+	b, err := accountsdb.New(s.Store).Balance(context.Background(), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func units(t *testing.T, s *devstacktest.Stack, ws string) billing.UnitBalance {
 	t.Helper()
 	u, _, err := accountsdb.New(s.Store).Units(context.Background(), ws)
