@@ -16,7 +16,7 @@ import (
 	"genjobs/internal/member"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/oauthdb"
 )
 
@@ -109,11 +109,11 @@ func (c *cli) memberAdd(ctx context.Context, args []string, stdout io.Writer) er
 	// A membership of an earlier user of the address (one the pool lost
 	// and has made again) moves to this one rather than stay beside it.
 	if m, err := memberByEmail(ctx, s, *ws, e); err == nil && m.UserID != u.UserID {
-		if _, err := consoledb.New(s).MoveMember(ctx, *ws, m.UserID, u.UserID); err != nil && !errors.Is(err, store.ErrExists) {
+		if _, err := membersdb.New(s).MoveMember(ctx, *ws, m.UserID, u.UserID); err != nil && !errors.Is(err, store.ErrExists) {
 			return c.target.explain(err)
 		}
 	}
-	err = consoledb.New(s).AddMember(ctx, member.Membership{WorkspaceID: *ws, UserID: u.UserID, Email: e, Role: r, AddedAt: c.clock.Now()})
+	err = membersdb.New(s).AddMember(ctx, member.Membership{WorkspaceID: *ws, UserID: u.UserID, Email: e, Role: r, AddedAt: c.clock.Now()})
 	if errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("%s is a member of %s already, with another role", e, *ws)
 	}
@@ -159,7 +159,7 @@ func (c *cli) namedMember(ctx context.Context, args []string, stdout io.Writer) 
 
 // memberByEmail finds a workspace's member by email.
 func memberByEmail(ctx context.Context, s *store.Store, ws, email string) (member.Membership, error) {
-	ms, err := consoledb.New(s).Members(ctx, ws)
+	ms, err := membersdb.New(s).Members(ctx, ws)
 	if err != nil {
 		return member.Membership{}, err
 	}
@@ -176,7 +176,7 @@ func (c *cli) memberRemove(ctx context.Context, args []string, stdout io.Writer)
 	if err != nil {
 		return err
 	}
-	err = consoledb.New(s).RemoveMember(ctx, m.WorkspaceID, m.UserID)
+	err = membersdb.New(s).RemoveMember(ctx, m.WorkspaceID, m.UserID)
 	// The person's MCP connections to the workspace end with the
 	// membership (also on a retry that finds it gone already).
 	revoked := 0
@@ -209,7 +209,7 @@ func (c *cli) memberList(ctx context.Context, args []string, stdout io.Writer) e
 	if _, err := s.Workspace(ctx, ws); err != nil {
 		return c.notFound(err, "workspace %s does not exist", ws)
 	}
-	ms, err := consoledb.New(s.Store).Members(ctx, ws)
+	ms, err := membersdb.New(s.Store).Members(ctx, ws)
 	if err != nil {
 		return c.target.explain(err)
 	}
@@ -247,7 +247,7 @@ func (c *cli) memberResetPassword(ctx context.Context, args []string, stdout io.
 		return err
 	}
 	if u.UserID != m.UserID {
-		if _, err := consoledb.New(s).MoveMember(ctx, m.WorkspaceID, m.UserID, u.UserID); err != nil {
+		if _, err := membersdb.New(s).MoveMember(ctx, m.WorkspaceID, m.UserID, u.UserID); err != nil {
 			return c.target.explain(err)
 		}
 	}

@@ -31,7 +31,7 @@ import (
 	"genjobs/internal/member"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 )
 
 // The console's jobs pages (jobspages.go): /app/jobs over a workspace of
@@ -119,7 +119,7 @@ func measureJobs(ctx context.Context, tpl *sam.Template, local *devstack.Stack) 
 		err = idp.SetPassword(ctx, jobsPerson, jobsPassword)
 	}
 	if err == nil {
-		err = consoledb.New(st).AddMember(ctx, member.Membership{WorkspaceID: jobsWorkspace, UserID: u.UserID, Email: jobsPerson, Role: member.Owner, AddedAt: time.Now()})
+		err = membersdb.New(st).AddMember(ctx, member.Membership{WorkspaceID: jobsWorkspace, UserID: u.UserID, Email: jobsPerson, Role: member.Owner, AddedAt: time.Now()})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the bench's person: %w", err)

@@ -23,7 +23,7 @@ import (
 	"genjobs/internal/member"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/oauthdb"
 )
 
@@ -89,7 +89,7 @@ func measureOAuthMCP(ctx context.Context, tpl *sam.Template, local *devstack.Sta
 	if _, err := accountsdb.New(st).SetPlan(ctx, oauthWorkspace, 100_000_000, now); err != nil {
 		return nil, err
 	}
-	if err := consoledb.New(st).AddMember(ctx, member.Membership{WorkspaceID: oauthWorkspace, UserID: oauthPerson,
+	if err := membersdb.New(st).AddMember(ctx, member.Membership{WorkspaceID: oauthWorkspace, UserID: oauthPerson,
 		Email: oauthEmail, Role: member.Member, AddedAt: now}); err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ const OnceLife = 60 * time.Second
 // cookie's SHA-256): what the table holds is unreadable without the
 // browser's cookie, and bound to its session and id.
 
-// OnceStore keeps the sealed values (consoledb.DB).
+// OnceStore keeps the sealed values (sessionsdb.DB).
 type OnceStore interface {
 	HoldOnce(ctx context.Context, session, id string, sealed []byte, expires time.Time) error
 	TakeOnce(ctx context.Context, session, id string, now time.Time) ([]byte, error)

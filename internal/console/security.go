@@ -29,7 +29,7 @@ type Security interface {
 }
 
 // SessionSecurity is what the re-check and a password change write
-// (consoledb.DB).
+// (sessionsdb.DB).
 type SessionSecurity interface {
 	MarkSessionChecked(ctx context.Context, hash string, at time.Time) error
 	SetSessionRefresh(ctx context.Context, hash, sealed string) error

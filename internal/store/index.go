@@ -18,7 +18,10 @@
 //	delivery      JOB#<job id>       WEBHOOK               deliveriesdb
 //	style, ...    STYLE#<id>         STYLE, SET#<set>      stylesdb
 //	lease         LEASE#<name>       LEASE                 leasedb
-//	console       WS#, USER#, SESSION#                     consoledb (a pending top-up is on deliveries-due too)
+//	membership    WS#<ws id>, USER#<user id> MEMBER#<...>  membersdb
+//	session       SESSION#<sha256>   SESSION, ONCE#<id>    sessionsdb (and USER#<user id> / SESSION#<sha256>)
+//	top-up        WS#<ws id>         TOPUP#<id>            topupsdb (a pending one is on deliveries-due too)
+//	throttle      THROTTLE#<sha256>  WINDOW#<start>        throttledb
 //
 // A job's creation and its end are one transaction each over the job, the
 // workspace's balance and slot counters and a ledger entry: one consistency
@@ -41,10 +44,12 @@ const (
 )
 
 // The partitions more than one aggregate writes in: a workspace's
-// (WS#<id>: its item, tokens, payments, ledger, console records) and a
-// job's (JOB#<id>: its item, request, webhook delivery).
+// (WS#<id>: its item, tokens, payments, ledger, members, top-ups), a
+// job's (JOB#<id>: its item, request, webhook delivery) and a person's
+// (USER#<user id>: their memberships, their sessions' list).
 func WorkspacePK(ws string) string { return "WS#" + ws }
 func JobPK(id string) string       { return "JOB#" + id }
+func UserPK(user string) string    { return "USER#" + user }
 
 // Shards is how many partitions the indexes that list across workspaces
 // (jobs-by-status, deliveries-due) spread their items over, by a hash of

@@ -46,6 +46,32 @@ func (s *Store) Client() *dynamodb.Client { return s.db }
 // Table is the name of the table s works on.
 func (s *Store) Table() string { return s.table }
 
+// QueryPrefix reads, strongly consistently, every item of partition pk
+// whose sort key starts with prefix, page after page.
+func (s *Store) QueryPrefix(ctx context.Context, pk, prefix string, each func(map[string]types.AttributeValue) error) error {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :prefix)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": String(pk), ":prefix": String(prefix)},
+		ConsistentRead:            aws.Bool(true),
+	}
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return fmt.Errorf("query %s %s*: %w", pk, prefix, err)
+		}
+		for _, item := range out.Items {
+			if err := each(item); err != nil {
+				return fmt.Errorf("decode %s %s*: %w", pk, prefix, err)
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
 // Key builds a primary key.
 func Key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{

@@ -37,7 +37,7 @@ const Path = "/webhooks/stripe"
 
 const msgBadSignature = "The Stripe-Signature header is missing, wrong, too old or in the future."
 
-// Store reads and moves top-ups (consoledb.DB).
+// Store reads and moves top-ups (topupsdb.DB).
 type Store interface {
 	Checkout(ctx context.Context, ws, id string) (billing.Checkout, error)
 	CreditCheckout(ctx context.Context, ws, id, sessionID string, amount billing.Micros, units billing.Units, at time.Time) (bool, error)

@@ -61,7 +61,7 @@ type DeliveryQueue interface {
 	Schedule(ctx context.Context, jobID string, attempt int, delay time.Duration) error
 }
 
-// TopUps finds and expires top-ups by checkout left pending (consoledb.DB).
+// TopUps finds and expires top-ups by checkout left pending (topupsdb.DB).
 type TopUps interface {
 	// EachStalePendingCheckout calls fn with every top-up pending since
 	// before created, from an index that may lag.

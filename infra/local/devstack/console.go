@@ -22,7 +22,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 )
 
 // The local stack's Stripe keys: the test double accepts and signs with
@@ -114,7 +114,7 @@ func (s *Stack) SeedDemoOwner(ctx context.Context, st *store.Store, file string)
 	if err := c.SetPassword(ctx, DemoOwnerEmail, DemoOwnerPassword); err != nil {
 		return err
 	}
-	db := consoledb.New(st)
+	db := membersdb.New(st)
 	err = db.AddMember(ctx, member.Membership{WorkspaceID: DemoWorkspace, UserID: u.UserID, Email: DemoOwnerEmail,
 		Role: member.Owner, AddedAt: time.Now()})
 	if err != nil && !errors.Is(err, store.ErrExists) {

@@ -17,7 +17,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 )
 
 // Restored is a person of an earlier run made again in this run's pool,
@@ -45,7 +45,7 @@ func (s *Stack) RestorePeople(ctx context.Context, st *store.Store, file string)
 	if err != nil {
 		return nil, err
 	}
-	db := consoledb.New(st)
+	db := membersdb.New(st)
 	emails := make([]string, 0, len(byEmail))
 	for e := range byEmail {
 		emails = append(emails, e)

@@ -26,7 +26,7 @@ import (
 	"genjobs/internal/member"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/oauthdb"
 )
 
@@ -77,7 +77,7 @@ func Build(d app.Deps) (http.Handler, error) {
 // tokens, workspaces, grants and memberships.
 func oauthAuthenticator(d app.Deps, st *store.Store) auth.Authenticator {
 	accounts := accountsdb.New(st)
-	cache := auth.NewCache(accounts, d.Clock).WithConnections(connections{grants: oauthdb.New(st), members: consoledb.New(st)})
+	cache := auth.NewCache(accounts, d.Clock).WithConnections(connections{grants: oauthdb.New(st), members: membersdb.New(st)})
 	tokens := &mcpauth.Tokens{Key: kmswire.Signer(d, d.Signing.OAuthKeyID), Clock: d.Clock}
 	return auth.Authenticator{Dir: cache, Uses: auth.NewUses(accounts, d.Clock),
 		OAuth: &auth.OAuth{Tokens: tokens, Connections: cache}}
@@ -87,7 +87,7 @@ func oauthAuthenticator(d app.Deps, st *store.Store) auth.Authenticator {
 // auth.Connections.
 type connections struct {
 	grants  *oauthdb.DB
-	members *consoledb.DB
+	members *membersdb.DB
 }
 
 func (c connections) Grant(ctx context.Context, id string) (auth.Grant, error) {

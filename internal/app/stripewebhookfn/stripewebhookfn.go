@@ -12,7 +12,7 @@ import (
 	"genjobs/internal/checkout"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/secrets"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/topupsdb"
 	"genjobs/internal/stripehook"
 )
 
@@ -23,6 +23,6 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
-	h := &stripehook.Handler{Store: consoledb.New(dynamodbwire.Store(d)), Events: checkout.New(keys, ""), Clock: d.Clock, Metrics: d.Metrics}
+	h := &stripehook.Handler{Store: topupsdb.New(dynamodbwire.Store(d)), Events: checkout.New(keys, ""), Clock: d.Clock, Metrics: d.Metrics}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }

@@ -10,9 +10,9 @@ import (
 	"genjobs/internal/app/sqswire"
 	"genjobs/internal/queue"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/leasedb"
+	"genjobs/internal/store/topupsdb"
 	"genjobs/internal/sweeper"
 )
 
@@ -38,7 +38,7 @@ func Build(d app.Deps) (app.ScheduleHandler, error) {
 		Lease:        leasedb.New(st),
 		LeaseFor:     sweeper.DefaultLeaseFor,
 		Plans:        accountsdb.New(st),
-		TopUps:       consoledb.New(st),
+		TopUps:       topupsdb.New(st),
 	}
 	if d.Webhooks.Queue != "" { // re-sends overdue webhook attempts too
 		s.Deliveries = deliveriesdb.New(st)

@@ -3,13 +3,16 @@ package accountsdb
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
-	"genjobs/internal/store"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"genjobs/internal/auth"
+	"genjobs/internal/store"
 )
 
 // RecordTokenUse writes the hour of at as the token's last use, on the
@@ -33,4 +36,22 @@ func (s *DB) RecordTokenUse(ctx context.Context, ws, tokenID string, at time.Tim
 		return false, fmt.Errorf("record use of token %s: %w", tokenID, err)
 	}
 	return true, nil
+}
+
+// Tokens lists a workspace's tokens, revoked ones included, newest first,
+// with their last use (the items under the workspace; no hash).
+func (s *DB) Tokens(ctx context.Context, ws string) ([]auth.Token, error) {
+	var out []auth.Token
+	err := s.QueryPrefix(ctx, store.WorkspacePK(ws), "TOKEN#", func(item map[string]types.AttributeValue) error {
+		var it tokenItem
+		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+			return err
+		}
+		t := it.token()
+		t.WorkspaceID, t.Hash = ws, ""
+		out = append(out, t)
+		return nil
+	})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, err
 }

@@ -1,4 +1,4 @@
-package consoledb_test
+package sessionsdb_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"genjobs/internal/store"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/sessionsdb"
 	"genjobs/internal/store/storetest"
 	"genjobs/internal/testenv"
 )
@@ -21,7 +21,7 @@ var t0 = time.Date(2026, 11, 27, 20, 0, 0, 0, time.UTC)
 // session only, and not at all once its end has come, whatever TTL has
 // done yet.
 func TestAValueShownOnceIsTakenOnceBeforeItsEnd(t *testing.T) {
-	d, ctx := consoledb.New(storetest.New(t)), context.Background()
+	d, ctx := sessionsdb.New(storetest.New(t)), context.Background()
 	sealed := []byte("sealed bytes")
 	if err := d.HoldOnce(ctx, "sess_a", "token:tok_1", sealed, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,7 @@
-package consoledb
+// Package sessionsdb keeps the console's sign-in sessions in the service's
+// table: the session items, each person's list of them (for ending all but
+// one at a password change) and the values a session shows once.
+package sessionsdb
 
 import (
 	"context"
@@ -14,6 +17,14 @@ import (
 	"genjobs/internal/member"
 	"genjobs/internal/store"
 )
+
+// DB is the store with the sign-in sessions besides.
+type DB struct {
+	*store.Store
+}
+
+// New returns the sessions on st's table. It does no I/O.
+func New(st *store.Store) *DB { return &DB{Store: st} }
 
 // A console session is SESSION#<sha256 of the cookie> / SESSION; the
 // table's TTL (expires_at) removes it once it has ended, and reads check
@@ -85,7 +96,7 @@ func (d *DB) UpdateSession(ctx context.Context, ses member.Session) error {
 			":seen": store.String(store.Stamp(ses.SeenAt)), ":exp": store.Number(ses.Ends().Unix()), ":ws": store.String(ses.WorkspaceID),
 		},
 	})
-	if isConditionFailed(err) {
+	if store.ConditionFailed(err) {
 		return member.ErrSessionEnded
 	}
 	if err != nil {

@@ -1,4 +1,4 @@
-package consoledb
+package sessionsdb
 
 import (
 	"context"

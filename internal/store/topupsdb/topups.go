@@ -1,4 +1,8 @@
-package consoledb
+// Package topupsdb keeps the top-ups by checkout in the service's table:
+// pending, then paid, failed, cancelled or expired. The money moves
+// through the accounts (accountsdb.DB.TopUpWith, PackWith), in the same
+// transaction as a top-up turns paid.
+package topupsdb
 
 import (
 	"context"
@@ -16,7 +20,16 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 )
+
+// DB is the store with the top-ups by checkout besides.
+type DB struct {
+	*store.Store
+}
+
+// New returns the top-ups on st's table. It does no I/O.
+func New(st *store.Store) *DB { return &DB{Store: st} }
 
 // A top-up by checkout is WS#<ws> / TOPUP#<id>: a top-up of the API
 // balance, or a pack of compute units (pack_units), pending when the owner
@@ -76,15 +89,15 @@ func (d *DB) CreateCheckout(ctx context.Context, c billing.Checkout) error {
 	if err != nil {
 		return err
 	}
-	err = d.transact(ctx, []types.TransactWriteItem{
+	err = d.Transact(ctx, []types.TransactWriteItem{
 		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(d.Table()), Key: store.Key(store.WorkspacePK(c.WorkspaceID), "WS"),
 			ConditionExpression: aws.String("attribute_exists(PK)")}},
 		{Put: &types.Put{TableName: aws.String(d.Table()), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}},
 	})
 	switch {
-	case cancelReason(err, 0) == "ConditionalCheckFailed":
+	case store.CancelReason(err, 0) == "ConditionalCheckFailed":
 		return store.ErrNotFound
-	case cancelReason(err, 1) == "ConditionalCheckFailed":
+	case store.CancelReason(err, 1) == "ConditionalCheckFailed":
 		return store.ErrExists
 	case err != nil:
 		return fmt.Errorf("create top-up: %w", err)
@@ -103,7 +116,7 @@ func (d *DB) SetCheckoutSession(ctx context.Context, ws, id, sessionID string, a
 			":sid": store.String(sessionID), ":at": store.String(store.Stamp(at)),
 		},
 	})
-	if isConditionFailed(err) {
+	if store.ConditionFailed(err) {
 		return store.ErrNotFound
 	}
 	return err
@@ -121,7 +134,7 @@ func (d *DB) Checkout(ctx context.Context, ws, id string) (billing.Checkout, err
 // Checkouts lists a workspace's top-ups by checkout, newest first.
 func (d *DB) Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error) {
 	var out []billing.Checkout
-	err := d.queryPrefix(ctx, store.WorkspacePK(ws), checkoutPrefix, func(item map[string]types.AttributeValue) error {
+	err := d.QueryPrefix(ctx, store.WorkspacePK(ws), checkoutPrefix, func(item map[string]types.AttributeValue) error {
 		var it checkoutItem
 		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 			return err
@@ -158,11 +171,11 @@ func (d *DB) CreditCheckout(ctx context.Context, ws, id, sessionID string, amoun
 		ExpressionAttributeValues: values,
 	}}
 	if units > 0 {
-		credited, err = d.PackWith(ctx, ws, billing.PaymentID(sessionID), amount, units, at, mark)
+		credited, err = accountsdb.New(d.Store).PackWith(ctx, ws, billing.PaymentID(sessionID), amount, units, at, mark)
 	} else {
-		credited, err = d.TopUpWith(ctx, ws, billing.PaymentID(sessionID), amount, at, mark)
+		credited, err = accountsdb.New(d.Store).TopUpWith(ctx, ws, billing.PaymentID(sessionID), amount, at, mark)
 	}
-	if cancelReason(err, 3) == "ConditionalCheckFailed" || errors.Is(err, store.ErrNotFound) {
+	if store.CancelReason(err, 3) == "ConditionalCheckFailed" || errors.Is(err, store.ErrNotFound) {
 		return false, store.ErrNotFound
 	}
 	return credited, err
@@ -181,7 +194,7 @@ func (d *DB) EndCheckout(ctx context.Context, ws, id string, status billing.Chec
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":to": store.String(string(status)), ":pending": store.String(string(billing.CheckoutPending)), ":at": store.String(store.Stamp(at))},
 	})
-	if isConditionFailed(err) {
+	if store.ConditionFailed(err) {
 		now, rerr := d.Checkout(ctx, ws, id)
 		if rerr != nil {
 			return false, rerr

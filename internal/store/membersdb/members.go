@@ -1,4 +1,7 @@
-package consoledb
+// Package membersdb keeps the workspaces' memberships in the service's
+// table: each stored under the workspace and under the person, with the
+// workspace item's owner count kept in the same transaction.
+package membersdb
 
 import (
 	"context"
@@ -14,7 +17,16 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
+	"genjobs/internal/store/accountsdb"
 )
+
+// DB is the store with the memberships besides.
+type DB struct {
+	*store.Store
+}
+
+// New returns the memberships on st's table. It does no I/O.
+func New(st *store.Store) *DB { return &DB{Store: st} }
 
 // A membership is stored twice, written together: under the workspace
 // (WS#<ws> / MEMBER#<user>: the members page) and under the person
@@ -32,8 +44,6 @@ type memberItem struct {
 	AddedAt       string `dynamodbav:"added_at"`
 }
 
-func userPK(user string) string { return "USER#" + user }
-
 const memberPrefix = "MEMBER#"
 
 func (it memberItem) membership() member.Membership {
@@ -45,7 +55,7 @@ func (it memberItem) membership() member.Membership {
 // memberPuts are the two items of m, each put on condition.
 func (d *DB) memberPuts(m member.Membership, condition string, values map[string]types.AttributeValue) ([]types.TransactWriteItem, error) {
 	var out []types.TransactWriteItem
-	for _, k := range [][2]string{{store.WorkspacePK(m.WorkspaceID), memberPrefix + m.UserID}, {userPK(m.UserID), memberPrefix + m.WorkspaceID}} {
+	for _, k := range [][2]string{{store.WorkspacePK(m.WorkspaceID), memberPrefix + m.UserID}, {store.UserPK(m.UserID), memberPrefix + m.WorkspaceID}} {
 		item, err := attributevalue.MarshalMap(memberItem{PK: k[0], SK: k[1], WorkspaceID: m.WorkspaceID, WorkspaceName: m.WorkspaceName,
 			UserID: m.UserID, Email: m.Email, Role: string(m.Role), AddedAt: store.Stamp(m.AddedAt)})
 		if err != nil {
@@ -81,7 +91,7 @@ func (d *DB) ownersChange(ws string, delta int) types.TransactWriteItem {
 // already keeps their membership: ErrExists, unless the role is the same
 // (a retried add succeeds). A missing workspace is ErrNotFound.
 func (d *DB) AddMember(ctx context.Context, m member.Membership) error {
-	w, err := d.Workspace(ctx, m.WorkspaceID)
+	w, err := accountsdb.New(d.Store).Workspace(ctx, m.WorkspaceID)
 	if err != nil {
 		return fmt.Errorf("add member: %w", notFound(err))
 	}
@@ -95,9 +105,9 @@ func (d *DB) AddMember(ctx context.Context, m member.Membership) error {
 		delta = 1
 	}
 	items = append(items, d.ownersChange(m.WorkspaceID, delta))
-	err = d.transact(ctx, items)
+	err = d.Transact(ctx, items)
 	switch {
-	case cancelReason(err, 0) == "ConditionalCheckFailed":
+	case store.CancelReason(err, 0) == "ConditionalCheckFailed":
 		prior, rerr := d.Membership(ctx, m.WorkspaceID, m.UserID)
 		if rerr != nil {
 			return rerr
@@ -106,7 +116,7 @@ func (d *DB) AddMember(ctx context.Context, m member.Membership) error {
 			return nil
 		}
 		return store.ErrExists
-	case cancelReason(err, 2) == "ConditionalCheckFailed":
+	case store.CancelReason(err, 2) == "ConditionalCheckFailed":
 		return store.ErrNotFound
 	case err != nil:
 		return fmt.Errorf("add member: %w", err)
@@ -157,13 +167,13 @@ func (d *DB) SetRole(ctx context.Context, ws, user string, role member.Role) (me
 		case role == member.Owner:
 			items = append(items, d.ownersChange(ws, 1))
 		}
-		err = d.transact(ctx, items)
+		err = d.Transact(ctx, items)
 		switch {
 		case err == nil:
 			return m, nil
-		case len(items) == 3 && cancelReason(err, 2) == "ConditionalCheckFailed":
+		case len(items) == 3 && store.CancelReason(err, 2) == "ConditionalCheckFailed":
 			return m, member.ErrLastOwner
-		case cancelReason(err, 0) == "ConditionalCheckFailed" && attempt < 3:
+		case store.CancelReason(err, 0) == "ConditionalCheckFailed" && attempt < 3:
 			continue // changed meanwhile: decide again on what it is now
 		}
 		return m, fmt.Errorf("set role: %w", err)
@@ -187,17 +197,17 @@ func (d *DB) RemoveMember(ctx context.Context, ws, user string) error {
 				ExpressionAttributeValues: map[string]types.AttributeValue{":old": store.String(string(m.Role))},
 			}}
 		}
-		items := []types.TransactWriteItem{del(store.WorkspacePK(ws), memberPrefix+user), del(userPK(user), memberPrefix+ws)}
+		items := []types.TransactWriteItem{del(store.WorkspacePK(ws), memberPrefix+user), del(store.UserPK(user), memberPrefix+ws)}
 		if m.Role == member.Owner {
 			items = append(items, d.ownersChange(ws, -1))
 		}
-		err = d.transact(ctx, items)
+		err = d.Transact(ctx, items)
 		switch {
 		case err == nil:
 			return nil
-		case len(items) == 3 && cancelReason(err, 2) == "ConditionalCheckFailed":
+		case len(items) == 3 && store.CancelReason(err, 2) == "ConditionalCheckFailed":
 			return member.ErrLastOwner
-		case cancelReason(err, 0) == "ConditionalCheckFailed" && attempt < 3:
+		case store.CancelReason(err, 0) == "ConditionalCheckFailed" && attempt < 3:
 			continue
 		}
 		return fmt.Errorf("remove member: %w", err)
@@ -213,7 +223,7 @@ func (d *DB) Members(ctx context.Context, ws string) ([]member.Membership, error
 
 // Memberships lists a person's workspaces by name.
 func (d *DB) Memberships(ctx context.Context, user string) ([]member.Membership, error) {
-	out, err := d.memberships(ctx, userPK(user))
+	out, err := d.memberships(ctx, store.UserPK(user))
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].WorkspaceName != out[j].WorkspaceName {
 			return out[i].WorkspaceName < out[j].WorkspaceName
@@ -225,7 +235,7 @@ func (d *DB) Memberships(ctx context.Context, user string) ([]member.Membership,
 
 func (d *DB) memberships(ctx context.Context, pk string) ([]member.Membership, error) {
 	var out []member.Membership
-	err := d.queryPrefix(ctx, pk, memberPrefix, func(item map[string]types.AttributeValue) error {
+	err := d.QueryPrefix(ctx, pk, memberPrefix, func(item map[string]types.AttributeValue) error {
 		var it memberItem
 		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package consoledb
+package membersdb
 
 import (
 	"context"
@@ -39,13 +39,13 @@ func (d *DB) MoveMember(ctx context.Context, ws, from, to string) (member.Member
 	if err != nil {
 		return member.Membership{}, err
 	}
-	items := append([]types.TransactWriteItem{del(store.WorkspacePK(ws), memberPrefix+from), del(userPK(from), memberPrefix+ws)}, puts...)
-	switch err := d.transact(ctx, items); {
+	items := append([]types.TransactWriteItem{del(store.WorkspacePK(ws), memberPrefix+from), del(store.UserPK(from), memberPrefix+ws)}, puts...)
+	switch err := d.Transact(ctx, items); {
 	case err == nil:
 		return moved, nil
-	case cancelReason(err, 2) == "ConditionalCheckFailed":
+	case store.CancelReason(err, 2) == "ConditionalCheckFailed":
 		return member.Membership{}, store.ErrExists // to is a member already
-	case cancelReason(err, 0) == "ConditionalCheckFailed":
+	case store.CancelReason(err, 0) == "ConditionalCheckFailed":
 		return member.Membership{}, errors.New("move member: the membership changed meanwhile; try again")
 	default:
 		return member.Membership{}, fmt.Errorf("move member: %w", err)

@@ -1,4 +1,4 @@
-package consoledb
+package sessionsdb
 
 import (
 	"context"
@@ -29,7 +29,7 @@ const sessionPrefix = "SESSION#"
 // putUserSession writes the entry; a put of the same item again (a retry
 // whose first answer was lost) is the same write.
 func (d *DB) putUserSession(ctx context.Context, ses member.Session) error {
-	item, err := attributevalue.MarshalMap(userSessionItem{PK: userPK(ses.UserID), SK: sessionPrefix + ses.Hash,
+	item, err := attributevalue.MarshalMap(userSessionItem{PK: store.UserPK(ses.UserID), SK: sessionPrefix + ses.Hash,
 		ExpiresAt: ses.CreatedAt.Add(member.MaxAge).Unix()})
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ func (d *DB) putUserSession(ctx context.Context, ses member.Session) error {
 // call began. It returns how many sessions it ended.
 func (d *DB) EndOtherSessions(ctx context.Context, user, keep string) (int, error) {
 	var hashes []string
-	err := d.queryPrefix(ctx, userPK(user), sessionPrefix, func(item map[string]types.AttributeValue) error {
+	err := d.QueryPrefix(ctx, store.UserPK(user), sessionPrefix, func(item map[string]types.AttributeValue) error {
 		var it userSessionItem
 		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 			return err
@@ -64,7 +64,7 @@ func (d *DB) EndOtherSessions(ctx context.Context, user, keep string) (int, erro
 			return 0, err
 		}
 		if _, err := d.Client().DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.Table()),
-			Key: store.Key(userPK(user), sessionPrefix+h)}); err != nil {
+			Key: store.Key(store.UserPK(user), sessionPrefix+h)}); err != nil {
 			return 0, fmt.Errorf("delete a session's entry: %w", err)
 		}
 	}
@@ -94,7 +94,7 @@ func (d *DB) setSession(ctx context.Context, hash, name, value string) error {
 		ExpressionAttributeNames:  map[string]string{"#a": name},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": store.String(value)},
 	})
-	if isConditionFailed(err) {
+	if store.ConditionFailed(err) {
 		return member.ErrSessionEnded
 	}
 	if err != nil {

@@ -1,4 +1,6 @@
-package consoledb
+// Package throttledb keeps the sign-in throttle's counters in the
+// service's table.
+package throttledb
 
 import (
 	"context"
@@ -15,6 +17,14 @@ import (
 
 	"genjobs/internal/store"
 )
+
+// DB is the store with the sign-in throttle's counters besides.
+type DB struct {
+	*store.Store
+}
+
+// New returns the throttle's counters on st's table. It does no I/O.
+func New(st *store.Store) *DB { return &DB{Store: st} }
 
 // The sign-in throttle's counters (console's throttle.go): one item per key
 // and window, THROTTLE#<sha256 of the key> / WINDOW#<the window's start,
