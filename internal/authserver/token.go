@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -19,8 +18,9 @@ import (
 // MaxFormBytes bounds a token or revocation request's body.
 const MaxFormBytes = 16 << 10
 
-// codeVerifier is RFC 7636's: 43 to 128 unreserved characters.
-var codeVerifier = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`)
+// codeVerifier reports whether s is RFC 7636's verifier: 43 to 128
+// unreserved characters.
+func codeVerifier(s string) bool { return pkceChars(s, 43, 128, "._~-") }
 
 // readForm reads an application/x-www-form-urlencoded body (the query
 // string is not read): each parameter at most once (RFC 6749 section 3.2).
@@ -97,7 +97,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c Client, 
 		return oidc.ErrInvalidGrant().WithDescription("the code was issued to another client")
 	case form.Get("redirect_uri") != code.RedirectURI:
 		return oidc.ErrInvalidGrant().WithDescription("redirect_uri is not the one the code was issued for")
-	case !codeVerifier.MatchString(form.Get("code_verifier")):
+	case !codeVerifier(form.Get("code_verifier")):
 		return oidc.ErrInvalidGrant().WithDescription("code_verifier is required: 43 to 128 characters")
 	case !oidc.VerifyCodeChallenge(&oidc.CodeChallenge{Challenge: code.Challenge, Method: oidc.CodeChallengeMethodS256}, form.Get("code_verifier")):
 		return oidc.ErrInvalidGrant().WithDescription("code_verifier does not match the code_challenge")

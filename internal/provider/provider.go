@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -283,19 +282,29 @@ func Strings(output json.RawMessage, keep func(string) bool) []string {
 	return out
 }
 
-// percent finds progress bars in logs ("45%|####   | 45/100", tqdm's form).
-var percent = regexp.MustCompile(`(\d{1,3})%\|`)
-
-// Progress reads the last percentage a model's logs report, as 0..1.
+// Progress reads the last percentage a model's logs report, as 0..1: the
+// last "%|" with a digit before it, and up to three digits before it
+// ("45%|####   | 45/100", tqdm's form).
 func Progress(logs string) *float64 {
-	m := percent.FindAllStringSubmatch(logs, -1)
-	if len(m) == 0 {
-		return nil
+	end := len(logs)
+	for {
+		i := strings.LastIndex(logs[:end], "%|")
+		if i < 0 {
+			return nil
+		}
+		j := i
+		for j > 0 && i-j < 3 && '0' <= logs[j-1] && logs[j-1] <= '9' {
+			j--
+		}
+		if j == i {
+			end = i
+			continue
+		}
+		n, _ := strconv.Atoi(logs[j:i])
+		if n > 100 {
+			return nil
+		}
+		p := float64(n) / 100
+		return &p
 	}
-	n, _ := strconv.Atoi(m[len(m)-1][1])
-	if n > 100 {
-		return nil
-	}
-	p := float64(n) / 100
-	return &p
 }
