@@ -25,6 +25,8 @@ import (
 type users interface {
 	EnsureUser(ctx context.Context, email string) (cognito.User, bool, error)
 	ResetPassword(ctx context.Context, email string) (cognito.User, error)
+	Disable(ctx context.Context, email string) (cognito.User, error)
+	Enable(ctx context.Context, email string) (cognito.User, error)
 }
 
 // pool returns the user pool of the command's target, resolving it unless
@@ -255,4 +257,81 @@ func (c *cli) memberResetPassword(ctx context.Context, args []string, stdout io.
 		UserID            string `json:"user_id"`
 		TemporaryPassword string `json:"temporary_password"`
 	}{u.UserID, u.TemporaryPassword})
+}
+
+// namedPerson reads the --email of a command about a person (in every
+// workspace), and finds the target's user pool.
+func (c *cli) namedPerson(ctx context.Context, args []string, stdout io.Writer) (users, string, error) {
+	fs := c.flags()
+	email := fs.String("email", "", "the person's `email` (required)")
+	if err := c.parseIDs(fs, args, stdout); err != nil {
+		return nil, "", err
+	}
+	e := member.NormalizeEmail(*email)
+	if e == "" {
+		return nil, "", usagef("%s: --email is required", c.cmd.name)
+	}
+	pool, err := c.pool(ctx)
+	return pool, e, err
+}
+
+// memberDisable disables a person in the user pool (no more sign-ins, the
+// console sessions end at their next re-check) and revokes every MCP
+// connection of theirs, in every workspace. Run again it disables nothing
+// new and revokes what a failed run left.
+func (c *cli) memberDisable(ctx context.Context, args []string, stdout io.Writer) error {
+	pool, e, err := c.namedPerson(ctx, args, stdout)
+	if err != nil {
+		return err
+	}
+	s, err := c.store(ctx)
+	if err != nil {
+		return err
+	}
+	u, err := pool.Disable(ctx, e)
+	if errors.Is(err, cognito.ErrNoUser) {
+		return fmt.Errorf("the user pool has no user %s", e)
+	}
+	if err != nil {
+		return err
+	}
+	gs, err := oauthdb.New(s).RevokePerson(ctx, u.UserID, c.clock.Now())
+	if err != nil {
+		return c.target.explain(err)
+	}
+	type conn struct {
+		GrantID     string `json:"grant_id"`
+		WorkspaceID string `json:"workspace_id"`
+		ClientName  string `json:"client_name"`
+	}
+	out := struct {
+		UserID             string `json:"user_id"`
+		Disabled           bool   `json:"disabled"`
+		ConnectionsRevoked int    `json:"connections_revoked"`
+		Connections        []conn `json:"connections"`
+	}{u.UserID, true, len(gs), []conn{}}
+	for _, g := range gs {
+		out.Connections = append(out.Connections, conn{g.ID, g.WorkspaceID, g.ClientName})
+	}
+	return writeJSON(stdout, out)
+}
+
+// memberEnable lets a disabled person sign in again. Their connections
+// stay revoked: an assistant of theirs asks them to sign in again.
+func (c *cli) memberEnable(ctx context.Context, args []string, stdout io.Writer) error {
+	pool, e, err := c.namedPerson(ctx, args, stdout)
+	if err != nil {
+		return err
+	}
+	u, err := pool.Enable(ctx, e)
+	if errors.Is(err, cognito.ErrNoUser) {
+		return fmt.Errorf("the user pool has no user %s", e)
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(stdout, struct {
+		UserID  string `json:"user_id"`
+		Enabled bool   `json:"enabled"`
+	}{u.UserID, true})
 }

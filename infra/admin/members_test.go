@@ -158,3 +158,99 @@ func TestMemberResetPasswordRecoversAHalfAddedMember(t *testing.T) {
 	wantFail(t, run("member", "reset-password", "--workspace", "ws_acme", "--email", "nobody@example.com"), 1, "not a member", nil)
 	wantFail(t, run("member", "add", "--workspace", "ws_acme", "--email", "a&b@a.example", "--role", "member"), 2, "does not accept", nil)
 }
+
+// TestMemberDisableRevokesEveryConnectionAndEnableLetsThemSignInAgain: a
+// disabled person cannot sign in, their refresh token is void, and their
+// MCP connections in every workspace are revoked (no one else's); a rerun
+// succeeds with nothing left to revoke; enabled, they sign in again and
+// their connections stay revoked.
+func TestMemberDisableRevokesEveryConnectionAndEnableLetsThemSignInAgain(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	for _, ws := range []string{"ws_acme", "ws_beta"} {
+		if err := accountsdb.New(e.store()).CreateWorkspace(ctx, auth.Workspace{ID: ws, Name: ws, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := emulator.MotoConfig(testenv.MotoEndpoint())
+	pool, err := cognito.CreatePool(ctx, cfg, testenv.UniqueName(t, "pool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := cognito.New(cfg, awsclient.Requests.Cognito, cognito.Config{PoolID: pool.PoolID, ClientID: pool.ClientID,
+		JWKSURL: testenv.MotoEndpoint() + "/" + pool.PoolID + "/.well-known/jwks.json"}, cognito.VerifierOptions{Clock: clock.System{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) result {
+		c := &cli{clock: clock.System{}, getenv: func(string) string { return "" },
+			target: &target{db: e.db, table: e.table, where: "in the test"}, users: users}
+		return invoke(c, args...)
+	}
+	bo := wantOK(t, run("member", "add", "--workspace", "ws_acme", "--email", "bo@example.com", "--role", "owner"), nil)["user_id"].(string)
+	wantOK(t, run("member", "add", "--workspace", "ws_beta", "--email", "bo@example.com", "--role", "member"), nil)
+	cy := wantOK(t, run("member", "add", "--workspace", "ws_acme", "--email", "cy@example.com", "--role", "member"), nil)["user_id"].(string)
+	const pw = "Bo-Own-Password-1!"
+	if err := users.SetPassword(ctx, "bo@example.com", pw); err != nil {
+		t.Fatal(err)
+	}
+	in, err := users.SignIn(ctx, "bo@example.com", pw)
+	if err != nil || in.Tokens.Refresh == "" {
+		t.Fatalf("Bo's sign-in: %+v %v", in, err)
+	}
+	grants := oauthdb.New(e.store())
+	connect := func(user, ws string) string {
+		code, now := oauthdb.NewSecret(), time.Now()
+		if err := grants.IssueCode(ctx, code, oauthdb.Code{ClientID: "oc_x", RedirectURI: "https://a.example/cb", UserID: user, WorkspaceID: ws, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		g := oauthdb.Grant{ID: oauthdb.NewID("gr_"), ClientID: "oc_x", ClientName: "Assistant", UserID: user, WorkspaceID: ws, CreatedAt: now}
+		if err := grants.Redeem(ctx, code, g, oauthdb.NewSecret(), now); err != nil {
+			t.Fatal(err)
+		}
+		return g.ID
+	}
+	boAcme, boBeta, cyAcme := connect(bo, "ws_acme"), connect(bo, "ws_beta"), connect(cy, "ws_acme")
+	live := func(id string) bool {
+		t.Helper()
+		g, err := grants.Grant(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Live()
+	}
+
+	out := wantOK(t, run("member", "disable", "--email", "Bo@Example.com"), nil)
+	if out["user_id"] != bo || out["disabled"] != true || out["connections_revoked"] != float64(2) || len(out["connections"].([]any)) != 2 {
+		t.Errorf("member disable: %v; want Bo disabled, 2 connections revoked", out)
+	}
+	if live(boAcme) || live(boBeta) || !live(cyAcme) {
+		t.Errorf("after disable: Bo's connections live %v %v, Cy's %v; want Bo's revoked, Cy's live", live(boAcme), live(boBeta), live(cyAcme))
+	}
+	if p, err := users.Person(ctx, "bo@example.com"); err != nil || p.Enabled {
+		t.Errorf("Bo in the pool after disable: %+v %v; want disabled", p, err)
+	}
+	if _, err := users.SignIn(ctx, "bo@example.com", pw); err == nil {
+		t.Error("a disabled person signed in")
+	}
+	if _, err := users.Refresh(ctx, in.Tokens.Refresh); err == nil {
+		t.Error("a disabled person's refresh token still works")
+	}
+	again := wantOK(t, run("member", "disable", "--email", "bo@example.com"), nil)
+	if again["disabled"] != true || again["connections_revoked"] != float64(0) {
+		t.Errorf("member disable again: %v; want disabled, nothing left to revoke", again)
+	}
+
+	wantKeys(t, wantOK(t, run("member", "enable", "--email", "bo@example.com"), nil), "enabled", "user_id")
+	if _, err := users.SignIn(ctx, "bo@example.com", pw); err != nil {
+		t.Errorf("an enabled person cannot sign in: %v", err)
+	}
+	if live(boAcme) || live(boBeta) {
+		t.Error("enabling brought a revoked connection back")
+	}
+	wantOK(t, run("member", "enable", "--email", "bo@example.com"), nil)
+
+	wantFail(t, run("member", "disable", "--email", "nobody@example.com"), 1, "has no user", nil)
+	wantFail(t, run("member", "enable", "--email", "nobody@example.com"), 1, "has no user", nil)
+	wantFail(t, run("member", "disable"), 2, "--email is required", nil)
+}

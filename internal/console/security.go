@@ -280,7 +280,8 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request, req *re
 
 // recheck checks the session's person against Cognito when the last check
 // is member.RecheckEvery old: disabled, deleted or signed out everywhere
-// ends the session (back to sign-in). ok is false when the answer is
+// ends the session (back to sign-in); disabled or deleted also revokes the
+// person's MCP connections in every workspace. ok is false when the answer is
 // written.
 func (c *Console) recheck(w http.ResponseWriter, r *http.Request, ses *member.Session, cookie string, now time.Time) bool {
 	if !ses.NeedsRecheck(now) {
@@ -296,6 +297,19 @@ func (c *Console) recheck(w http.ResponseWriter, r *http.Request, ses *member.Se
 		w.Header().Set("Retry-After", strconv.Itoa(httpapi.RetryAfter))
 		c.fail(w, r, http.StatusServiceUnavailable, "Your sign-in cannot be confirmed right now. Nothing was changed; try again in a minute.")
 		return false
+	}
+	if why == "disabled" || why == "deleted" {
+		// The person's MCP connections end with them, before the session
+		// does: a revocation that fails leaves the session to be checked,
+		// and its connections revoked, at the next request.
+		revoked, err := c.OAuth.Store.RevokePerson(r.Context(), ses.UserID, now)
+		if err != nil {
+			c.internalError(w, r, "revoke the connections of a "+why+" person", err)
+			return false
+		}
+		if len(revoked) > 0 {
+			c.logger(r).Info("connections revoked", "user_id", ses.UserID, "reason", why, "revoked", len(revoked))
+		}
 	}
 	if why != "" {
 		c.endSession(w, r, *ses, why)

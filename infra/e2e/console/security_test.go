@@ -201,6 +201,9 @@ func lastChecked(t testing.TB, s *devstacktest.Stack, hash string, ago time.Dura
 	}
 }
 
+// A person disabled or deleted in the user pool, or signed out everywhere,
+// is sent back to sign-in at their session's next check; disabled or
+// deleted, their MCP connections (in every workspace) are revoked too.
 func TestADisabledDeletedOrSignedOutPersonIsOutAtTheNextCheck(t *testing.T) {
 	for name, act := range map[string]func(api *cip.Client, pool, email *string) error{
 		"disabled": func(api *cip.Client, pool, email *string) error {
@@ -218,6 +221,13 @@ func TestADisabledDeletedOrSignedOutPersonIsOutAtTheNextCheck(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, b := signedIn(t, member.Owner)
+			hash := b.sessionHash()
+			ses, err := cdb(s).Session(context.Background(), hash, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			client := assistant(t, s, "Helpful Assistant")
+			grants := []string{grant(t, s, client, ses.UserID, devstack.DemoWorkspace), grant(t, s, client, ses.UserID, "ws_elsewhere")}
 			api, id := pool(s)
 			if err := act(api, id, aws.String("owner@example.com")); err != nil {
 				t.Fatal(err)
@@ -226,13 +236,18 @@ func TestADisabledDeletedOrSignedOutPersonIsOutAtTheNextCheck(t *testing.T) {
 			if p := b.get("/app/settings/api-tokens"); p.status != http.StatusOK {
 				t.Fatalf("right after: %d; want the page until the next check", p.status)
 			}
-			hash := b.sessionHash()
 			lastChecked(t, s, hash, member.RecheckEvery+time.Second)
 			if p := b.get("/app/settings/api-tokens"); p.status != http.StatusSeeOther || !strings.Contains(p.location, "/app/sign-in") {
 				t.Fatalf("5 minutes on: %d %s; want back to sign-in", p.status, p.location)
 			}
 			if _, err := cdb(s).Session(context.Background(), hash, time.Now()); err == nil {
 				t.Fatal("the ended session is still stored")
+			}
+			gone := name != "signed out everywhere"
+			for _, g := range grants {
+				if live(t, s, g) == gone {
+					t.Errorf("connection %s live = %v after the check; want %v", g, !gone, !gone)
+				}
 			}
 		})
 	}

@@ -56,7 +56,7 @@ func (s *DB) GrantsOfPerson(ctx context.Context, userID string) ([]Grant, error)
 }
 
 // RevokeMember revokes every live grant userID made in workspace ws (the
-// member was removed, or the person disabled) and returns how many.
+// member was removed) and returns how many.
 func (s *DB) RevokeMember(ctx context.Context, ws, userID string, now time.Time) (int, error) {
 	gs, err := s.GrantsOfWorkspace(ctx, ws)
 	if err != nil {
@@ -73,6 +73,29 @@ func (s *DB) RevokeMember(ctx context.Context, ws, userID string, now time.Time)
 		n++
 	}
 	return n, nil
+}
+
+// RevokePerson revokes every live grant userID made, in every workspace
+// (the person was disabled, or is gone from the user pool), and returns
+// them as revoked. A retry finds those it revoked already not live and
+// revokes the rest.
+func (s *DB) RevokePerson(ctx context.Context, userID string, now time.Time) ([]Grant, error) {
+	gs, err := s.GrantsOfPerson(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	revoked := []Grant{}
+	for _, g := range gs {
+		if g.UserID != userID || !g.Live() {
+			continue
+		}
+		if err := s.RevokeGrant(ctx, g.ID, now); err != nil {
+			return revoked, err
+		}
+		g.RevokedAt = &now
+		revoked = append(revoked, g)
+	}
+	return revoked, nil
 }
 
 // maxBatchGet is how many keys one BatchGetItem takes.

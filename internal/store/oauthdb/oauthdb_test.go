@@ -290,8 +290,8 @@ func TestGrantsAreListedByWorkspaceAndByPersonNewestFirst(t *testing.T) {
 	}
 }
 
-// Removing a member (or disabling the person) revokes their connections in
-// that workspace, and no one else's.
+// Removing a member revokes their connections in that workspace, and no
+// one else's.
 func TestRevokingAMemberRevokesTheirConnectionsInThatWorkspaceOnly(t *testing.T) {
 	s, ctx := newDB(t), context.Background()
 	redeemAs(t, s, "gr_1", "usr_1", "ws_1", t0)
@@ -309,5 +309,39 @@ func TestRevokingAMemberRevokesTheirConnectionsInThatWorkspaceOnly(t *testing.T)
 	}
 	if _, err := s.Rotate(ctx, "refresh-gr_1", "next", t0.Add(2*time.Minute)); !errors.Is(err, oauthdb.ErrRevoked) {
 		t.Errorf("the removed member's refresh token: %v; want ErrRevoked", err)
+	}
+}
+
+// Disabling a person revokes their connections in every workspace, and no
+// one else's; run again, it finds nothing left to revoke and keeps the
+// first revocation's time.
+func TestRevokingAPersonRevokesTheirConnectionsInEveryWorkspace(t *testing.T) {
+	s, ctx := newDB(t), context.Background()
+	redeemAs(t, s, "gr_1", "usr_1", "ws_1", t0)
+	redeemAs(t, s, "gr_2", "usr_1", "ws_2", t0.Add(time.Second))
+	redeemAs(t, s, "gr_3", "usr_2", "ws_1", t0.Add(2*time.Second))
+	redeemAs(t, s, "gr_4", "usr_1", "ws_3", t0.Add(3*time.Second))
+	if err := s.RevokeGrant(ctx, "gr_4", t0.Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(time.Minute)
+	got, err := s.RevokePerson(ctx, "usr_1", at)
+	if err != nil || fmt.Sprint(ids(got)) != "[gr_2 gr_1]" {
+		t.Fatalf("RevokePerson = %v, %v; want gr_2 and gr_1 (gr_4 was revoked already)", ids(got), err)
+	}
+	for id, want := range map[string]bool{"gr_1": false, "gr_2": false, "gr_3": true, "gr_4": false} {
+		if live(t, s, id) != want {
+			t.Errorf("%s live = %v; want %v", id, !want, want)
+		}
+	}
+	if _, err := s.Rotate(ctx, "refresh-gr_2", "next", at.Add(time.Minute)); !errors.Is(err, oauthdb.ErrRevoked) {
+		t.Errorf("the disabled person's refresh token: %v; want ErrRevoked", err)
+	}
+	again, err := s.RevokePerson(ctx, "usr_1", at.Add(time.Hour))
+	if err != nil || len(again) != 0 {
+		t.Errorf("RevokePerson again = %v, %v; want nothing left", ids(again), err)
+	}
+	if g, err := s.Grant(ctx, "gr_1"); err != nil || g.RevokedAt == nil || !g.RevokedAt.Equal(at) {
+		t.Errorf("gr_1 after a second run: %+v, %v; want revoked at %v", g, err, at)
 	}
 }
