@@ -246,7 +246,7 @@ func TestADisabledDeletedOrSignedOutPersonIsOutAtTheNextCheck(t *testing.T) {
 			gone := name != "signed out everywhere"
 			for _, g := range grants {
 				if live(t, s, g) == gone {
-					t.Errorf("connection %s live = %v after the check; want %v", g, !gone, !gone)
+					t.Errorf("connection %s live = %v after the check; want %v", g, gone, !gone)
 				}
 			}
 		})
