@@ -278,11 +278,9 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request, req *re
 	c.securityDone(w, r, "password")
 }
 
-// recheck checks the session's person against Cognito when the last check
-// is member.RecheckEvery old: disabled, deleted or signed out everywhere
-// ends the session (back to sign-in); disabled or deleted also revokes the
-// person's MCP connections in every workspace. ok is false when the answer is
-// written.
+// recheck checks the session's person in Cognito every RecheckEvery:
+// disabled or deleted (their MCP connections revoked first) or signed out
+// everywhere ends the session, to sign-in. false: the answer is written.
 func (c *Console) recheck(w http.ResponseWriter, r *http.Request, ses *member.Session, cookie string, now time.Time) bool {
 	if !ses.NeedsRecheck(now) {
 		return true
@@ -298,17 +296,10 @@ func (c *Console) recheck(w http.ResponseWriter, r *http.Request, ses *member.Se
 		c.fail(w, r, http.StatusServiceUnavailable, "Your sign-in cannot be confirmed right now. Nothing was changed; try again in a minute.")
 		return false
 	}
-	if why == "disabled" || why == "deleted" {
-		// The person's MCP connections end with them, before the session
-		// does: a revocation that fails leaves the session to be checked,
-		// and its connections revoked, at the next request.
-		revoked, err := c.OAuth.Store.RevokePerson(r.Context(), ses.UserID, now)
-		if err != nil {
+	if why == "disabled" || why == "deleted" { // a failure keeps the session, to revoke at the next request
+		if _, err := c.OAuth.Store.RevokePerson(r.Context(), ses.UserID, now); err != nil {
 			c.internalError(w, r, "revoke the connections of a "+why+" person", err)
 			return false
-		}
-		if len(revoked) > 0 {
-			c.logger(r).Info("connections revoked", "user_id", ses.UserID, "reason", why, "revoked", len(revoked))
 		}
 	}
 	if why != "" {
@@ -333,12 +324,10 @@ func (c *Console) recheck(w http.ResponseWriter, r *http.Request, ses *member.Se
 func (c *Console) personGone(ctx context.Context, ses member.Session, cookie string) (string, error) {
 	p, err := c.Identity.Person(ctx, ses.Email)
 	switch {
-	case errors.Is(err, cognito.ErrNoSuchUser):
+	case errors.Is(err, cognito.ErrNoSuchUser), err == nil && p.UserID != ses.UserID: // or another made with the email
 		return "deleted", nil
 	case err != nil:
 		return "", err
-	case p.UserID != ses.UserID:
-		return "deleted", nil // and another person made with the same email
 	case !p.Enabled:
 		return "disabled", nil
 	case ses.Refresh == "":
