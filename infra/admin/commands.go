@@ -17,6 +17,7 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/tokensdb"
 )
 
 // Bounds of free text the CLI stores; the settings pages would have them too.
@@ -98,7 +99,7 @@ func (c *cli) tokenCreate(ctx context.Context, args []string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	s, err := c.accounts(ctx)
+	s, err := c.tokens(ctx)
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func (c *cli) tokenRevoke(ctx context.Context, args []string, stdout io.Writer) 
 	if err := c.parseIDs(fs, args, stdout, "workspace", "token-id"); err != nil {
 		return err
 	}
-	s, err := c.accounts(ctx)
+	s, err := c.tokens(ctx)
 	if err != nil {
 		return err
 	}
@@ -314,6 +315,15 @@ func (c *cli) accounts(ctx context.Context) (*accountsdb.DB, error) {
 		return nil, err
 	}
 	return accountsdb.New(s), nil
+}
+
+// tokens is the store with the API tokens (package tokensdb).
+func (c *cli) tokens(ctx context.Context) (*tokensdb.DB, error) {
+	s, err := c.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tokensdb.New(s), nil
 }
 
 func (c *cli) notFound(err error, format string, a ...any) error {

@@ -26,6 +26,7 @@ import (
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/testenv"
 )
 
@@ -149,7 +150,7 @@ func wantKeys(t *testing.T, m map[string]any, want ...string) {
 
 func TestTokenLifecycle(t *testing.T) {
 	e, ctx := newEnv(t), context.Background()
-	authn := auth.Authenticator{Dir: accountsdb.New(e.store())}
+	authn := auth.Authenticator{Dir: tokensdb.Directory(e.store())}
 
 	out := e.ok(t, "workspace", "create", "--name", "Acme")
 	wantKeys(t, out, "workspace_id")

@@ -29,6 +29,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/tokensdb"
 )
 
 // Bounds of each load run: whichever of the count and the time comes first.
@@ -211,7 +212,7 @@ func benchWorkspace(ctx context.Context, st *store.Store, id string, limit int) 
 		return "", fmt.Errorf("bench workspace balance: %w", err)
 	}
 	token, hash := auth.NewToken()
-	err = s.CreateToken(ctx, auth.Token{
+	err = tokensdb.New(st).CreateToken(ctx, auth.Token{
 		ID: auth.NewID("tok_"), WorkspaceID: id, Name: "bench", Hash: hash, CreatedAt: now,
 	})
 	if err != nil {

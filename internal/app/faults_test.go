@@ -37,6 +37,7 @@ import (
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/store/stylesdb"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
 )
@@ -83,7 +84,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	token, hash := auth.NewToken()
-	if err := accountsdb.New(s.store).CreateToken(ctx, auth.Token{ID: "tok_a", WorkspaceID: "ws_a", Hash: hash, CreatedAt: now}); err != nil {
+	if err := tokensdb.New(s.store).CreateToken(ctx, auth.Token{ID: "tok_a", WorkspaceID: "ws_a", Hash: hash, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	s.token = token

@@ -35,6 +35,7 @@ import (
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/testenv"
 )
 
@@ -91,7 +92,7 @@ func (e *env) handler(queueURL string) http.Handler {
 		e.t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
-	a := auth.Authenticator{Dir: accountsdb.New(e.store)}
+	a := auth.Authenticator{Dir: tokensdb.Directory(e.store)}
 	list, err := prices.Load(nil)
 	if err != nil {
 		e.t.Fatal(err)
@@ -134,7 +135,7 @@ func (e *env) fundedWorkspace(id string, enabled bool, maxConcurrent, maxRunning
 		}
 	}
 	token, hash := auth.NewToken()
-	if err := accountsdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_" + id, WorkspaceID: id, Name: "ci of " + id, Hash: hash, CreatedAt: now}); err != nil {
+	if err := tokensdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_" + id, WorkspaceID: id, Name: "ci of " + id, Hash: hash, CreatedAt: now}); err != nil {
 		e.t.Fatal(err)
 	}
 	return token
@@ -426,7 +427,7 @@ func TestAuthentication(t *testing.T) {
 	e := newEnv(t)
 	disabled := e.workspace("ws_off", false)
 	revoked := e.workspace("ws_rev", true)
-	if err := accountsdb.New(e.store).RevokeToken(context.Background(), "ws_rev", "tok_ws_rev", now); err != nil {
+	if err := tokensdb.New(e.store).RevokeToken(context.Background(), "ws_rev", "tok_ws_rev", now); err != nil {
 		t.Fatal(err)
 	}
 	path := "/generate/3d/vendor-g/model-g-3.1-rapid"

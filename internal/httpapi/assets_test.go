@@ -29,6 +29,7 @@ import (
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/testenv"
 )
 
@@ -77,7 +78,7 @@ func newAssetEnv(t *testing.T) *assetEnv {
 	e.tokenB = e.workspace("ws_b", true)
 	e.tokenOff = e.workspace("ws_off", false)
 	e.handler = &httpapi.Assets{
-		Auth:    auth.Authenticator{Dir: accountsdb.New(e.store)},
+		Auth:    auth.Authenticator{Dir: tokensdb.Directory(e.store)},
 		Assets:  assetsdb.New(e.store),
 		Blobs:   blob.New(e.s3, "results-unused", e.bucket),
 		Clock:   &clock.Fixed{T: now},
@@ -94,7 +95,7 @@ func (e *assetEnv) workspace(id string, enabled bool) string {
 		e.t.Fatal(err)
 	}
 	token, hash := auth.NewToken()
-	if err := accountsdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_" + id, WorkspaceID: id, Hash: hash, CreatedAt: now}); err != nil {
+	if err := tokensdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_" + id, WorkspaceID: id, Hash: hash, CreatedAt: now}); err != nil {
 		e.t.Fatal(err)
 	}
 	return token

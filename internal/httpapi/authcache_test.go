@@ -9,6 +9,7 @@ import (
 
 	"genjobs/internal/auth"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/tokensdb"
 )
 
 // countingDirectory counts the reads that reach the store.
@@ -35,7 +36,7 @@ func TestAuthenticationIsRememberedAtMostFiveSeconds(t *testing.T) {
 	ctx := context.Background()
 	revoked := e.workspace("ws_rev", true)
 	disabled := e.workspace("ws_off", true)
-	dir := &countingDirectory{Directory: accountsdb.New(e.store)}
+	dir := &countingDirectory{Directory: tokensdb.Directory(e.store)}
 	a := auth.Authenticator{Dir: auth.NewCache(dir, e.clock)}
 	for _, token := range []string{revoked, disabled} {
 		if _, err := a.Authenticate(ctx, "Bearer "+token); err != nil {
@@ -47,7 +48,7 @@ func TestAuthenticationIsRememberedAtMostFiveSeconds(t *testing.T) {
 	}
 
 	changed := now.Add(time.Second)
-	if err := accountsdb.New(e.store).RevokeToken(ctx, "ws_rev", "tok_ws_rev", changed); err != nil {
+	if err := tokensdb.New(e.store).RevokeToken(ctx, "ws_rev", "tok_ws_rev", changed); err != nil {
 		t.Fatal(err)
 	}
 	if err := accountsdb.New(e.store).SetAPIEnabled(ctx, "ws_off", false); err != nil {
@@ -77,12 +78,12 @@ func TestAuthenticationIsRememberedAtMostFiveSeconds(t *testing.T) {
 func TestAuthenticationDoesNotRememberUnknownTokens(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	a := auth.Authenticator{Dir: auth.NewCache(accountsdb.New(e.store), e.clock)}
+	a := auth.Authenticator{Dir: auth.NewCache(tokensdb.Directory(e.store), e.clock)}
 	token, hash := auth.NewToken()
 	if _, err := a.Authenticate(ctx, "Bearer "+token); !errors.Is(err, auth.ErrUnauthenticated) {
 		t.Fatalf("unknown token: %v, want ErrUnauthenticated", err)
 	}
-	if err := accountsdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_new", WorkspaceID: "ws_a", Hash: hash, CreatedAt: now}); err != nil {
+	if err := tokensdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_new", WorkspaceID: "ws_a", Hash: hash, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := a.Authenticate(ctx, "Bearer "+token); err != nil || p.WorkspaceID != "ws_a" {

@@ -23,6 +23,7 @@ import (
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/store/stylesdb"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
 )
@@ -69,7 +70,7 @@ func newStyleEnvAt(t *testing.T, appURL string) *styleEnv {
 			t.Fatal(err)
 		}
 		token, hash := auth.NewToken()
-		if err := accountsdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_" + ws, WorkspaceID: ws, Hash: hash, CreatedAt: now}); err != nil {
+		if err := tokensdb.New(e.store).CreateToken(ctx, auth.Token{ID: "tok_" + ws, WorkspaceID: ws, Hash: hash, CreatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 		if ws == "ws_a" {
@@ -78,7 +79,7 @@ func newStyleEnvAt(t *testing.T, appURL string) *styleEnv {
 			e.tokenB = token
 		}
 	}
-	h := &httpapi.Styles{Auth: auth.Authenticator{Dir: accountsdb.New(e.store)}, Styles: e.styles, Clock: &clock.Fixed{T: now}, AppURL: appURL}
+	h := &httpapi.Styles{Auth: auth.Authenticator{Dir: tokensdb.Directory(e.store)}, Styles: e.styles, Clock: &clock.Fixed{T: now}, AppURL: appURL}
 	e.api = lambdatest.Handler(httpapi.Middleware(slog.New(slog.NewJSONHandler(io.Discard, nil)), h.Routes()))
 	return e
 }

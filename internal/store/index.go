@@ -11,8 +11,8 @@
 //	idempotency   IDEM#<ws>#<sha256> IDEM                  store
 //	ledger        WS#<ws id>         LEDGER#<kind>#<time>#<id> store (reservations, settlements), accountsdb (top-ups)
 //	workspace     WS#<ws id>         WS                    accountsdb (store moves its balance and slot counters)
-//	token         TOKEN#<sha256>     TOKEN                 accountsdb
-//	token index   WS#<ws id>         TOKEN#<token id>      accountsdb
+//	token         TOKEN#<sha256>     TOKEN                 tokensdb
+//	token index   WS#<ws id>         TOKEN#<token id>      tokensdb
 //	payment       WS#<ws id>         PAYMENT#<payment id>  accountsdb
 //	asset         ASSET#<asset id>   ASSET                 assetsdb
 //	delivery      JOB#<job id>       WEBHOOK               deliveriesdb

@@ -30,6 +30,7 @@ import (
 	"genjobs/internal/mcpauth"
 	"genjobs/internal/mcpserver"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/testenv"
 )
 
@@ -203,10 +204,10 @@ func TestUnauthenticatedRequestsGet401BeforeAnyJSONRPCIsRead(t *testing.T) {
 	ctx, now := context.Background(), time.Now()
 
 	revoked, hash := auth.NewToken()
-	if err := accountsdb.New(s.Store).CreateToken(ctx, auth.Token{ID: "tok_revoked", WorkspaceID: devstack.DemoWorkspace, Name: "old", Hash: hash, CreatedAt: now}); err != nil {
+	if err := tokensdb.New(s.Store).CreateToken(ctx, auth.Token{ID: "tok_revoked", WorkspaceID: devstack.DemoWorkspace, Name: "old", Hash: hash, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := accountsdb.New(s.Store).RevokeToken(ctx, devstack.DemoWorkspace, "tok_revoked", now); err != nil {
+	if err := tokensdb.New(s.Store).RevokeToken(ctx, devstack.DemoWorkspace, "tok_revoked", now); err != nil {
 		t.Fatal(err)
 	}
 	disabled := s.Workspace(t, "ws-mcp-off", 10*devstacktest.USD, 20, 5)

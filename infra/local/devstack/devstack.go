@@ -62,6 +62,7 @@ import (
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/tokensdb"
 )
 
 // Local resource names.
@@ -511,10 +512,10 @@ func SeedDemo(ctx context.Context, st *store.Store, tokenFile string) (string, e
 	if token == "" {
 		token, _ = auth.NewToken()
 	}
-	t, err := s.TokenByHash(ctx, auth.Hash(token))
+	t, err := tokensdb.New(st).TokenByHash(ctx, auth.Hash(token))
 	switch {
 	case errors.Is(err, auth.ErrNotFound):
-		err = s.CreateToken(ctx, auth.Token{
+		err = tokensdb.New(st).CreateToken(ctx, auth.Token{
 			ID: auth.NewID("tok_"), WorkspaceID: DemoWorkspace, Name: "demo",
 			Hash: auth.Hash(token), Prefix: auth.Prefix(token), CreatedAt: now,
 		})

@@ -26,6 +26,7 @@ import (
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/testenv"
 )
 
@@ -120,7 +121,7 @@ func TestSeedDemoKeepsItsTokenAcrossRuns(t *testing.T) {
 	if b, _ := accountsdb.New(s).Balance(ctx, devstack.DemoWorkspace); b.Available != 25_000_000 {
 		t.Errorf("demo balance %d micro-USD after two runs; want 25 USD once", b.Available)
 	}
-	p, err := auth.Authenticator{Dir: accountsdb.New(s)}.Authenticate(ctx, "Bearer "+first)
+	p, err := auth.Authenticator{Dir: tokensdb.Directory(s)}.Authenticate(ctx, "Bearer "+first)
 	if err != nil || p.WorkspaceID != devstack.DemoWorkspace {
 		t.Errorf("the demo token does not authenticate: %+v %v", p, err)
 	}

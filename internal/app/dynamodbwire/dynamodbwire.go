@@ -7,7 +7,7 @@ import (
 	"genjobs/internal/app"
 	"genjobs/internal/auth"
 	"genjobs/internal/store"
-	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/tokensdb"
 )
 
 // Store is the table adapter, on a DynamoDB client of its own that follows
@@ -24,6 +24,5 @@ func Store(d app.Deps) *store.Store {
 // (auth.Uses). Build one per function and share it between its handlers.
 func API(d app.Deps) (*store.Store, auth.Authenticator) {
 	st := Store(d)
-	accounts := accountsdb.New(st)
-	return st, auth.Authenticator{Dir: auth.NewCache(accounts, d.Clock), Uses: auth.NewUses(accounts, d.Clock)}
+	return st, auth.Authenticator{Dir: auth.NewCache(tokensdb.Directory(st), d.Clock), Uses: auth.NewUses(tokensdb.New(st), d.Clock)}
 }

@@ -25,9 +25,9 @@ import (
 	"genjobs/internal/mcpserver"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
-	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/oauthdb"
+	"genjobs/internal/store/tokensdb"
 )
 
 // Build builds the MCP function's handler.
@@ -76,10 +76,9 @@ func Build(d app.Deps) (http.Handler, error) {
 // takes OAuth access tokens at /mcp: one cache of MaxCacheAge for API
 // tokens, workspaces, grants and memberships.
 func oauthAuthenticator(d app.Deps, st *store.Store) auth.Authenticator {
-	accounts := accountsdb.New(st)
-	cache := auth.NewCache(accounts, d.Clock).WithConnections(connections{grants: oauthdb.New(st), members: membersdb.New(st)})
+	cache := auth.NewCache(tokensdb.Directory(st), d.Clock).WithConnections(connections{grants: oauthdb.New(st), members: membersdb.New(st)})
 	tokens := &mcpauth.Tokens{Key: kmswire.Signer(d, d.Signing.OAuthKeyID), Clock: d.Clock}
-	return auth.Authenticator{Dir: cache, Uses: auth.NewUses(accounts, d.Clock),
+	return auth.Authenticator{Dir: cache, Uses: auth.NewUses(tokensdb.New(st), d.Clock),
 		OAuth: &auth.OAuth{Tokens: tokens, Connections: cache}}
 }
 

@@ -12,11 +12,12 @@ import (
 	"genjobs/internal/store/sessionsdb"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/store/throttledb"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/store/topupsdb"
 )
 
 // DB is the store (the jobs and the ledger) with the console's records:
-// sessions, memberships, the accounts (workspaces, tokens, money),
+// sessions, memberships, the accounts (workspaces, money), API tokens,
 // top-ups by checkout, the sign-in throttle, webhook deliveries ("Deliver
 // again") and shared styles.
 type DB struct {
@@ -24,6 +25,7 @@ type DB struct {
 	*sessions
 	*members
 	*accounts
+	*tokens
 	*topups
 	*throttle
 	*deliveries
@@ -35,6 +37,7 @@ type (
 	sessions   = sessionsdb.DB
 	members    = membersdb.DB
 	accounts   = accountsdb.DB
+	tokens     = tokensdb.DB
 	topups     = topupsdb.DB
 	throttle   = throttledb.DB
 	deliveries = deliveriesdb.DB
@@ -43,6 +46,6 @@ type (
 
 // New returns the console's records on st's table. It does no I/O.
 func New(st *store.Store) *DB {
-	return &DB{st, sessionsdb.New(st), membersdb.New(st), accountsdb.New(st), topupsdb.New(st),
+	return &DB{st, sessionsdb.New(st), membersdb.New(st), accountsdb.New(st), tokensdb.New(st), topupsdb.New(st),
 		throttledb.New(st), deliveriesdb.New(st), stylesdb.New(st)}
 }

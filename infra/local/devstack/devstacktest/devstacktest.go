@@ -26,6 +26,7 @@ import (
 	"genjobs/internal/httpapi/apigw"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/testenv"
 )
 
@@ -156,7 +157,7 @@ func Workspace(t testing.TB, st *store.Store, id string, balance billing.Micros,
 		}
 	}
 	token, hash := auth.NewToken()
-	if err := accountsdb.New(st).CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: id, Name: "test", Hash: hash, CreatedAt: now}); err != nil {
+	if err := tokensdb.New(st).CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: id, Name: "test", Hash: hash, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	return token
