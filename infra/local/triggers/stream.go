@@ -412,7 +412,12 @@ func (p *StreamPoller) readShard(ctx context.Context, shardID string, pos positi
 					next = pos
 				}
 				if trimmed != nil {
-					log.Warn("records left the stream before they were read; reading from the oldest kept", "after_sequence_number", lastRead)
+					// Nothing read yet from a TRIM_HORIZON start: reading
+					// from the oldest kept is where we were, nothing was
+					// lost (DynamoDB Local says this of a fresh shard).
+					if lastRead != "" || pos.typ != types.ShardIteratorTypeTrimHorizon {
+						log.Warn("records left the stream before they were read; reading from the oldest kept", "after_sequence_number", lastRead)
+					}
 					next = position{typ: types.ShardIteratorTypeTrimHorizon}
 				}
 				if iter, gone = p.iterator(ctx, shardID, &next); iter == nil && !gone {
