@@ -83,7 +83,7 @@ type Store interface {
 	Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
 	UnitCharges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
 	jobview.Store
-	// Redeliver: "Deliver again" (webhook.SendAgain, consoledb.DB).
+	// Redeliver: "Deliver again" (webhook.SendAgain, deliveriesdb.DB).
 	Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error
 	SharedStyle(ctx context.Context, token string) (style.Style, error)
 
