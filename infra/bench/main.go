@@ -185,7 +185,6 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench: BENCH_CPUPROFILE:", err)
 			os.Exit(2)
 		}
-		defer pprof.StopCPUProfile()
 	}
 	begin := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -209,6 +208,10 @@ func main() {
 		return run(ctx, root, tmp, begin, so)
 	})
 	stop()
+	// Stopped here, not deferred: os.Exit below would skip a deferred
+	// stop and leave the profile empty, and a failed run is the one to
+	// look into.
+	pprof.StopCPUProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
