@@ -95,7 +95,8 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, req *request) 
 	}
 	var data jobview.Page
 	if err == nil {
-		data, err = jobview.PageOf(r.Context(), c.Results, c.Assets, j, request, d, req.current.Role.ManagesJobs(), c.Clock.Now())
+		ep, _ := c.Catalog.ByPath(j.Endpoint) // nil: an endpoint since removed
+		data, err = jobview.PageOf(r.Context(), c.Results, c.Assets, ep, j, request, d, req.current.Role.ManagesJobs(), c.Clock.Now())
 	}
 	if err != nil {
 		c.internalError(w, r, "show a job", err)

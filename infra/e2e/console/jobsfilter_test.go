@@ -296,7 +296,7 @@ func TestJobPageShowsInputImages(t *testing.T) {
 	s, b := signedIn(t, member.Member)
 	ws, at := devstack.DemoWorkspace, time.Now()
 	assetID := asset.NewID()
-	j := &job.Job{ID: job.NewID(at), WorkspaceID: ws, Status: job.Queued, CreatedAt: at, Endpoint: "/generate/video/vendor-d/model-b-fast",
+	j := &job.Job{ID: job.NewID(at), WorkspaceID: ws, Status: job.Queued, CreatedAt: at, Endpoint: "/generate/video/vendor-b/model-b-fast",
 		Request: []byte(`{"prompt":"https://not.an.image/x.png","start_image":"https://images.example/start.png","end_image":"` + s.URL + `/assets/` + assetID + `",` +
 			`"reference_images":["data:image/png;base64,iVBORw0KGgo="]}`),
 		Source: job.SourceAPI, CreatedBy: "demo", Price: 40_000}

@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
 	"genjobs/internal/asset"
+	"genjobs/internal/catalog"
 	"genjobs/internal/job"
 )
 
@@ -110,37 +109,20 @@ type Input struct {
 }
 
 // ImageRefs are a request's image-valued values, by field name and
-// position: the values of its fields of format image-ref, which are the
-// fields whose name holds "image" and whose value is a string or a list
-// of strings (start_image, image_urls, style_images, ...; a test holds
-// the rule to the catalog's schemas, which the console does not link).
-func ImageRefs(request json.RawMessage) []Input {
+// position: the values of the fields its endpoint's schema says are of
+// format image-ref, as the worker finds the images it fetches. A job of an
+// endpoint the catalog no longer has (ep nil) shows none.
+func ImageRefs(ep *catalog.Endpoint, request json.RawMessage) []Input {
 	var params map[string]any
-	if json.Unmarshal(request, &params) != nil {
+	if ep == nil || json.Unmarshal(request, &params) != nil {
 		return nil
 	}
 	var out []Input
-	for _, name := range slices.Sorted(maps.Keys(params)) {
-		if !ImageField(name) {
-			continue
-		}
-		switch v := params[name].(type) {
-		case string:
-			out = append(out, Input{Field: name, Ref: v})
-		case []any:
-			for i, item := range v {
-				if s, ok := item.(string); ok {
-					out = append(out, Input{Field: fmt.Sprintf("%s[%d]", name, i), Ref: s})
-				}
-			}
-		}
+	for _, r := range ep.ImageRefs(params) {
+		out = append(out, Input{Field: r.Name(), Ref: r.Ref})
 	}
 	return out
 }
-
-// ImageField reports whether a request's field of this name holds images
-// when its value is a string or a list of them.
-func ImageField(name string) bool { return strings.Contains(name, "image") }
 
 // AssetURLs mints a GET URL of one of a workspace's uploaded assets
 // (s3url.AssetLinks).
@@ -152,9 +134,9 @@ type AssetURLs interface {
 // can show them under the console's CSP: https URLs and image data URIs as
 // they are, the workspace's own assets by a presigned URL (an asset URL
 // names the asset only; its bytes live under the job's workspace).
-func Inputs(ctx context.Context, assets AssetURLs, j *job.Job, request json.RawMessage) ([]Input, error) {
+func Inputs(ctx context.Context, assets AssetURLs, ep *catalog.Endpoint, j *job.Job, request json.RawMessage) ([]Input, error) {
 	var out []Input
-	for _, ref := range ImageRefs(request) {
+	for _, ref := range ImageRefs(ep, request) {
 		in := Input{Field: ref.Field, Ref: ref.Ref}
 		if len(in.Ref) > 96 {
 			in.Ref = in.Ref[:96] + "…"

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"genjobs/internal/catalog"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
 	"genjobs/internal/webhook"
@@ -226,16 +227,16 @@ type Page struct {
 	Script     string
 }
 
-// PageOf is j's page: its request's details and input images, its row
-// at now, its history and its delivery (nil without one). Without
+// PageOf is j's page: its request's details and input images (the fields
+// of ep, its endpoint, that hold images), its row at now, its history and its delivery (nil without one). Without
 // manages (a member) the route is left out.
-func PageOf(ctx context.Context, urls httpapi.ResultURLs, assets AssetURLs, j *job.Job, request []byte, d *webhook.Delivery, manages bool, now time.Time) (Page, error) {
+func PageOf(ctx context.Context, urls httpapi.ResultURLs, assets AssetURLs, ep *catalog.Endpoint, j *job.Job, request []byte, d *webhook.Delivery, manages bool, now time.Time) (Page, error) {
 	p := Page{Manages: manages, History: History(j), Delivery: d}
 	var err error
 	if p.Job, err = Show(ctx, urls, j, request); err != nil {
 		return Page{}, err
 	}
-	if p.Inputs, err = Inputs(ctx, assets, j, request); err != nil {
+	if p.Inputs, err = Inputs(ctx, assets, ep, j, request); err != nil {
 		return Page{}, err
 	}
 	p.Row = RowOf(p.Job, now)
