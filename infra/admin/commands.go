@@ -17,6 +17,8 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
+	"genjobs/internal/store/slotsdb"
 	"genjobs/internal/store/tokensdb"
 )
 
@@ -270,7 +272,7 @@ func (c *cli) ledgerVerify(ctx context.Context, args []string, stdout io.Writer)
 	results := []result{}
 	bad := 0
 	for _, id := range ids {
-		a, err := s.AuditLedger(ctx, id)
+		a, err := ledgerdb.New(s.Store).AuditLedger(ctx, id)
 		if err != nil {
 			return c.notFound(err, "workspace %s does not exist", id)
 		}
@@ -390,11 +392,12 @@ func (c *cli) workspaceVerify(ctx context.Context, args []string, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	stored, err := s.StoredSlots(ctx, ws)
+	slots := slotsdb.New(s.Store)
+	stored, err := slots.StoredSlots(ctx, ws)
 	if err != nil {
 		return c.notFound(err, "workspace %s does not exist", ws)
 	}
-	counted, err := s.CountSlots(ctx, ws)
+	counted, err := slots.CountSlots(ctx, ws)
 	if err != nil {
 		return c.target.explain(err)
 	}
@@ -406,10 +409,10 @@ func (c *cli) workspaceVerify(ctx context.Context, args []string, stdout io.Writ
 		differences = append(differences, fmt.Sprintf("running: counter %d, jobs %d", stored.Running, counted.Running))
 	}
 	if err := writeJSON(stdout, struct {
-		WorkspaceID string      `json:"workspace_id"`
-		Stored      store.Slots `json:"stored"`
-		Counted     store.Slots `json:"counted"`
-		Differences []string    `json:"differences"`
+		WorkspaceID string        `json:"workspace_id"`
+		Stored      slotsdb.Slots `json:"stored"`
+		Counted     slotsdb.Slots `json:"counted"`
+		Differences []string      `json:"differences"`
 	}{ws, stored, counted, differences}); err != nil {
 		return err
 	}

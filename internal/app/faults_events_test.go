@@ -30,6 +30,7 @@ import (
 	"genjobs/internal/fault"
 	"genjobs/internal/job"
 	"genjobs/internal/store/deliveriesdb"
+	"genjobs/internal/store/ledgerdb"
 	"genjobs/internal/testenv"
 	"genjobs/internal/webhook"
 )
@@ -61,7 +62,7 @@ func TestAWorkerThatCannotEndItsJobReportsTheMessage(t *testing.T) {
 		t.Fatalf("after the failed end: %+v, %v; want it unfinished with its lease given up", stored, err)
 	}
 	charges := func() int {
-		entries, err := s.store.LedgerEntries(ctx, "ws_a")
+		entries, err := ledgerdb.New(s.store).LedgerEntries(ctx, "ws_a")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/ledgerdb"
 	"genjobs/internal/testenv"
 )
 
@@ -28,7 +29,7 @@ func (p *payments) units() (billing.UnitBalance, int) {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	entries, err := p.store.LedgerEntries(ctx, "ws_a")
+	entries, err := ledgerdb.New(p.store).LedgerEntries(ctx, "ws_a")
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func (p *payments) units() (billing.UnitBalance, int) {
 
 func (p *payments) audit() {
 	p.t.Helper()
-	if a, err := accountsdb.New(p.store).AuditLedger(context.Background(), "ws_a"); err != nil || len(a.Differences) > 0 {
+	if a, err := ledgerdb.New(p.store).AuditLedger(context.Background(), "ws_a"); err != nil || len(a.Differences) > 0 {
 		p.t.Errorf("ledger verify: %v, %v", a.Differences, err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"genjobs/internal/metrics"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/ledgerdb"
 	"genjobs/internal/testenv"
 )
 
@@ -199,7 +200,7 @@ func TestTheStripeWebhookAnswers503WhenItsDependencyFails(t *testing.T) {
 			if status, bal := p.state(); status != c.after || bal != wantBal {
 				t.Errorf("after the outage: %s, %s available; want %s and %s", status, bal, c.after, wantBal)
 			}
-			if a, err := accountsdb.New(p.store).AuditLedger(context.Background(), "ws_a"); err != nil || len(a.Differences) > 0 {
+			if a, err := ledgerdb.New(p.store).AuditLedger(context.Background(), "ws_a"); err != nil || len(a.Differences) > 0 {
 				t.Errorf("ledger audit: %v, %v", a.Differences, err)
 			}
 		})

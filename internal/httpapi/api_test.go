@@ -34,6 +34,7 @@ import (
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/deliveriesdb"
+	"genjobs/internal/store/ledgerdb"
 	"genjobs/internal/store/schema"
 	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/testenv"
@@ -106,7 +107,7 @@ func (e *env) handler(queueURL string) http.Handler {
 	mux.Handle("/generate/", httpapi.Middleware(log, gen.Routes()))
 	mux.Handle("/jobs", httpapi.Middleware(log, jobs.Routes()))
 	mux.Handle("/jobs/", httpapi.Middleware(log, jobs.Routes()))
-	usage := &httpapi.Usage{Auth: a, Ledger: e.store, Clock: e.clock}
+	usage := &httpapi.Usage{Auth: a, Ledger: ledgerdb.New(e.store), Clock: e.clock}
 	mux.Handle("/usage", httpapi.Middleware(log, usage.Routes()))
 	e.inproc = mux
 	return lambdatest.Handler(mux)

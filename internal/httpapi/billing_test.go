@@ -13,6 +13,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
+	"genjobs/internal/store/ledgerdb"
 	"genjobs/internal/webhook"
 )
 
@@ -39,7 +40,7 @@ func (e *env) parallel(n int, method, path, token, body string, headers ...strin
 
 func (e *env) audit(ws string) billing.Balance {
 	e.t.Helper()
-	a, err := accountsdb.New(e.store).AuditLedger(context.Background(), ws)
+	a, err := ledgerdb.New(e.store).AuditLedger(context.Background(), ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
+	"genjobs/internal/store/ledgerdb"
 )
 
 // mixModels are the endpoints the mix creates, with their prices.
@@ -175,7 +176,7 @@ func TestMixedJobsKeepBothLedgersExact(t *testing.T) {
 		if units != want[ws].units {
 			t.Errorf("%s compute units %+v; want %+v", ws, units, want[ws].units)
 		}
-		entries, err := e.store.LedgerEntries(ctx, ws)
+		entries, err := ledgerdb.New(e.store).LedgerEntries(ctx, ws)
 		if err != nil {
 			t.Fatal(err)
 		}

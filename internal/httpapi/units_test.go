@@ -11,6 +11,7 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/job"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
 )
 
 const (
@@ -45,7 +46,7 @@ func person(ws, source string) httpapi.Origin {
 // both balances.
 func (e *env) units(ws string) (billing.Balance, billing.UnitBalance) {
 	e.t.Helper()
-	a, err := accountsdb.New(e.store).AuditLedger(context.Background(), ws)
+	a, err := ledgerdb.New(e.store).AuditLedger(context.Background(), ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestAppCreationsAreHeldAndSettledInComputeUnits(t *testing.T) {
 		t.Errorf("the API balance moved for application jobs: %+v, was %+v", usd, usdBefore)
 	}
 	// The USD ledger has no entry of these jobs.
-	entries, err := e.store.LedgerEntries(ctx, "ws_a")
+	entries, err := ledgerdb.New(e.store).LedgerEntries(ctx, "ws_a")
 	if err != nil {
 		t.Fatal(err)
 	}

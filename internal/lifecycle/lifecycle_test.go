@@ -17,6 +17,7 @@ import (
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/slotsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -115,11 +116,11 @@ func TestRandomisedRunKeepsSlotsExact(t *testing.T) {
 	wg.Wait()
 
 	for _, ws := range workspaces {
-		stored, err := s.StoredSlots(ctx, ws)
+		stored, err := slotsdb.New(s).StoredSlots(ctx, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
-		counted, err := s.CountSlots(ctx, ws)
+		counted, err := slotsdb.New(s).CountSlots(ctx, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +148,7 @@ func TestRandomisedRunKeepsSlotsExact(t *testing.T) {
 		}
 	}
 	for _, ws := range workspaces {
-		if n, _ := s.StoredSlots(ctx, ws); n != (store.Slots{}) {
+		if n, _ := slotsdb.New(s).StoredSlots(ctx, ws); n != (slotsdb.Slots{}) {
 			t.Errorf("%s: slots %+v after every job ended; want none", ws, n)
 		}
 	}

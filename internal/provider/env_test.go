@@ -37,7 +37,9 @@ import (
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
+	"genjobs/internal/store/ledgerdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/slotsdb"
 	"genjobs/internal/store/submissionsdb"
 	"genjobs/internal/testenv"
 )
@@ -315,18 +317,18 @@ func (e *env) objects(prefix string) []string {
 // job's entries match its end, and the slot counters match its jobs.
 func (e *env) audit() {
 	e.t.Helper()
-	a, err := accountsdb.New(e.store.Store).AuditLedger(e.ctx, ws)
+	a, err := ledgerdb.New(e.store.Store).AuditLedger(e.ctx, ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if len(a.Differences) > 0 || a.Stored != a.Ledger {
 		e.t.Errorf("ledger audit: stored %+v, ledger %+v, differences %v", a.Stored, a.Ledger, a.Differences)
 	}
-	stored, err := e.store.StoredSlots(e.ctx, ws)
+	stored, err := slotsdb.New(e.store.Store).StoredSlots(e.ctx, ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	counted, err := e.store.CountSlots(e.ctx, ws)
+	counted, err := slotsdb.New(e.store.Store).CountSlots(e.ctx, ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -338,7 +340,7 @@ func (e *env) audit() {
 // charges counts the workspace's charge entries for job id.
 func (e *env) charges(id string) int {
 	e.t.Helper()
-	entries, err := e.store.LedgerEntries(e.ctx, ws)
+	entries, err := ledgerdb.New(e.store.Store).LedgerEntries(e.ctx, ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -401,7 +403,7 @@ func (e *env) verifyAll() {
 		e.t.Fatal("no workspace to verify")
 	}
 	for _, id := range ids {
-		a, err := accountsdb.New(e.store.Store).AuditLedger(e.ctx, id)
+		a, err := ledgerdb.New(e.store.Store).AuditLedger(e.ctx, id)
 		if err != nil {
 			e.t.Fatal(err)
 		}

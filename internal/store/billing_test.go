@@ -20,6 +20,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
 	"genjobs/internal/testenv"
 )
 
@@ -41,7 +42,7 @@ func topUp(t *testing.T, s *store.Store, ws string, amount billing.Micros) {
 // what its ledger adds up to, and returns the balance.
 func checkLedger(t *testing.T, s *store.Store, ws string) billing.Balance {
 	t.Helper()
-	a, err := accountsdb.New(s).AuditLedger(context.Background(), ws)
+	a, err := ledgerdb.New(s).AuditLedger(context.Background(), ws)
 	if err != nil {
 		t.Fatal(err)
 	}

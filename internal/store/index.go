@@ -8,9 +8,9 @@
 //	job           JOB#<job id>       JOB                   store (pred_* attributes: submissionsdb)
 //	job request   JOB#<job id>       REQUEST               store
 //	job's person  JOB#<job id>       PERSON                store (jobs-by-filter)
-//	idempotency   IDEM#<ws>#<sha256> IDEM                  store
-//	ledger        WS#<ws id>         LEDGER#<kind>#<time>#<id> store (reservations, settlements), accountsdb (top-ups)
-//	workspace     WS#<ws id>         WS                    accountsdb (store moves its balance and slot counters)
+//	idempotency   IDEM#<ws>#<sha256> IDEM                  idempotencydb (put in store's creation transaction)
+//	ledger        WS#<ws id>         LEDGER#<kind>#<time>#<id> store (its shape; reservations, settlements), accountsdb (top-ups); read by ledgerdb
+//	workspace     WS#<ws id>         WS                    accountsdb (store moves its balance and slot counters, slotsdb reads them)
 //	token         TOKEN#<sha256>     TOKEN                 tokensdb
 //	token index   WS#<ws id>         TOKEN#<token id>      tokensdb
 //	payment       WS#<ws id>         PAYMENT#<payment id>  accountsdb
@@ -25,8 +25,11 @@
 //
 // A job's creation and its end are one transaction each over the job, the
 // workspace's balance and slot counters and a ledger entry: one consistency
-// boundary, so those writes live here (transition.go), and the ledger is
-// read here too. An aggregate package's DB embeds a *Store, so that a
+// boundary, so those writes live here (transition.go), with the shapes of
+// the items they put (the ledger entry's here, the Idempotency-Key's in
+// package idempotencydb, below this one). The reads of each other idea
+// are its own package's: the ledger and its audit (ledgerdb), the slot
+// counters (slotsdb). An aggregate package's DB embeds a *Store, so that a
 // consumer that needs its items and the job's gets both from one value.
 // The table's definition, for the local stack and the tests, is package
 // schema.

@@ -1,13 +1,10 @@
 package store
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"genjobs/internal/billing"
@@ -17,7 +14,10 @@ import (
 // The ledger lives in the workspace's partition, one item per balance
 // movement, keyed LEDGER#<kind>#<time>#<job or payment id>: the kind first,
 // so that usage reads the charges of a date range alone. Entries are only
-// ever put, in the same transaction as the movement they record.
+// ever put, in the same transaction as the movement they record (a job's
+// reservation and settlement here, a payment or a plan's allowance in
+// package accountsdb), so the item's shape and key are here, with the
+// transactions; package ledgerdb reads and audits the ledger.
 type ledgerItem struct {
 	PK, SK    string
 	Kind      string `dynamodbav:"kind"`
@@ -73,13 +73,31 @@ func LedgerPut(table, ws string, e billing.Entry) (*types.Put, error) {
 	return &types.Put{TableName: aws.String(table), Item: item, ConditionExpression: aws.String("attribute_not_exists(PK)")}, nil
 }
 
-func (it ledgerItem) entry() billing.Entry {
+// LedgerPrefix starts the sort keys of a workspace's ledger entries of kind
+// (every entry, of either currency, when kind is ""), in compute units
+// when units: the ranges package ledgerdb reads.
+func LedgerPrefix(kind billing.Kind, units bool) string {
+	switch {
+	case kind == "":
+		return ledgerPrefix
+	case units:
+		return unitsLedgerPrefix + string(kind) + "#"
+	}
+	return ledgerPrefix + string(kind) + "#"
+}
+
+// LedgerEntry decodes a ledger item (package ledgerdb reads them).
+func LedgerEntry(item map[string]types.AttributeValue) (billing.Entry, error) {
+	var it ledgerItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return billing.Entry{}, fmt.Errorf("decode ledger entry: %w", err)
+	}
 	at, _ := job.ParseTime(it.CreatedAt)
 	return billing.Entry{
 		Kind: billing.Kind(it.Kind), Amount: billing.Micros(it.Amount), At: at.Time,
 		JobID: it.JobID, Endpoint: it.Endpoint, PaymentID: it.PaymentID,
 		Currency: billing.Currency(it.Currency), Units: billing.Units(it.Units), By: it.By,
-	}
+	}, nil
 }
 
 // settlement is the ledger movement that ends a job: the kind, and the
@@ -95,74 +113,4 @@ func settlement(to job.Status, units bool) (billing.Kind, string) {
 		return billing.Charge, field("reserved") + " :unreserve, " + field("spent") + " :price"
 	}
 	return billing.Release, field("reserved") + " :unreserve, " + field("available") + " :price"
-}
-
-// LedgerEntries returns every ledger entry of a workspace.
-func (s *Store) LedgerEntries(ctx context.Context, ws string) ([]billing.Entry, error) {
-	return s.ledger(ctx, ws, ledgerPrefix, ledgerPrefix+"\uffff")
-}
-
-// Charges returns the charges of a workspace made in [from, to]: what
-// GET /usage reports.
-func (s *Store) Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error) {
-	prefix := ledgerPrefix + string(billing.Charge) + "#"
-	return s.ledger(ctx, ws, prefix+Stamp(from), prefix+Stamp(to)+"#\uffff")
-}
-
-// UnitCharges returns the charges in compute units of a workspace made in
-// [from, to] (LEDGER#cu#charge#...): the application's usage, each with
-// the person who made its job.
-func (s *Store) UnitCharges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error) {
-	prefix := unitsLedgerPrefix + string(billing.Charge) + "#"
-	return s.ledger(ctx, ws, prefix+Stamp(from), prefix+Stamp(to)+"#\uffff")
-}
-
-func (s *Store) ledger(ctx context.Context, ws, lo, hi string) ([]billing.Entry, error) {
-	in := &dynamodb.QueryInput{
-		TableName:              aws.String(s.table),
-		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": String(WorkspacePK(ws)), ":lo": String(lo), ":hi": String(hi),
-		},
-		ConsistentRead: aws.Bool(true),
-	}
-	if s.pageSize > 0 {
-		in.Limit = aws.Int32(s.pageSize)
-	}
-	var entries []billing.Entry
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("ledger of %s: %w", ws, err)
-		}
-		for _, item := range out.Items {
-			var it ledgerItem
-			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-				return nil, fmt.Errorf("decode ledger entry: %w", err)
-			}
-			entries = append(entries, it.entry())
-		}
-		if out.LastEvaluatedKey == nil {
-			return entries, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-}
-
-// JobOutcomes maps every job of a workspace to the settlement its status
-// calls for, from the jobs-by-workspace index: eventually consistent, so an
-// audit is exact when the workspace is quiet.
-func (s *Store) JobOutcomes(ctx context.Context, ws string) (map[string]billing.Outcome, error) {
-	outcomes := map[string]billing.Outcome{}
-	err := s.eachJobStatus(ctx, ws, func(id string, st job.Status) {
-		switch {
-		case st == job.Completed:
-			outcomes[id] = billing.Charged
-		case st.Terminal():
-			outcomes[id] = billing.Released
-		default:
-			outcomes[id] = billing.Unsettled
-		}
-	})
-	return outcomes, err
 }

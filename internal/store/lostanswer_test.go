@@ -11,6 +11,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
 	"genjobs/internal/testenv"
 )
 
@@ -88,7 +89,7 @@ func TestRetriedEndSettlesOnce(t *testing.T) {
 			if err != nil || got.Status != job.Completed {
 				t.Fatalf("end whose answer was lost: %v, %v; want completed", got, err)
 			}
-			entries, err := direct.LedgerEntries(ctx, "ws_a")
+			entries, err := ledgerdb.New(direct).LedgerEntries(ctx, "ws_a")
 			if err != nil {
 				t.Fatal(err)
 			}

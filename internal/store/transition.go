@@ -3,8 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,13 +17,14 @@ import (
 
 	"genjobs/internal/billing"
 	"genjobs/internal/job"
+	"genjobs/internal/store/idempotencydb"
 )
 
 // The slot counters on the workspace item (docs/api.md, "Limits"): jobs_active
 // counts jobs that have not ended (bounded by max_concurrent), jobs_running
 // those of them past backlogged (bounded by max_running). They change only in
 // the same transaction as a job's creation, promotion or end, so they are
-// exact; `workspace verify` recounts them.
+// exact; `workspace verify` recounts them (package slotsdb).
 
 // Conditions on the workspace item at creation. Items written before the
 // counters existed have none; ADD starts them at zero.
@@ -81,7 +80,7 @@ func (s *Store) CreateJob(ctx context.Context, j *job.Job) error {
 		case err == nil:
 			return nil
 		case j.Idempotency != nil && cancelReason(err, createKeyItem) == "ConditionalCheckFailed":
-			return keyUsed(j, cancelItem(err, createKeyItem))
+			return idempotencydb.Judge(j, cancelItem(err, createKeyItem))
 		case j.Idempotency != nil && conflicted(err):
 			return job.ErrKeyInFlight // a concurrent request with the key holds it
 		case cancelReason(err, createJobItem) == "ConditionalCheckFailed":
@@ -172,21 +171,12 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 		}},
 		createLedgerItem: {Put: reserve},
 	}
-	if k := j.Idempotency; k != nil {
-		keyItem, err := attributevalue.MarshalMap(idempotencyItem{
-			PK: idempotencyPK(j.WorkspaceID, k.Key), SK: "IDEM",
-			RequestHash: k.RequestHash, JobID: j.ID, CreatedAt: Stamp(j.CreatedAt), ExpiresAt: k.Expires.Unix(),
-		})
+	if j.Idempotency != nil {
+		key, err := idempotencydb.Put(s.table, j)
 		if err != nil {
-			return nil, fmt.Errorf("encode idempotency key: %w", err)
+			return nil, err
 		}
-		items = append(items, types.TransactWriteItem{Put: &types.Put{
-			TableName: aws.String(s.table), Item: keyItem,
-			// An expired key is forgotten: TTL deletes it in its own time.
-			ConditionExpression:                 aws.String("attribute_not_exists(PK) OR expires_at < :now"),
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": Number(j.CreatedAt.Unix())},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}})
+		items = append(items, key)
 	}
 	// Last, after the items whose cancellation reasons are read by index.
 	position := job.TimeOf(j.CreatedAt).String() + "#" + j.ID
@@ -206,35 +196,6 @@ func (s *Store) creationItems(j *job.Job, st job.Status, limit billing.Micros) (
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: by}})
 	}
 	return items, nil
-}
-
-// idempotencyItem records an Idempotency-Key's first request, for 24 hours
-// (expires_at is the table's TTL attribute).
-type idempotencyItem struct {
-	PK, SK      string
-	RequestHash string `dynamodbav:"request_hash"`
-	JobID       string `dynamodbav:"job_id"`
-	CreatedAt   string `dynamodbav:"created_at"`
-	ExpiresAt   int64  `dynamodbav:"expires_at"`
-}
-
-// idempotencyPK scopes a key to its workspace; the key is hashed, so any
-// 255 printable characters make a short key.
-func idempotencyPK(ws, key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "IDEM#" + ws + "#" + hex.EncodeToString(sum[:])
-}
-
-// keyUsed judges a creation whose Idempotency-Key is already stored.
-func keyUsed(j *job.Job, old map[string]types.AttributeValue) error {
-	var it idempotencyItem
-	if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
-		return job.ErrKeyInFlight
-	}
-	if it.RequestHash != j.Idempotency.RequestHash {
-		return job.ErrKeyReused
-	}
-	return &job.Replayed{JobID: it.JobID}
 }
 
 // Transition applies c to job j when the stored job allows it, and returns

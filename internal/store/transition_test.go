@@ -10,17 +10,18 @@ import (
 
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/store/slotsdb"
 )
 
 // checkSlots fails the test when the workspace's counters disagree with its jobs.
-func checkSlots(t *testing.T, s *store.Store, ws string) store.Slots {
+func checkSlots(t *testing.T, s *store.Store, ws string) slotsdb.Slots {
 	t.Helper()
 	ctx := context.Background()
-	stored, err := s.StoredSlots(ctx, ws)
+	stored, err := slotsdb.New(s).StoredSlots(ctx, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	counted, err := s.CountSlots(ctx, ws)
+	counted, err := slotsdb.New(s).CountSlots(ctx, ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestCreationTakesSlotsThenBacklogsThenRefuses(t *testing.T) {
 	if _, err := s.Job(ctx, refused.ID); !errors.Is(err, job.ErrNotFound) {
 		t.Errorf("a refused creation wrote its job: %v", err)
 	}
-	if n := checkSlots(t, s, "ws_a"); n != (store.Slots{Active: 4, Running: 2}) {
+	if n := checkSlots(t, s, "ws_a"); n != (slotsdb.Slots{Active: 4, Running: 2}) {
 		t.Errorf("slots %+v; want 4 active, 2 running", n)
 	}
 	if err := s.CreateJob(ctx, newJob("ws_missing", t0)); !errors.Is(err, store.ErrNotFound) {
@@ -257,7 +258,7 @@ func TestCancelledJobIsNeverCompleted(t *testing.T) {
 	if errs[0] == nil && final.Status != job.Cancelled || errs[1] == nil && final.Status != job.Completed {
 		t.Errorf("winner's status not kept: %s", final.Status)
 	}
-	if n := checkSlots(t, s, "ws_a"); n != (store.Slots{}) {
+	if n := checkSlots(t, s, "ws_a"); n != (slotsdb.Slots{}) {
 		t.Errorf("slots after the end: %+v", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
 )
 
 // spendUnits creates a job billed in compute units and completes it.
@@ -31,7 +32,7 @@ func (e *env) spendUnits(ws string, units billing.Units) {
 
 func (e *env) units(acc *accountsdb.DB, ws string) billing.UnitBalance {
 	e.t.Helper()
-	a, err := acc.AuditLedger(e.ctx, ws)
+	a, err := ledgerdb.New(acc.Store).AuditLedger(e.ctx, ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func (e *env) units(acc *accountsdb.DB, ws string) billing.UnitBalance {
 // allowances counts a workspace's allowance entries in the ledger.
 func (e *env) allowances(ws string) int {
 	e.t.Helper()
-	entries, err := e.store.LedgerEntries(e.ctx, ws)
+	entries, err := ledgerdb.New(e.store).LedgerEntries(e.ctx, ws)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/leasedb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/slotsdb"
 	"genjobs/internal/sweeper"
 	"genjobs/internal/testenv"
 )
@@ -193,9 +194,9 @@ func TestLateJobsTimeOutAndFreeTheirSlot(t *testing.T) {
 	if ids := e.messages(e.url); len(ids) != 1 || ids[0] != waiting.ID {
 		t.Errorf("queue holds %v; want the promoted job", ids)
 	}
-	stored, _ := e.store.StoredSlots(e.ctx, "ws_a")
-	counted, _ := e.store.CountSlots(e.ctx, "ws_a")
-	if stored != counted || stored != (store.Slots{Active: 1, Running: 1}) {
+	stored, _ := slotsdb.New(e.store).StoredSlots(e.ctx, "ws_a")
+	counted, _ := slotsdb.New(e.store).CountSlots(e.ctx, "ws_a")
+	if stored != counted || stored != (slotsdb.Slots{Active: 1, Running: 1}) {
 		t.Errorf("slots %+v, counted %+v; want 1 active, 1 running", stored, counted)
 	}
 }

@@ -42,6 +42,7 @@ import (
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
 	"genjobs/internal/store/schema"
+	"genjobs/internal/store/slotsdb"
 	"genjobs/internal/testenv"
 	"genjobs/internal/worker"
 )
@@ -240,7 +241,7 @@ func TestJobRunsToCompletedWithDownloadableOutput(t *testing.T) {
 	if resp.StatusCode != 200 || !bytes.Equal(body, tinyPNG()) {
 		t.Errorf("download of the result: %d, %d bytes; want the engine's PNG", resp.StatusCode, len(body))
 	}
-	if n, _ := e.store.StoredSlots(e.ctx, "ws_a"); n != (store.Slots{}) {
+	if n, _ := slotsdb.New(e.store).StoredSlots(e.ctx, "ws_a"); n != (slotsdb.Slots{}) {
 		t.Errorf("slots after completion: %+v; want none", n)
 	}
 }
@@ -485,7 +486,7 @@ func TestInputFailuresFailTheJobWithTheirCode(t *testing.T) {
 	if got := e.job(broken.ID); got.Status != job.Failed || got.Error.Code != "engine_error" || got.Error.Message != "The engine failed to produce the output." {
 		t.Errorf("job whose engine failed: %s %+v", got.Status, got.Error)
 	}
-	if n, _ := e.store.StoredSlots(e.ctx, "ws_a"); n != (store.Slots{}) {
+	if n, _ := slotsdb.New(e.store).StoredSlots(e.ctx, "ws_a"); n != (slotsdb.Slots{}) {
 		t.Errorf("slots after every job ended: %+v", n)
 	}
 }

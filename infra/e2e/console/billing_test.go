@@ -17,6 +17,7 @@ import (
 	"genjobs/internal/checkout/stripedouble"
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
 )
 
 // startTopUp posts the top-up form and follows the browser to the Stripe
@@ -370,7 +371,7 @@ func TestTheLedgerStaysExactUnderRandomTopUpsDeliveriesAndJobs(t *testing.T) {
 // topUps adds up the demo workspace's top-up entries.
 func topUps(t *testing.T, s *devstacktest.Stack) billing.Micros {
 	t.Helper()
-	entries, err := s.Store.LedgerEntries(context.Background(), devstack.DemoWorkspace)
+	entries, err := ledgerdb.New(s.Store).LedgerEntries(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +387,7 @@ func topUps(t *testing.T, s *devstacktest.Stack) billing.Micros {
 // audit is `ledger verify --workspace ws_demo`: no difference allowed.
 func audit(t *testing.T, s *devstacktest.Stack) {
 	t.Helper()
-	a, err := accountsdb.New(s.Store).AuditLedger(context.Background(), devstack.DemoWorkspace)
+	a, err := ledgerdb.New(s.Store).AuditLedger(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
 )
 
 // appJob stores a job made in the application by email, billed in compute
@@ -69,7 +70,7 @@ func TestTheUsagePageShowsComputeUnitsByDayAndByPerson(t *testing.T) {
 	if !strings.Contains(row, ">$0.10<") || !strings.Contains(row, ">49<") {
 		t.Errorf("today's row %q; want the API job's $0.10 and the application's 49 units", row)
 	}
-	if a, err := accountsdb.New(s.Store).AuditLedger(context.Background(), devstack.DemoWorkspace); err != nil || len(a.Differences) > 0 || a.StoredUnits.Spent != 49 {
+	if a, err := ledgerdb.New(s.Store).AuditLedger(context.Background(), devstack.DemoWorkspace); err != nil || len(a.Differences) > 0 || a.StoredUnits.Spent != 49 {
 		t.Errorf("ledger verify: %+v, %v", a, err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/image/webp"
 
 	"genjobs/infra/local/devstack"
-	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
 )
 
 // TestEveryModelRunsToCompletedThroughTheLocalStack plays what `make run`
@@ -136,7 +136,7 @@ func TestEveryModelRunsToCompletedThroughTheLocalStack(t *testing.T) {
 	// + 0.03 (model-e-4) + 4 x 0.1075 (model-b-fast, 480p) + 2 x 0.05
 	// (model-c) + 3 x 0.07 (model-d) + 2 x 0.02 (model-f) + 0.10 (model-g).
 	const spent = "0.950000"
-	audit, err := accountsdb.New(st).AuditLedger(context.Background(), devstack.DemoWorkspace)
+	audit, err := ledgerdb.New(st).AuditLedger(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

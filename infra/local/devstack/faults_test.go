@@ -26,6 +26,8 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
+	"genjobs/internal/store/slotsdb"
 )
 
 // Shape of the fault tests' load and waits.
@@ -378,11 +380,11 @@ func (f *faultStack) phase(t *testing.T, fault func() (ended time.Time, restart 
 	}
 
 	// workspace verify and ledger verify --all, and no job charged twice.
-	stored, err := f.store.StoredSlots(ctx, faultWorkspace)
+	stored, err := slotsdb.New(f.store).StoredSlots(ctx, faultWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	counted, err := f.store.CountSlots(ctx, faultWorkspace)
+	counted, err := slotsdb.New(f.store).CountSlots(ctx, faultWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +396,7 @@ func (f *faultStack) phase(t *testing.T, fault func() (ended time.Time, restart 
 		t.Fatal(err)
 	}
 	for _, ws := range workspaces {
-		a, err := accountsdb.New(f.store).AuditLedger(ctx, ws)
+		a, err := ledgerdb.New(f.store).AuditLedger(ctx, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,7 +404,7 @@ func (f *faultStack) phase(t *testing.T, fault func() (ended time.Time, restart 
 			t.Errorf("ledger verify of %s: %s", ws, strings.Join(a.Differences, "; "))
 		}
 	}
-	entries, err := f.store.LedgerEntries(ctx, faultWorkspace)
+	entries, err := ledgerdb.New(f.store).LedgerEntries(ctx, faultWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

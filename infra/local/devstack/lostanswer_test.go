@@ -30,6 +30,8 @@ import (
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
+	"genjobs/internal/store/ledgerdb"
+	"genjobs/internal/store/slotsdb"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 	"genjobs/internal/testenv"
@@ -223,7 +225,7 @@ func TestLostAnswers(t *testing.T) {
 	}
 
 	// Ended exactly once, charged at most once, never late by a lease.
-	entries, err := direct.LedgerEntries(ctx, lostWorkspace)
+	entries, err := ledgerdb.New(direct).LedgerEntries(ctx, lostWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,11 +260,11 @@ func TestLostAnswers(t *testing.T) {
 	if len(late) > 0 {
 		t.Errorf("%d jobs waited more than one lease (%s) beyond their work (%s):\n%s", len(late), lostLease, lostWorkSlack, strings.Join(late, "\n"))
 	}
-	stored, err := direct.StoredSlots(ctx, lostWorkspace)
+	stored, err := slotsdb.New(direct).StoredSlots(ctx, lostWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	counted, err := direct.CountSlots(ctx, lostWorkspace)
+	counted, err := slotsdb.New(direct).CountSlots(ctx, lostWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +276,7 @@ func TestLostAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ws := range workspaces {
-		a, err := accountsdb.New(direct).AuditLedger(ctx, ws)
+		a, err := ledgerdb.New(direct).AuditLedger(ctx, ws)
 		if err != nil {
 			t.Fatal(err)
 		}

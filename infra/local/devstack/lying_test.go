@@ -16,7 +16,7 @@ import (
 	"genjobs/infra/local/triggers"
 	"genjobs/internal/engine/enginetest"
 	"genjobs/internal/job"
-	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/ledgerdb"
 )
 
 // Six concurrent enhance jobs whose input is a PNG of a hundred bytes
@@ -120,7 +120,7 @@ func TestConcurrentLyingInputsEndByTheirWorkers(t *testing.T) {
 			t.Errorf("job %s ended %s %+v; want failed with %s", id, rec.Status, rec.Error, job.CodeInvalidInput)
 		}
 	}
-	audit, err := accountsdb.New(st).AuditLedger(context.Background(), devstack.DemoWorkspace)
+	audit, err := ledgerdb.New(st).AuditLedger(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"genjobs/internal/app/dynamodbwire"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/store"
+	"genjobs/internal/store/ledgerdb"
 )
 
 // Build builds the usage function's handler.
@@ -22,5 +23,5 @@ func Build(d app.Deps) (http.Handler, error) {
 // Handler is GET /usage's handler on st and a (the usage function's, and
 // the MCP function's get_usage tool's).
 func Handler(d app.Deps, st *store.Store, a httpapi.Authenticator) *httpapi.Usage {
-	return &httpapi.Usage{Auth: a, Ledger: st, Clock: d.Clock}
+	return &httpapi.Usage{Auth: a, Ledger: ledgerdb.New(st), Clock: d.Clock}
 }

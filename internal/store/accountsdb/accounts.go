@@ -1,11 +1,12 @@
 // Package accountsdb keeps the workspaces' accounts in the service's table:
 // a workspace's item (WS#<id> / WS: its record, API access, limits, credit
 // limit, balance and compute units), its payments (WS#<id> /
-// PAYMENT#<payment id>) with their top-ups' ledger entries, the plans'
-// list, and the ledger audit. Its API tokens are package tokensdb's. The job's transactions (package store) move the
-// balance and the slot counters on the same item and write the ledger
-// entries of reservations and settlements; the ledger is read there too
-// (store.Store.LedgerEntries).
+// PAYMENT#<payment id>) with their top-ups' ledger entries, and the
+// plans' list. Its API tokens are package tokensdb's. The job's
+// transactions (package store) move the balance and the slot counters on
+// the same item and write the ledger entries of reservations and
+// settlements; package ledgerdb reads and audits the ledger, package
+// slotsdb the counters.
 package accountsdb
 
 import (

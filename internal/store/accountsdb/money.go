@@ -29,7 +29,7 @@ func (s *DB) TopUp(ctx context.Context, ws, paymentID string, amount billing.Mic
 }
 
 // TopUpWith credits amount to ws once per paymentID, with extra written in
-// the same transaction (consoledb marks its top-up paid so). credited is
+// the same transaction (topupsdb marks its top-up paid so). credited is
 // false when the payment was credited before (with the same amount; another
 // amount is ErrPaymentConflict), in which case extra was not written
 // either. Item 3 of a cancelled transaction is extra's first.
@@ -167,82 +167,4 @@ func (s *DB) SetCreditLimit(ctx context.Context, ws string, limit billing.Micros
 		return billing.Balance{}, err
 	}
 	return it.Balance(), nil
-}
-
-// Audit is a workspace's ledger check: the stored balances (USD and compute
-// units), the ones its ledger entries add up to, and every difference
-// (billing.Audit).
-type Audit struct {
-	Stored, Ledger           billing.Balance
-	StoredUnits, LedgerUnits billing.UnitBalance
-	Differences              []string
-}
-
-// AuditLedger recomputes a workspace's balances (USD and compute units)
-// from its ledger and checks every job's entries against its status and
-// its one currency, and every top-up by checkout's status against the
-// ledger's credits (billing.AuditCheckouts). Exact when the workspace is
-// quiet.
-func (s *DB) AuditLedger(ctx context.Context, ws string) (Audit, error) {
-	var it store.WorkspaceItem
-	if err := s.Get(ctx, store.WorkspacePK(ws), "WS", &it); err != nil {
-		return Audit{}, err
-	}
-	stored, storedUnits := it.Balance(), it.Units()
-	entries, err := s.LedgerEntries(ctx, ws)
-	if err != nil {
-		return Audit{}, err
-	}
-	outcomes, err := s.JobOutcomes(ctx, ws)
-	if err != nil {
-		return Audit{}, err
-	}
-	ledger, ledgerUnits, diffs := billing.Audit(stored, storedUnits, entries, outcomes)
-	checkouts, err := s.checkouts(ctx, ws)
-	if err != nil {
-		return Audit{}, err
-	}
-	diffs = append(diffs, billing.AuditCheckouts(entries, checkouts)...)
-	return Audit{Stored: stored, Ledger: ledger, StoredUnits: storedUnits, LedgerUnits: ledgerUnits, Differences: diffs}, nil
-}
-
-// checkouts reads a workspace's top-ups by checkout (WS#<ws> / TOPUP#<id>,
-// which consoledb writes) as far as the audit needs them: id, status,
-// session, credited amount and a pack's units.
-func (s *DB) checkouts(ctx context.Context, ws string) ([]billing.Checkout, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                aws.String(s.Table()),
-		KeyConditionExpression:   aws.String("PK = :pk AND begins_with(SK, :prefix)"),
-		ProjectionExpression:     aws.String("topup_id, #status, session_id, credited_micros, pack_units"),
-		ExpressionAttributeNames: map[string]string{"#status": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": store.String(store.WorkspacePK(ws)), ":prefix": store.String("TOPUP#"),
-		},
-		ConsistentRead: aws.Bool(true),
-	}
-	var out []billing.Checkout
-	for {
-		page, err := s.Client().Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("top-ups of %s: %w", ws, err)
-		}
-		for _, item := range page.Items {
-			var it struct {
-				ID        string `dynamodbav:"topup_id"`
-				Status    string `dynamodbav:"status"`
-				SessionID string `dynamodbav:"session_id"`
-				Credited  int64  `dynamodbav:"credited_micros"`
-				Units     int64  `dynamodbav:"pack_units"`
-			}
-			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-				return nil, err
-			}
-			out = append(out, billing.Checkout{ID: it.ID, WorkspaceID: ws, Status: billing.CheckoutStatus(it.Status),
-				SessionID: it.SessionID, Credited: billing.Micros(it.Credited), Units: billing.Units(it.Units)})
-		}
-		if page.LastEvaluatedKey == nil {
-			return out, nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/deliveriesdb"
+	"genjobs/internal/store/ledgerdb"
 	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/sessionsdb"
 	"genjobs/internal/store/stylesdb"
@@ -30,6 +31,7 @@ type DB struct {
 	*throttle
 	*deliveries
 	*styles
+	*ledger
 }
 
 // The packages' DBs, named for DB's fields (their methods are DB's).
@@ -42,10 +44,11 @@ type (
 	throttle   = throttledb.DB
 	deliveries = deliveriesdb.DB
 	styles     = stylesdb.DB
+	ledger     = ledgerdb.DB
 )
 
 // New returns the console's records on st's table. It does no I/O.
 func New(st *store.Store) *DB {
 	return &DB{st, sessionsdb.New(st), membersdb.New(st), accountsdb.New(st), tokensdb.New(st), topupsdb.New(st),
-		throttledb.New(st), deliveriesdb.New(st), stylesdb.New(st)}
+		throttledb.New(st), deliveriesdb.New(st), stylesdb.New(st), ledgerdb.New(st)}
 }

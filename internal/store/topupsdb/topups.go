@@ -134,16 +134,23 @@ func (d *DB) Checkout(ctx context.Context, ws, id string) (billing.Checkout, err
 // Checkouts lists a workspace's top-ups by checkout, newest first.
 func (d *DB) Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error) {
 	var out []billing.Checkout
-	err := d.QueryPrefix(ctx, store.WorkspacePK(ws), checkoutPrefix, func(item map[string]types.AttributeValue) error {
+	err := d.EachCheckout(ctx, ws, func(c billing.Checkout) { out = append(out, c) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, err
+}
+
+// EachCheckout calls fn with each of a workspace's top-ups by checkout, in
+// the order of their ids (one strongly consistent Query a page): the
+// ledger's audit (ledgerdb.DB.AuditLedger) reads them so.
+func (d *DB) EachCheckout(ctx context.Context, ws string, fn func(billing.Checkout)) error {
+	return d.QueryPrefix(ctx, store.WorkspacePK(ws), checkoutPrefix, func(item map[string]types.AttributeValue) error {
 		var it checkoutItem
 		if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 			return err
 		}
-		out = append(out, it.checkout())
+		fn(it.checkout())
 		return nil
 	})
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
-	return out, err
 }
 
 // CreditCheckout credits a paid top-up and marks it paid, in one

@@ -1,5 +1,8 @@
 package store
 
+// The reads of jobs by status (jobs-by-status, jobs-by-workspace): the
+// backlog a promotion takes from, the sweeper's walk, the operator checks'.
+
 import (
 	"context"
 	"errors"
@@ -113,42 +116,11 @@ func (s *Store) MarkEnqueued(ctx context.Context, j *job.Job, at time.Time) erro
 	return nil
 }
 
-// Slots is a workspace's slot counters (docs/api.md, "Limits").
-type Slots struct {
-	Active  int `json:"active"`  // jobs that have not ended
-	Running int `json:"running"` // of which past backlogged
-}
-
-// StoredSlots reads the counters on the workspace item.
-func (s *Store) StoredSlots(ctx context.Context, ws string) (Slots, error) {
-	var it WorkspaceItem
-	if err := s.Get(ctx, WorkspacePK(ws), "WS", &it); err != nil {
-		return Slots{}, fmt.Errorf("workspace %s: %w", ws, err)
-	}
-	return Slots{Active: it.Active, Running: it.Running}, nil
-}
-
-// CountSlots recounts the counters from the workspace's jobs themselves,
-// reading its whole history through jobs-by-workspace (an operator check,
-// not a hot path; the index is eventually consistent, so run it when the
-// workspace is quiet).
-func (s *Store) CountSlots(ctx context.Context, ws string) (Slots, error) {
-	var n Slots
-	err := s.eachJobStatus(ctx, ws, func(_ string, st job.Status) {
-		if !st.Terminal() {
-			n.Active++
-		}
-		if st.Running() {
-			n.Running++
-		}
-	})
-	return n, err
-}
-
-// eachJobStatus calls fn with the id and status of every job of a
-// workspace, from jobs-by-workspace: the operator checks' walk (eventually
-// consistent; exact when the workspace is quiet).
-func (s *Store) eachJobStatus(ctx context.Context, ws string, fn func(id string, st job.Status)) error {
+// EachJobStatus calls fn with the id and status of every job of a
+// workspace, from jobs-by-workspace: the operator checks' walk (the slot
+// counters' recount, slotsdb; the ledger's audit, ledgerdb), eventually
+// consistent, exact when the workspace is quiet.
+func (s *Store) EachJobStatus(ctx context.Context, ws string, fn func(id string, st job.Status)) error {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(IndexJobsByWorkspace),
