@@ -12,7 +12,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/oauthdb"
 	"genjobs/internal/testenv"
 )
@@ -133,7 +133,7 @@ func TestMemberResetPasswordRecoversAHalfAddedMember(t *testing.T) {
 		t.Errorf("the reset's temporary password: %+v %v", r, err)
 	}
 	// The membership was written, the pool has no such user.
-	if err := consoledb.New(e.store()).AddMember(ctx, member.Membership{WorkspaceID: "ws_acme", UserID: "a-user-the-pool-lost",
+	if err := membersdb.New(e.store()).AddMember(ctx, member.Membership{WorkspaceID: "ws_acme", UserID: "a-user-the-pool-lost",
 		Email: "lost@example.com", Role: member.Admin, AddedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"genjobs/internal/billing"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/topupsdb"
 )
 
 // setTopUp changes a top-up by checkout's status (and credited amount)
@@ -42,7 +42,7 @@ func (e *env) setTopUp(t *testing.T, ws, id string, status billing.CheckoutStatu
 func TestLedgerVerifyChecksTopUpStatusesAgainstTheirCredits(t *testing.T) {
 	e, ctx, now := newEnv(t), context.Background(), time.Now()
 	ws := e.ok(t, "workspace", "create", "--name", "Top-ups")["workspace_id"].(string)
-	db := consoledb.New(e.store())
+	db := topupsdb.New(e.store())
 	for _, id := range []string{"top_paid", "top_pending", "top_failed", "top_expired", "top_cancelled"} {
 		if err := db.CreateCheckout(ctx, billing.Checkout{ID: id, WorkspaceID: ws, Status: billing.CheckoutPending,
 			Requested: 10 * billing.USD, CreatedBy: "owner@example.com", CreatedAt: now}); err != nil {

@@ -21,7 +21,7 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/member"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/testenv"
 )
 
@@ -82,7 +82,7 @@ func (cs *cognitoStack) person(email, password string, role member.Role) string 
 	if err := cs.users.SetPassword(ctx, email, password); err != nil {
 		cs.t.Fatal(err)
 	}
-	if err := consoledb.New(cs.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: u.UserID, Email: email,
+	if err := membersdb.New(cs.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: u.UserID, Email: email,
 		Role: role, AddedAt: time.Now()}); err != nil {
 		cs.t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestEveryConsolePathAnswers503WhenCognitoFails(t *testing.T) {
 			return cs.visit("POST", "/app/settings/members", "198.51.100.6", cookie, url.Values{"csrf": {csrf}, "workspace": {"ws_a"},
 				"email": {"added@example.com"}, "role": {"member"}}, lambdaTimeout)
 		}, http.StatusCreated, func() bool {
-			ms, _ := consoledb.New(cs.store).Members(ctx, "ws_a")
+			ms, _ := membersdb.New(cs.store).Members(ctx, "ws_a")
 			for _, m := range ms {
 				if m.Email == "added@example.com" {
 					return true
@@ -406,7 +406,7 @@ func TestAMemberWhoseAddFailedHalfWayIsRecovered(t *testing.T) {
 	}
 
 	// The membership is there; the pool has no such user.
-	if err := consoledb.New(cs.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: "a-user-the-pool-lost",
+	if err := membersdb.New(cs.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: "a-user-the-pool-lost",
 		Email: "lost@example.com", Role: member.Admin, AddedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestAMemberWhoseAddFailedHalfWayIsRecovered(t *testing.T) {
 		!strings.Contains(again.body, `id="reset-shown-once"`) {
 		t.Errorf("the reset's page reloaded: %d; want the password gone and a note that it was shown once", again.status)
 	}
-	ms, _ := consoledb.New(cs.store).Members(ctx, "ws_a")
+	ms, _ := membersdb.New(cs.store).Members(ctx, "ws_a")
 	var found []member.Membership
 	for _, m := range ms {
 		if m.Email == "lost@example.com" {

@@ -20,7 +20,10 @@ import (
 	"genjobs/internal/httpapi/lambdatest"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/membersdb"
+	"genjobs/internal/store/sessionsdb"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/testenv"
 )
 
@@ -38,7 +41,6 @@ type consoleStack struct {
 	h      http.Handler
 	cookie string
 	csrf   string
-	db     *consoledb.DB
 }
 
 func newConsoleStack(t *testing.T) *consoleStack {
@@ -49,17 +51,17 @@ func newConsoleStack(t *testing.T) *consoleStack {
 		"DynamoDB": s.table.URL, "SQS": s.queues.URL, "S3": s.queues.URL, "KMS": testenv.MotoEndpoint(),
 		"Secrets Manager": testenv.MotoEndpoint(), "Cognito Identity Provider": testenv.MotoEndpoint(),
 	})
-	c := &consoleStack{stack: s, h: s.build(consolefn.Build), cookie: member.NewSecret(), csrf: member.NewSecret(), db: consoledb.New(s.store)}
+	c := &consoleStack{stack: s, h: s.build(consolefn.Build), cookie: member.NewSecret(), csrf: member.NewSecret()}
 	ctx, now := context.Background(), time.Now()
 	for _, m := range []member.Membership{
 		{WorkspaceID: "ws_a", UserID: "u_owner", Email: "owner@example.com", Role: member.Owner, AddedAt: now},
 		{WorkspaceID: "ws_a", UserID: "u_b", Email: "b@example.com", Role: member.Member, AddedAt: now},
 	} {
-		if err := c.db.AddMember(ctx, m); err != nil {
+		if err := membersdb.New(c.store).AddMember(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.db.CreateSession(ctx, member.Session{Hash: member.HashSecret(c.cookie), UserID: "u_owner", Email: "owner@example.com",
+	if err := sessionsdb.New(c.store).CreateSession(ctx, member.Session{Hash: member.HashSecret(c.cookie), UserID: "u_owner", Email: "owner@example.com",
 		WorkspaceID: "ws_a", CSRF: c.csrf, CreatedAt: now, SeenAt: now, CheckedAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +151,7 @@ func TestEveryConsolePathAnswers503WhenTheTableFails(t *testing.T) {
 			}, 303},
 		{"revoke token", "POST", "/app/settings/api-tokens/tok_a/revoke", url.Values{}, "TransactWriteItems", "", testenv.Throttle,
 			func(c *consoleStack) error {
-				ts, err := c.db.Tokens(ctx, "ws_a")
+				ts, err := tokensdb.New(c.store).Tokens(ctx, "ws_a")
 				if err != nil || len(ts) != 1 || ts[0].RevokedAt != nil {
 					return errors.New("the token was revoked")
 				}
@@ -157,7 +159,7 @@ func TestEveryConsolePathAnswers503WhenTheTableFails(t *testing.T) {
 			}, 303},
 		{"API access", "POST", "/app/settings/api-access", url.Values{"enabled": {"false"}}, "UpdateItem", "api_enabled", testenv.Unavailable,
 			func(c *consoleStack) error {
-				if w, err := c.db.Workspace(ctx, "ws_a"); err != nil || !w.APIEnabled {
+				if w, err := accountsdb.New(c.store).Workspace(ctx, "ws_a"); err != nil || !w.APIEnabled {
 					return errors.New("API access was switched off")
 				}
 				return nil
@@ -171,14 +173,14 @@ func TestEveryConsolePathAnswers503WhenTheTableFails(t *testing.T) {
 			}, 0}, // Stripe's keys are not on this stack: the retry is not tried
 		{"change role", "POST", "/app/settings/members/u_b/role", url.Values{"role": {"admin"}}, "TransactWriteItems", "", testenv.Unavailable,
 			func(c *consoleStack) error {
-				if m, err := c.db.Membership(ctx, "ws_a", "u_b"); err != nil || m.Role != member.Member {
+				if m, err := membersdb.New(c.store).Membership(ctx, "ws_a", "u_b"); err != nil || m.Role != member.Member {
 					return errors.New("the role changed")
 				}
 				return nil
 			}, 303},
 		{"remove member", "POST", "/app/settings/members/u_b/remove", url.Values{}, "TransactWriteItems", "", testenv.Drop,
 			func(c *consoleStack) error {
-				if _, err := c.db.Membership(ctx, "ws_a", "u_b"); err != nil {
+				if _, err := membersdb.New(c.store).Membership(ctx, "ws_a", "u_b"); err != nil {
 					return errors.New("the member was removed")
 				}
 				return nil
@@ -192,7 +194,7 @@ func TestEveryConsolePathAnswers503WhenTheTableFails(t *testing.T) {
 		{"switch workspace", "POST", "/app/workspace", url.Values{"back": {"/app/settings/usage"}}, "UpdateItem", "SESSION#", testenv.Unavailable, nil, 303},
 		{"sign out", "POST", "/app/sign-out", url.Values{}, "DeleteItem", "SESSION#", testenv.Unavailable,
 			func(c *consoleStack) error {
-				if _, err := c.db.Session(ctx, member.HashSecret(c.cookie), time.Now()); err != nil {
+				if _, err := sessionsdb.New(c.store).Session(ctx, member.HashSecret(c.cookie), time.Now()); err != nil {
 					return errors.New("the session ended")
 				}
 				return nil

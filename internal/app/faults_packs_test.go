@@ -15,8 +15,8 @@ import (
 	"genjobs/internal/checkout/stripedouble"
 	"genjobs/internal/emulator"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
 	"genjobs/internal/store/ledgerdb"
+	"genjobs/internal/store/topupsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -110,7 +110,7 @@ func TestAPackIsCreditedOnceThroughLostAnswersAndResentEvents(t *testing.T) {
 			if u, entries := p.units(); u.Available != 5000 || entries != 1 {
 				t.Errorf("after the deliveries: %+v, %d unit top-ups in the ledger; want 5000 available, once", u, entries)
 			}
-			co, err := consoledb.New(p.store).Checkout(context.Background(), "ws_a", cs.Metadata["topup_id"])
+			co, err := topupsdb.New(p.store).Checkout(context.Background(), "ws_a", cs.Metadata["topup_id"])
 			if err != nil || co.Status != billing.CheckoutPaid || co.Units != 5000 || co.Credited != 50*billing.USD {
 				t.Errorf("the pack's record: %+v, %v; want paid, 5000 units, 50 USD", co, err)
 			}
@@ -135,7 +135,7 @@ func TestAPackEventThatDisagreesWithThePackBoughtCreditsNothing(t *testing.T) {
 	ctx := context.Background()
 	pack := billing.Checkout{ID: "top_abcdefabcdefabcdefabcdef", WorkspaceID: "ws_a", Status: billing.CheckoutPending,
 		Requested: 50 * billing.USD, Units: 5000, CreatedBy: "owner@a.example", CreatedAt: time.Now()}
-	if err := consoledb.New(p.store).CreateCheckout(ctx, pack); err != nil {
+	if err := topupsdb.New(p.store).CreateCheckout(ctx, pack); err != nil {
 		t.Fatal(err)
 	}
 	h := p.build(stripewebhookfn.Build)

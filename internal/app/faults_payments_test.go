@@ -24,8 +24,10 @@ import (
 	"genjobs/internal/member"
 	"genjobs/internal/metrics"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
 	"genjobs/internal/store/ledgerdb"
+	"genjobs/internal/store/membersdb"
+	"genjobs/internal/store/sessionsdb"
+	"genjobs/internal/store/topupsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -71,7 +73,7 @@ func newPayments(t *testing.T) *payments {
 	s.d.Metrics = metrics.New(p.metrics, "stripewebhook", clock.System{})
 	p.topUp = billing.Checkout{ID: faultsTopUp, WorkspaceID: "ws_a", Status: billing.CheckoutPending,
 		Requested: 10 * billing.USD, CreatedBy: "owner@a.example", CreatedAt: time.Now()}
-	if err := consoledb.New(s.store).CreateCheckout(ctx, p.topUp); err != nil {
+	if err := topupsdb.New(s.store).CreateCheckout(ctx, p.topUp); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -102,7 +104,7 @@ func (p *payments) deliver(h http.Handler, typ string, cs stripedouble.Session) 
 func (p *payments) state() (billing.CheckoutStatus, billing.Micros) {
 	p.t.Helper()
 	ctx := context.Background()
-	co, err := consoledb.New(p.store).Checkout(ctx, "ws_a", p.topUp.ID)
+	co, err := topupsdb.New(p.store).Checkout(ctx, "ws_a", p.topUp.ID)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -224,13 +226,12 @@ func (p *payments) console() (http.Handler, *testenv.Faults, *stripedouble.Doubl
 	p.d.Console.StripeAPIBase = stripe.URL
 	p.d.Console.UserPoolID, p.d.Console.ClientID = "us-east-1_faults", "faults-client"
 	ctx, now := context.Background(), time.Now()
-	db := consoledb.New(p.store)
-	if err := db.AddMember(ctx, member.Membership{WorkspaceID: "ws_a", WorkspaceName: "A", UserID: "user-owner",
+	if err := membersdb.New(p.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", WorkspaceName: "A", UserID: "user-owner",
 		Email: "owner@a.example", Role: member.Owner, AddedAt: now}); err != nil {
 		p.t.Fatal(err)
 	}
 	o := owner{cookie: "faults-session-cookie-value", csrf: "faults-csrf-token"}
-	if err := db.CreateSession(ctx, member.Session{Hash: member.HashSecret(o.cookie), UserID: "user-owner", Email: "owner@a.example",
+	if err := sessionsdb.New(p.store).CreateSession(ctx, member.Session{Hash: member.HashSecret(o.cookie), UserID: "user-owner", Email: "owner@a.example",
 		WorkspaceID: "ws_a", CSRF: o.csrf, CreatedAt: now, SeenAt: now, CheckedAt: now}); err != nil {
 		p.t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func (p *payments) page(h http.Handler, o owner, method, path string, form url.V
 // topUps are ws_a's top-ups by checkout, newest first.
 func (p *payments) topUps() []billing.Checkout {
 	p.t.Helper()
-	cos, err := consoledb.New(p.store).Checkouts(context.Background(), "ws_a")
+	cos, err := topupsdb.New(p.store).Checkouts(context.Background(), "ws_a")
 	if err != nil {
 		p.t.Fatal(err)
 	}

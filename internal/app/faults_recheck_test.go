@@ -11,6 +11,7 @@ import (
 	"genjobs/internal/awsclient"
 	"genjobs/internal/emulator"
 	"genjobs/internal/member"
+	"genjobs/internal/store/sessionsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ func TestASessionWhosePersonCannotBeRecheckedWorksForTheGraceThen503(t *testing.
 	hash := member.HashSecret(c.cookie)
 	ctx := context.Background()
 
-	if err := c.db.MarkSessionChecked(ctx, hash, time.Now().Add(-member.RecheckEvery-time.Minute)); err != nil {
+	if err := sessionsdb.New(c.store).MarkSessionChecked(ctx, hash, time.Now().Add(-member.RecheckEvery-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if out := c.visit("GET", "/app/settings/api-tokens", nil); out.StatusCode != http.StatusOK {
@@ -39,14 +40,14 @@ func TestASessionWhosePersonCannotBeRecheckedWorksForTheGraceThen503(t *testing.
 		t.Errorf("the failed re-check is not logged:\n%s", c.logs.lines())
 	}
 
-	if err := c.db.MarkSessionChecked(ctx, hash, time.Now().Add(-member.RecheckGrace-time.Minute)); err != nil {
+	if err := sessionsdb.New(c.store).MarkSessionChecked(ctx, hash, time.Now().Add(-member.RecheckGrace-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	out := c.visit("GET", "/app/settings/api-tokens", nil)
 	if out.StatusCode != http.StatusServiceUnavailable || out.Headers.Get("Retry-After") == "" || !strings.Contains(out.Body, "cannot be confirmed") {
 		t.Fatalf("past the grace: %d, Retry-After %q; want 503 with Retry-After\n%s", out.StatusCode, out.Headers.Get("Retry-After"), out.Body)
 	}
-	if _, err := c.db.Session(ctx, hash, time.Now()); err != nil {
+	if _, err := sessionsdb.New(c.store).Session(ctx, hash, time.Now()); err != nil {
 		t.Errorf("the session was ended by an outage: %v", err)
 	}
 }

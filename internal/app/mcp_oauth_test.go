@@ -25,7 +25,7 @@ import (
 	"genjobs/internal/signing"
 	"genjobs/internal/signing/kmssigner"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/oauthdb"
 	"genjobs/internal/testenv"
 )
@@ -54,7 +54,7 @@ func newOAuthStack(t *testing.T) *oauthStack {
 	clk := &clock.Fixed{T: time.Now().UTC().Truncate(time.Second)}
 	s.d.Clock = clk
 	o := &oauthStack{stack: s, clock: clk, signer: kmssigner.New(testenv.KMS(t), s.d.Signing.OAuthKeyID)}
-	if err := consoledb.New(s.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: oauthPerson,
+	if err := membersdb.New(s.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: oauthPerson,
 		Email: oauthEmail, Role: member.Member, AddedAt: clk.T}); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestMCPRefusesAnAccessTokenThatIsNotItsOwn(t *testing.T) {
 	}
 	otherKey := kmssigner.New(testenv.KMS(t), *other.KeyMetadata.Arn)
 	// Another member of the workspace, who did not approve the connection.
-	if err := consoledb.New(o.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: "usr_other",
+	if err := membersdb.New(o.store).AddMember(ctx, member.Membership{WorkspaceID: "ws_a", UserID: "usr_other",
 		Email: "bo@example.com", Role: member.Member, AddedAt: o.clock.T}); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestMCPRefusesARevokedConnectionOrARemovedMemberWithinFiveSeconds(t *testin
 			return oauthdb.New(o.store).RevokeGrant(context.Background(), o.grant.ID, o.clock.T)
 		}},
 		{"member removed", func(o *oauthStack) error {
-			return consoledb.New(o.store).RemoveMember(context.Background(), "ws_a", oauthPerson)
+			return membersdb.New(o.store).RemoveMember(context.Background(), "ws_a", oauthPerson)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -25,18 +25,18 @@ const (
 )
 
 func (c *Console) billingData(r *http.Request, req *request) (pages.BillingData, error) {
-	bal, err := c.Store.Balance(r.Context(), req.current.WorkspaceID)
+	bal, err := c.Accounts.Balance(r.Context(), req.current.WorkspaceID)
 	if err != nil {
 		return pages.BillingData{}, err
 	}
-	cos, err := c.Store.Checkouts(r.Context(), req.current.WorkspaceID)
+	cos, err := c.TopUps.Checkouts(r.Context(), req.current.WorkspaceID)
 	if err != nil {
 		return pages.BillingData{}, err
 	}
 	if len(cos) > 50 {
 		cos = cos[:50]
 	}
-	units, plan, err := c.Store.Units(r.Context(), req.current.WorkspaceID)
+	units, plan, err := c.Accounts.Units(r.Context(), req.current.WorkspaceID)
 	if err != nil {
 		return pages.BillingData{}, err
 	}
@@ -130,7 +130,7 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 	now := c.Clock.Now()
 	co := billing.Checkout{ID: newTopUpID(), WorkspaceID: req.current.WorkspaceID, Status: billing.CheckoutPending,
 		Requested: amount, Units: units, CreatedBy: req.session.Email, CreatedAt: now}
-	if err := c.Store.CreateCheckout(r.Context(), co); err != nil {
+	if err := c.TopUps.CreateCheckout(r.Context(), co); err != nil {
 		c.internalError(w, r, "record top-up", err)
 		return
 	}
@@ -142,14 +142,14 @@ func (c *Console) topUp(w http.ResponseWriter, r *http.Request, req *request) {
 		// margin), or the top-up would stay pending a day.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), cleanupTimeout)
 		defer cancel()
-		if _, merr := c.Store.EndCheckout(ctx, co.WorkspaceID, co.ID, billing.CheckoutFailed, now); merr != nil {
+		if _, merr := c.TopUps.EndCheckout(ctx, co.WorkspaceID, co.ID, billing.CheckoutFailed, now); merr != nil {
 			c.logger(r).Error("mark top-up failed", "topup_id", co.ID, "error", merr.Error())
 		}
 		c.logger(r).Error("create checkout session", "topup_id", co.ID, "error", err.Error())
 		c.fail(w, r, http.StatusBadGateway, "The payment provider could not be reached, and nothing was charged. Try again in a moment.")
 		return
 	}
-	if err := c.Store.SetCheckoutSession(r.Context(), co.WorkspaceID, co.ID, s.ID, now); err != nil {
+	if err := c.TopUps.SetCheckoutSession(r.Context(), co.WorkspaceID, co.ID, s.ID, now); err != nil {
 		// The webhook credits by the top-up's id and records the session
 		// itself; this write only lets the return page find it sooner.
 		c.logger(r).Warn("record checkout session", "topup_id", co.ID, "error", err.Error())
@@ -188,7 +188,7 @@ func (c *Console) cancelled(w http.ResponseWriter, r *http.Request, req *request
 	if !validTopUpID(id) {
 		return true // nothing of ours: the page as usual
 	}
-	_, err := c.Store.EndCheckout(r.Context(), req.current.WorkspaceID, id, billing.CheckoutCancelled, c.Clock.Now())
+	_, err := c.TopUps.EndCheckout(r.Context(), req.current.WorkspaceID, id, billing.CheckoutCancelled, c.Clock.Now())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return true

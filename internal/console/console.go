@@ -51,50 +51,75 @@ func anyRole(member.Role) bool { return true }
 // (template.yaml routes /app and /app/{proxy+} to it).
 const Base = httpapi.AppPath
 
-// Store is what the console reads and writes: the same primitives as the
-// operator CLI (store.Store).
-type Store interface {
-	CreateSession(ctx context.Context, s member.Session) error
-	Session(ctx context.Context, hash string, now time.Time) (member.Session, error)
-	UpdateSession(ctx context.Context, s member.Session) error
-	DeleteSession(ctx context.Context, hash string) error
-	SessionSecurity
-
-	Memberships(ctx context.Context, user string) ([]member.Membership, error)
-	Members(ctx context.Context, ws string) ([]member.Membership, error)
-	AddMember(ctx context.Context, m member.Membership) error
-	SetRole(ctx context.Context, ws, user string, role member.Role) (member.Membership, error)
-	RemoveMember(ctx context.Context, ws, user string) error
-
-	Workspace(ctx context.Context, id string) (auth.Workspace, error)
-	SetAPIEnabled(ctx context.Context, id string, enabled bool) error
-	Tokens(ctx context.Context, ws string) ([]auth.Token, error)
-	CreateToken(ctx context.Context, t auth.Token) error
-	RevokeToken(ctx context.Context, ws, tokenID string, at time.Time) error
-
-	Balance(ctx context.Context, ws string) (billing.Balance, error)
-	Units(ctx context.Context, ws string) (billing.UnitBalance, billing.Units, error)
-	Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error)
-	Checkout(ctx context.Context, ws, id string) (billing.Checkout, error)
-	CreateCheckout(ctx context.Context, c billing.Checkout) error
-	SetCheckoutSession(ctx context.Context, ws, id, sessionID string, at time.Time) error
-	EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (bool, error)
-
-	Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
-	UnitCharges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
-	jobview.Store
-	// Redeliver: "Deliver again" (webhook.SendAgain, deliveriesdb.DB).
-	Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error
-	SharedStyle(ctx context.Context, token string) (style.Style, error)
-
-	OnceStore
-
-	// The sign-in throttle's counters (throttle.go) and the move of a
-	// membership to a person's new user (recover.go).
-	Failures(ctx context.Context, keys []string, window time.Time) (int, error)
-	AddFailure(ctx context.Context, key string, window, expires time.Time) error
-	MoveMember(ctx context.Context, ws, from, to string) (member.Membership, error)
-}
+// The console's records, each through the store package that keeps it
+// (consolefn builds them all on one table client).
+type (
+	// Jobs is the jobs pages' reads (jobview.Store) and "Deliver again"
+	// (webhook.SendAgain): the jobs with their webhook deliveries
+	// (deliveriesdb.DB).
+	Jobs interface {
+		jobview.Store
+		Redeliver(ctx context.Context, d *webhook.Delivery, token string, now time.Time) error
+	}
+	// Sessions is the signed-in people's sessions, what their re-check
+	// and a password change write, and the values shown once
+	// (sessionsdb.DB).
+	Sessions interface {
+		CreateSession(ctx context.Context, s member.Session) error
+		Session(ctx context.Context, hash string, now time.Time) (member.Session, error)
+		UpdateSession(ctx context.Context, s member.Session) error
+		DeleteSession(ctx context.Context, hash string) error
+		SessionSecurity
+		OnceStore
+	}
+	// Members is the workspaces' memberships, and the move of one to a
+	// person's new user (recover.go) (membersdb.DB).
+	Members interface {
+		Memberships(ctx context.Context, user string) ([]member.Membership, error)
+		Members(ctx context.Context, ws string) ([]member.Membership, error)
+		AddMember(ctx context.Context, m member.Membership) error
+		SetRole(ctx context.Context, ws, user string, role member.Role) (member.Membership, error)
+		RemoveMember(ctx context.Context, ws, user string) error
+		MoveMember(ctx context.Context, ws, from, to string) (member.Membership, error)
+	}
+	// Accounts is the workspace's record, API access and balances
+	// (accountsdb.DB).
+	Accounts interface {
+		Workspace(ctx context.Context, id string) (auth.Workspace, error)
+		SetAPIEnabled(ctx context.Context, id string, enabled bool) error
+		Balance(ctx context.Context, ws string) (billing.Balance, error)
+		Units(ctx context.Context, ws string) (billing.UnitBalance, billing.Units, error)
+	}
+	// Tokens is the workspace's API tokens (tokensdb.DB).
+	Tokens interface {
+		Tokens(ctx context.Context, ws string) ([]auth.Token, error)
+		CreateToken(ctx context.Context, t auth.Token) error
+		RevokeToken(ctx context.Context, ws, tokenID string, at time.Time) error
+	}
+	// TopUps is the top-ups by checkout (topupsdb.DB).
+	TopUps interface {
+		Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error)
+		Checkout(ctx context.Context, ws, id string) (billing.Checkout, error)
+		CreateCheckout(ctx context.Context, c billing.Checkout) error
+		SetCheckoutSession(ctx context.Context, ws, id, sessionID string, at time.Time) error
+		EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (bool, error)
+	}
+	// Ledger is the usage pages' charges (ledgerdb.DB).
+	Ledger interface {
+		Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
+		UnitCharges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
+	}
+	// Throttle is the sign-in throttle's counters (throttle.go,
+	// throttledb.DB).
+	Throttle interface {
+		Failures(ctx context.Context, keys []string, window time.Time) (int, error)
+		AddFailure(ctx context.Context, key string, window, expires time.Time) error
+	}
+	// Styles is the share link's page (stylesdb.DB).
+	Styles interface {
+		SharedStyle(ctx context.Context, token string) (style.Style, error)
+	}
+)
 
 // Identity signs people in (cognito.Client).
 type Identity interface {
@@ -120,7 +145,15 @@ type Prices = playground.Prices
 
 // Config builds a Console.
 type Config struct {
-	Store    Store
+	Jobs     Jobs
+	Sessions Sessions
+	Members  Members
+	Accounts Accounts
+	Tokens   Tokens
+	TopUps   TopUps
+	Ledger   Ledger
+	Throttle Throttle
+	Styles   Styles
 	Identity Identity
 	Payments Payments
 	Prices   Prices
@@ -170,9 +203,10 @@ var files embed.FS
 
 // New checks cfg and parses the templates. It does no I/O.
 func New(cfg Config) (*Console, error) {
-	if cfg.Store == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Prices == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil ||
+	if cfg.Jobs == nil || cfg.Sessions == nil || cfg.Members == nil || cfg.Accounts == nil || cfg.Tokens == nil || cfg.TopUps == nil ||
+		cfg.Ledger == nil || cfg.Throttle == nil || cfg.Styles == nil || cfg.Identity == nil || cfg.Payments == nil || cfg.Prices == nil || cfg.Clock == nil || cfg.Log == nil || cfg.Results == nil ||
 		cfg.Assets == nil || cfg.Cancel == nil || cfg.Webhooks == nil || cfg.API == nil || cfg.Catalog == nil || cfg.OAuth == nil || cfg.OAuth.Store == nil {
-		return nil, errors.New("console: Store, Identity, Payments, Prices, Clock, Log, Results, Assets, Cancel, Webhooks, API, Catalog and OAuth are required")
+		return nil, errors.New("console: Jobs, Sessions, Members, Accounts, Tokens, TopUps, Ledger, Throttle, Styles, Identity, Payments, Prices, Clock, Log, Results, Assets, Cancel, Webhooks, API, Catalog and OAuth are required")
 	}
 	if o, err := url.Parse(cfg.ResultsOrigin); err != nil || (o.Scheme != "https" && o.Scheme != "http") || o.Host == "" || o.Path != "" || o.RawQuery != "" {
 		return nil, fmt.Errorf("console: the results origin must be an http(s) origin, not %q", cfg.ResultsOrigin)

@@ -32,7 +32,7 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request, req *request)
 		}
 		cursor = v[0]
 	}
-	page, err := c.Store.JobsPage(r.Context(), req.current.WorkspaceID, f, cursor, jobview.PageSize)
+	page, err := c.Jobs.JobsPage(r.Context(), req.current.WorkspaceID, f, cursor, jobview.PageSize)
 	if errors.Is(err, job.ErrBadCursor) {
 		c.fail(w, r, http.StatusBadRequest, badCursor)
 		return
@@ -55,7 +55,7 @@ func (c *Console) jobsPage(w http.ResponseWriter, r *http.Request, req *request)
 // rows. It reads only the jobs it names (one BatchGetItem); a job of
 // another workspace is left out, as an id that names no job.
 func (c *Console) pollJobs(w http.ResponseWriter, r *http.Request, req *request) {
-	jobview.ServePoll(w, r, c.Store, c.Results, req.current.WorkspaceID, c.Clock.Now(), c.logger(r))
+	jobview.ServePoll(w, r, c.Jobs, c.Results, req.current.WorkspaceID, c.Clock.Now(), c.logger(r))
 }
 
 // ownJob reads the workspace's job named in the path; another
@@ -66,7 +66,7 @@ func (c *Console) ownJob(w http.ResponseWriter, r *http.Request, req *request) (
 		c.notFound(w, r)
 		return nil, false
 	}
-	j, err := c.Store.Job(r.Context(), id)
+	j, err := c.Jobs.Job(r.Context(), id)
 	if errors.Is(err, job.ErrNotFound) || err == nil && j.WorkspaceID != req.current.WorkspaceID {
 		c.notFound(w, r)
 		return nil, false
@@ -86,10 +86,10 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, req *request) 
 	if !ok {
 		return
 	}
-	request, err := c.Store.JobRequest(r.Context(), j.ID)
+	request, err := c.Jobs.JobRequest(r.Context(), j.ID)
 	var d *webhook.Delivery
 	if err == nil {
-		if d, err = c.Store.Delivery(r.Context(), j.ID); errors.Is(err, webhook.ErrNotFound) {
+		if d, err = c.Jobs.Delivery(r.Context(), j.ID); errors.Is(err, webhook.ErrNotFound) {
 			err = nil
 		}
 	}
@@ -137,7 +137,7 @@ func (c *Console) deliverAgain(w http.ResponseWriter, r *http.Request, req *requ
 	if !ok {
 		return
 	}
-	_, _, err := webhook.SendAgain(r.Context(), c.Store, c.Webhooks, j.ID, auth.NewID("rdl_"), c.Clock.Now())
+	_, _, err := webhook.SendAgain(r.Context(), c.Jobs, c.Webhooks, j.ID, auth.NewID("rdl_"), c.Clock.Now())
 	if msg := jobview.AgainRefused(err); msg != "" {
 		c.fail(w, r, http.StatusConflict, msg)
 		return

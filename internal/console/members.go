@@ -10,7 +10,7 @@ import (
 )
 
 func (c *Console) membersData(r *http.Request, req *request) (pages.MembersData, error) {
-	ms, err := c.Store.Members(r.Context(), req.current.WorkspaceID)
+	ms, err := c.Members.Members(r.Context(), req.current.WorkspaceID)
 	return pages.MembersData{Acting: req.acting(), Members: ms, CanManage: req.current.Role.ManagesMembers(), Self: req.session.UserID}, err
 }
 
@@ -57,7 +57,7 @@ func (c *Console) addMember(w http.ResponseWriter, r *http.Request, req *request
 		}
 		return
 	}
-	err = c.Store.AddMember(r.Context(), member.Membership{WorkspaceID: req.current.WorkspaceID, UserID: u.UserID,
+	err = c.Members.AddMember(r.Context(), member.Membership{WorkspaceID: req.current.WorkspaceID, UserID: u.UserID,
 		Email: email, Role: role, AddedAt: c.Clock.Now()})
 	if errors.Is(err, store.ErrExists) {
 		c.membersError(w, r, req, http.StatusConflict, email, roleText, email+" is a member already: change their role in the list.")
@@ -85,7 +85,7 @@ func (c *Console) changeRole(w http.ResponseWriter, r *http.Request, req *reques
 		c.fail(w, r, http.StatusBadRequest, "Choose owner, admin or member.")
 		return
 	}
-	_, err = c.Store.SetRole(r.Context(), req.current.WorkspaceID, r.PathValue("user"), role)
+	_, err = c.Members.SetRole(r.Context(), req.current.WorkspaceID, r.PathValue("user"), role)
 	c.afterMemberChange(w, r, req, err, "role")
 }
 
@@ -108,7 +108,7 @@ func (c *Console) removeMemberPage(w http.ResponseWriter, r *http.Request, req *
 		c.fail(w, r, http.StatusForbidden, "Only owners manage members.")
 		return
 	}
-	ms, err := c.Store.Members(r.Context(), req.current.WorkspaceID)
+	ms, err := c.Members.Members(r.Context(), req.current.WorkspaceID)
 	if err != nil {
 		c.internalError(w, r, "read members", err)
 		return
@@ -126,7 +126,7 @@ func (c *Console) removeMemberPage(w http.ResponseWriter, r *http.Request, req *
 // to the workspace (also when the membership was gone already: a retry
 // of a removal whose answer was lost).
 func (c *Console) removeMember(w http.ResponseWriter, r *http.Request, req *request) {
-	err := c.Store.RemoveMember(r.Context(), req.current.WorkspaceID, r.PathValue("user"))
+	err := c.Members.RemoveMember(r.Context(), req.current.WorkspaceID, r.PathValue("user"))
 	if err == nil || errors.Is(err, member.ErrNotMember) {
 		if _, rerr := c.OAuth.Store.RevokeMember(r.Context(), req.current.WorkspaceID, r.PathValue("user"), c.Clock.Now()); rerr != nil {
 			err = rerr

@@ -50,7 +50,7 @@ func (c *Console) consent(w http.ResponseWriter, r *http.Request, req *request) 
 }
 
 func (c *Console) connectionsPage(w http.ResponseWriter, r *http.Request, req *request) {
-	data, err := connect.List(r.Context(), c.OAuth.Store, req.session.UserID, req.current, req.all, c.Store.Members)
+	data, err := connect.List(r.Context(), c.OAuth.Store, req.session.UserID, req.current, req.all, c.Members.Members)
 	if err != nil {
 		c.internalError(w, r, "read connections", err)
 		return

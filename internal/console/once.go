@@ -24,7 +24,7 @@ const OnceLife = 60 * time.Second
 // (303) to a page that takes it and shows it. A reload of that page finds
 // nothing and says the value was shown once.
 //
-// The value is held in the table under the session (Store.HoldOnce), never
+// The value is held in the table under the session (Sessions.HoldOnce), never
 // in a URL, for at most OnceLife, and taken (read and deleted in one call)
 // by the first display. It is sealed with AES-GCM under a key derived from
 // the session's cookie, which the table does not keep (it keeps the
@@ -76,7 +76,7 @@ func (c *Console) holdOnce(ctx context.Context, req *request, id, value string) 
 	nonce := make([]byte, aead.NonceSize())
 	_, _ = rand.Read(nonce)
 	sealed := aead.Seal(nonce, nonce, []byte(value), []byte(req.session.Hash+"\x00"+id))
-	return c.Store.HoldOnce(ctx, req.session.Hash, id, sealed, c.Clock.Now().Add(OnceLife))
+	return c.Sessions.HoldOnce(ctx, req.session.Hash, id, sealed, c.Clock.Now().Add(OnceLife))
 }
 
 // takeOnce returns, and removes, the value req's session holds under id.
@@ -86,7 +86,7 @@ func (c *Console) takeOnce(ctx context.Context, req *request, id string) (value 
 	if !validOnceID(id) {
 		return "", false, nil
 	}
-	sealed, err := c.Store.TakeOnce(ctx, req.session.Hash, id, c.Clock.Now())
+	sealed, err := c.Sessions.TakeOnce(ctx, req.session.Hash, id, c.Clock.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return "", false, nil
 	}

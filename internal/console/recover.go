@@ -155,7 +155,7 @@ func onceReset(user string) string { return "reset:" + user }
 // theMember finds the workspace's member the path names; the answer is
 // written (404) when there is none.
 func (c *Console) theMember(w http.ResponseWriter, r *http.Request, req *request) (member.Membership, bool) {
-	ms, err := c.Store.Members(r.Context(), req.current.WorkspaceID)
+	ms, err := c.Members.Members(r.Context(), req.current.WorkspaceID)
 	if err != nil {
 		c.internalError(w, r, "read members", err)
 		return member.Membership{}, false
@@ -201,7 +201,7 @@ func (c *Console) resetMember(w http.ResponseWriter, r *http.Request, req *reque
 	}
 	u, err := c.Identity.ResetPassword(r.Context(), m.Email)
 	if err == nil && u.UserID != m.UserID {
-		m, err = c.Store.MoveMember(r.Context(), m.WorkspaceID, m.UserID, u.UserID)
+		m, err = c.Members.MoveMember(r.Context(), m.WorkspaceID, m.UserID, u.UserID)
 	}
 	if err != nil {
 		if !refuse(w, err, func(status int, msg string, _ bool) { c.fail(w, r, status, msg) }) {
@@ -223,13 +223,13 @@ func (c *Console) resetMember(w http.ResponseWriter, r *http.Request, req *reque
 // pool has lost and made again) to user, so that adding the person again
 // finds them rather than listing them twice.
 func (c *Console) adopt(ctx context.Context, ws, email, user string) error {
-	ms, err := c.Store.Members(ctx, ws)
+	ms, err := c.Members.Members(ctx, ws)
 	if err != nil {
 		return err
 	}
 	for _, m := range ms {
 		if m.Email == email && m.UserID != user {
-			if _, err := c.Store.MoveMember(ctx, ws, m.UserID, user); err != nil && !errors.Is(err, store.ErrExists) {
+			if _, err := c.Members.MoveMember(ctx, ws, m.UserID, user); err != nil && !errors.Is(err, store.ErrExists) {
 				return err
 			}
 		}

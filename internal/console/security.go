@@ -252,7 +252,7 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request, req *re
 		c.internalError(w, r, "change password", err)
 		return
 	}
-	ended, err := c.Store.EndOtherSessions(r.Context(), req.session.UserID, req.session.Hash)
+	ended, err := c.Sessions.EndOtherSessions(r.Context(), req.session.UserID, req.session.Hash)
 	if err != nil {
 		c.internalError(w, r, "end the other sessions after a password change", err)
 		return
@@ -270,7 +270,7 @@ func (c *Console) changePassword(w http.ResponseWriter, r *http.Request, req *re
 			}
 		}
 	}
-	if err := c.Store.SetSessionRefresh(r.Context(), req.session.Hash, sealed); err != nil && !errors.Is(err, member.ErrSessionEnded) {
+	if err := c.Sessions.SetSessionRefresh(r.Context(), req.session.Hash, sealed); err != nil && !errors.Is(err, member.ErrSessionEnded) {
 		c.internalError(w, r, "keep the session after a password change", err)
 		return
 	}
@@ -306,7 +306,7 @@ func (c *Console) recheck(w http.ResponseWriter, r *http.Request, ses *member.Se
 		c.endSession(w, r, *ses, why)
 		return false
 	}
-	switch err := c.Store.MarkSessionChecked(r.Context(), ses.Hash, now); {
+	switch err := c.Sessions.MarkSessionChecked(r.Context(), ses.Hash, now); {
 	case errors.Is(err, member.ErrSessionEnded):
 		c.setCookie(w, "", -1)
 		c.toSignIn(w, r)
@@ -347,7 +347,7 @@ func (c *Console) personGone(ctx context.Context, ses member.Session, cookie str
 
 // endSession deletes the session and sends the browser to sign-in.
 func (c *Console) endSession(w http.ResponseWriter, r *http.Request, ses member.Session, why string) {
-	if err := c.Store.DeleteSession(r.Context(), ses.Hash); err != nil {
+	if err := c.Sessions.DeleteSession(r.Context(), ses.Hash); err != nil {
 		c.internalError(w, r, "end a session", err)
 		return
 	}

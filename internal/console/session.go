@@ -40,7 +40,7 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*request, bo
 		return nil, false
 	}
 	now := c.Clock.Now()
-	ses, err := c.Store.Session(r.Context(), member.HashSecret(ck.Value), now)
+	ses, err := c.Sessions.Session(r.Context(), member.HashSecret(ck.Value), now)
 	if errors.Is(err, member.ErrSessionEnded) {
 		c.setCookie(w, "", -1)
 		c.toSignIn(w, r)
@@ -53,7 +53,7 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*request, bo
 	if !c.recheck(w, r, &ses, ck.Value, now) { // security.go
 		return nil, false
 	}
-	all, err := c.Store.Memberships(r.Context(), ses.UserID)
+	all, err := c.Members.Memberships(r.Context(), ses.UserID)
 	if err != nil {
 		c.internalError(w, r, "read memberships", err)
 		return nil, false
@@ -70,7 +70,7 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request) (*request, bo
 	}
 	if ses.NeedsTouch(now) || ses.WorkspaceID != req.current.WorkspaceID {
 		ses.SeenAt, ses.WorkspaceID = now, req.current.WorkspaceID
-		if err := c.Store.UpdateSession(r.Context(), ses); errors.Is(err, member.ErrSessionEnded) {
+		if err := c.Sessions.UpdateSession(r.Context(), ses); errors.Is(err, member.ErrSessionEnded) {
 			c.setCookie(w, "", -1)
 			c.toSignIn(w, r)
 			return nil, false
@@ -161,7 +161,7 @@ func (c *Console) switchWorkspace(w http.ResponseWriter, r *http.Request) {
 		for _, m := range req.all {
 			if m.WorkspaceID == ws {
 				req.session.WorkspaceID, req.session.SeenAt = ws, c.Clock.Now()
-				if err := c.Store.UpdateSession(r.Context(), req.session); err != nil {
+				if err := c.Sessions.UpdateSession(r.Context(), req.session); err != nil {
 					c.internalError(w, r, "switch workspace", err)
 					return
 				}

@@ -17,7 +17,7 @@ func (c *Console) sharedStyle(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "This share link does not lead to a style.")
 		return
 	}
-	st, err := c.Store.SharedStyle(r.Context(), token)
+	st, err := c.Styles.SharedStyle(r.Context(), token)
 	if errors.Is(err, style.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
 		c.fail(w, r, http.StatusNotFound, "This share link does not lead to a style.")
 		return

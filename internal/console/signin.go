@@ -105,10 +105,10 @@ func (c *Console) afterCognito(w http.ResponseWriter, r *http.Request, data page
 	// token lets later checks see a sign-out everywhere (security.go).
 	ses := member.Session{Hash: member.HashSecret(value), UserID: res.Identity.UserID, Email: member.NormalizeEmail(res.Identity.Email),
 		CSRF: member.NewSecret(), CreatedAt: now, SeenAt: now, CheckedAt: now, Refresh: member.SealRefresh(value, res.Tokens.Refresh)}
-	if all, err := c.Store.Memberships(r.Context(), ses.UserID); err == nil && len(all) > 0 {
+	if all, err := c.Members.Memberships(r.Context(), ses.UserID); err == nil && len(all) > 0 {
 		ses.WorkspaceID = all[0].WorkspaceID
 	}
-	if err := c.Store.CreateSession(r.Context(), ses); err != nil {
+	if err := c.Sessions.CreateSession(r.Context(), ses); err != nil {
 		c.internalError(w, r, "create session", err)
 		return
 	}
@@ -118,7 +118,7 @@ func (c *Console) afterCognito(w http.ResponseWriter, r *http.Request, data page
 }
 
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request, req *request) {
-	if err := c.Store.DeleteSession(r.Context(), req.session.Hash); err != nil {
+	if err := c.Sessions.DeleteSession(r.Context(), req.session.Hash); err != nil {
 		c.internalError(w, r, "sign out", err)
 		return
 	}

@@ -11,7 +11,7 @@ import (
 // sessions is slowed per address and per source (the client's IP, as API
 // Gateway saw it): after FailureLimit failures within a FailureWindow, the
 // form answers 429 with Retry-After until the window ends, without asking
-// Cognito. The counters live in the service's table (Store.AddFailure: an
+// Cognito. The counters live in the service's table (Throttle.AddFailure: an
 // atomic ADD on an item per key and window, removed by TTL), so that every
 // instance of the function counts the same failures. In AWS the routes also
 // have a rate limit of their own at API Gateway (template.yaml).
@@ -49,7 +49,7 @@ func (c *Console) throttleOf(r *http.Request, scope, email string) throttle {
 // limit; it returns false when the request may go on. A counter that
 // cannot be read is an outage's 503: the throttle fails closed.
 func (c *Console) throttled(w http.ResponseWriter, r *http.Request, t throttle) bool {
-	n, err := c.Store.Failures(r.Context(), t.keys, t.window)
+	n, err := c.Throttle.Failures(r.Context(), t.keys, t.window)
 	if err != nil {
 		c.internalError(w, r, "read the sign-in throttle", err)
 		return true
@@ -69,7 +69,7 @@ func (c *Console) throttled(w http.ResponseWriter, r *http.Request, t throttle) 
 func (c *Console) failed(r *http.Request, t throttle) {
 	expires := t.window.Add(2 * FailureWindow)
 	for _, k := range t.keys {
-		if err := c.Store.AddFailure(r.Context(), k, t.window, expires); err != nil {
+		if err := c.Throttle.AddFailure(r.Context(), k, t.window, expires); err != nil {
 			c.logger(r).Warn("count a failed sign-in step", "error", err.Error())
 		}
 	}

@@ -26,11 +26,11 @@ var notices = map[string]string{
 // tokensData is the tokens page's: the value of a token just created is
 // taken from the holder for its one display (holdOnce, showNewToken).
 func (c *Console) tokensData(r *http.Request, req *request) (pages.TokensData, error) {
-	ws, err := c.Store.Workspace(r.Context(), req.current.WorkspaceID)
+	ws, err := c.Accounts.Workspace(r.Context(), req.current.WorkspaceID)
 	if err != nil {
 		return pages.TokensData{}, err
 	}
-	tokens, err := c.Store.Tokens(r.Context(), req.current.WorkspaceID)
+	tokens, err := c.Tokens.Tokens(r.Context(), req.current.WorkspaceID)
 	if err != nil {
 		return pages.TokensData{}, err
 	}
@@ -103,7 +103,7 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, req *reque
 	// the token is made in, though another tab switched away meanwhile.
 	if req.session.WorkspaceID != req.current.WorkspaceID {
 		req.session.WorkspaceID, req.session.SeenAt = req.current.WorkspaceID, c.Clock.Now()
-		if err := c.Store.UpdateSession(r.Context(), req.session); err != nil {
+		if err := c.Sessions.UpdateSession(r.Context(), req.session); err != nil {
 			c.internalError(w, r, "switch workspace", err)
 			return
 		}
@@ -118,7 +118,7 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, req *reque
 		c.internalError(w, r, "hold the new token", err)
 		return
 	}
-	if err := c.Store.CreateToken(r.Context(), t); err != nil {
+	if err := c.Tokens.CreateToken(r.Context(), t); err != nil {
 		// What was held is of no token: removed if the table answers, else
 		// unreadable without this browser and gone within OnceLife.
 		_, _, _ = c.takeOnce(r.Context(), req, onceToken(t.ID))
@@ -132,7 +132,7 @@ func (c *Console) createToken(w http.ResponseWriter, r *http.Request, req *reque
 // findToken is the current workspace's token named by the path, or a
 // written 404.
 func (c *Console) findToken(w http.ResponseWriter, r *http.Request, req *request) (auth.Token, bool) {
-	tokens, err := c.Store.Tokens(r.Context(), req.current.WorkspaceID)
+	tokens, err := c.Tokens.Tokens(r.Context(), req.current.WorkspaceID)
 	if err != nil {
 		c.internalError(w, r, "read tokens", err)
 		return auth.Token{}, false
@@ -159,7 +159,7 @@ func (c *Console) revokePage(w http.ResponseWriter, r *http.Request, req *reques
 }
 
 func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, req *request) {
-	err := c.Store.RevokeToken(r.Context(), req.current.WorkspaceID, r.PathValue("id"), c.Clock.Now())
+	err := c.Tokens.RevokeToken(r.Context(), req.current.WorkspaceID, r.PathValue("id"), c.Clock.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		c.fail(w, r, http.StatusNotFound, "There is no such token in "+req.current.WorkspaceName+".")
 		return
@@ -182,7 +182,7 @@ func (c *Console) setAPIAccess(w http.ResponseWriter, r *http.Request, req *requ
 		c.fail(w, r, http.StatusBadRequest, "The form must say whether API access is to be on or off.")
 		return
 	}
-	if err := c.Store.SetAPIEnabled(r.Context(), req.current.WorkspaceID, on); err != nil {
+	if err := c.Accounts.SetAPIEnabled(r.Context(), req.current.WorkspaceID, on); err != nil {
 		c.internalError(w, r, "switch API access", err)
 		return
 	}

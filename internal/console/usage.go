@@ -36,7 +36,7 @@ func (c *Console) usage(w http.ResponseWriter, r *http.Request, req *request) (b
 	}
 	// The same window and sum as GET /usage (httpapi.Usage).
 	from, to := billing.UsageWindow(c.Clock.Now(), days)
-	charges, err := c.Store.Charges(r.Context(), req.current.WorkspaceID, from, to)
+	charges, err := c.Ledger.Charges(r.Context(), req.current.WorkspaceID, from, to)
 	if err != nil {
 		c.internalError(w, r, "read charges", err)
 		return billing.Usage{}, 0, false
@@ -53,7 +53,7 @@ func (c *Console) usagePage(w http.ResponseWriter, r *http.Request, req *request
 		return
 	}
 	from, to := billing.UsageWindow(c.Clock.Now(), days)
-	charges, err := c.Store.UnitCharges(r.Context(), req.current.WorkspaceID, from, to)
+	charges, err := c.Ledger.UnitCharges(r.Context(), req.current.WorkspaceID, from, to)
 	if err != nil {
 		c.internalError(w, r, "read compute unit charges", err)
 		return

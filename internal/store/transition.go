@@ -498,7 +498,7 @@ func decodeJob(item map[string]types.AttributeValue) (*job.Job, error) {
 
 // Transact runs a transaction on the store's table, retrying the conflicts
 // DynamoDB reports when another transaction touched the same items at the
-// same moment. The store's sibling packages (consoledb) write through it.
+// same moment. The aggregate packages (topupsdb, accountsdb, ...) write through it.
 func (s *Store) Transact(ctx context.Context, items []types.TransactWriteItem) error {
 	return s.transact(ctx, items)
 }

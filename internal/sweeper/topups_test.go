@@ -10,14 +10,14 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/store"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/topupsdb"
 	"genjobs/internal/testenv"
 )
 
 // topUp records a pending top-up of ws made at created.
 func (e *env) topUp(ws, id string, created time.Time) {
 	e.t.Helper()
-	err := consoledb.New(e.store).CreateCheckout(e.ctx, billing.Checkout{ID: id, WorkspaceID: ws, Status: billing.CheckoutPending,
+	err := topupsdb.New(e.store).CreateCheckout(e.ctx, billing.Checkout{ID: id, WorkspaceID: ws, Status: billing.CheckoutPending,
 		Requested: 10 * billing.USD, CreatedBy: "owner@example.com", CreatedAt: created})
 	if err != nil {
 		e.t.Fatal(err)
@@ -26,7 +26,7 @@ func (e *env) topUp(ws, id string, created time.Time) {
 
 func (e *env) topUpStatus(ws, id string) billing.CheckoutStatus {
 	e.t.Helper()
-	co, err := consoledb.New(e.store).Checkout(e.ctx, ws, id)
+	co, err := topupsdb.New(e.store).Checkout(e.ctx, ws, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -39,10 +39,10 @@ func (e *env) topUpStatus(ws, id string) billing.CheckoutStatus {
 // as it is. A payment that comes after all is still credited.
 func TestTheSweeperExpiresTopUpsPendingPastTheirSessionsLife(t *testing.T) {
 	e := newEnv(t)
-	e.sweep.TopUps = consoledb.New(e.store)
+	e.sweep.TopUps = topupsdb.New(e.store)
 	e.workspace("ws_a", 5)
 	e.workspace("ws_b", 5)
-	db := consoledb.New(e.store)
+	db := topupsdb.New(e.store)
 	e.topUp("ws_a", "top_old", t0.Add(-25*time.Hour))
 	e.topUp("ws_b", "top_old_b", t0.Add(-48*time.Hour))
 	e.topUp("ws_a", "top_young", t0.Add(-23*time.Hour))
@@ -99,7 +99,7 @@ func TestAnExpiryWhoseAnswerWasLostIsRecognised(t *testing.T) {
 				return "", 0
 			})
 			proxy.Losses = []testenv.Loss{loss}
-			e.sweep.TopUps = consoledb.New(store.New(emulator.DynamoDBClient(proxy.URL), e.store.Table()))
+			e.sweep.TopUps = topupsdb.New(store.New(emulator.DynamoDBClient(proxy.URL), e.store.Table()))
 			e.topUp("ws_a", "top_old", t0.Add(-25*time.Hour))
 			r, err := e.sweep.Sweep(context.Background())
 			if proxy.Lost("UpdateItem", loss) != 1 {
@@ -121,9 +121,9 @@ func TestAnExpiryWhoseAnswerWasLostIsRecognised(t *testing.T) {
 // units, once.
 func TestTheSweeperExpiresPendingPacks(t *testing.T) {
 	e := newEnv(t)
-	e.sweep.TopUps = consoledb.New(e.store)
+	e.sweep.TopUps = topupsdb.New(e.store)
 	e.workspace("ws_a", 5)
-	db := consoledb.New(e.store)
+	db := topupsdb.New(e.store)
 	if err := db.CreateCheckout(e.ctx, billing.Checkout{ID: "top_pack", WorkspaceID: "ws_a", Status: billing.CheckoutPending,
 		Requested: 50 * billing.USD, Units: 5000, CreatedBy: "owner@example.com", CreatedAt: t0.Add(-25 * time.Hour)}); err != nil {
 		t.Fatal(err)

@@ -32,7 +32,8 @@ import (
 	"genjobs/internal/checkout/stripedouble"
 	"genjobs/internal/emulator"
 	"genjobs/internal/member"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
+	"genjobs/internal/store/topupsdb"
 	"genjobs/internal/testenv"
 )
 
@@ -235,7 +236,7 @@ func attackConsole(t *testing.T, a *attacker, s *devstacktest.Stack) {
 	if err := c.SetPassword(ctx, email, password); err != nil {
 		t.Fatal(err)
 	}
-	if err := consoledb.New(s.Store).AddMember(ctx, member.Membership{WorkspaceID: devstack.DemoWorkspace, UserID: u.UserID,
+	if err := membersdb.New(s.Store).AddMember(ctx, member.Membership{WorkspaceID: devstack.DemoWorkspace, UserID: u.UserID,
 		Email: email, Role: member.Owner, AddedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func attackStripe(t *testing.T, a *attacker, s *devstacktest.Stack, origin map[s
 		a.send("POST", "/webhooks/stripe", "the genuine event signed "+time.Until(at).Round(time.Minute).String()+" from now", payload,
 			map[string]string{"Content-Type": "application/json", "Stripe-Signature": s.Stripe.Sign(payload, at)})
 	}
-	cs, err := consoledb.New(s.Store).Checkouts(context.Background(), devstack.DemoWorkspace)
+	cs, err := topupsdb.New(s.Store).Checkouts(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,9 @@ import (
 	"genjobs/internal/billing"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
+	"genjobs/internal/store/membersdb"
+	"genjobs/internal/store/sessionsdb"
+	"genjobs/internal/store/topupsdb"
 )
 
 func TestAMemberSeesNoActionsAndIsRefusedTokenAndAccessForms(t *testing.T) {
@@ -58,7 +61,7 @@ func TestAnAdminCannotTopUp(t *testing.T) {
 	if p := b.post("/app/settings/billing/top-up", b.form(devstack.DemoWorkspace, "amount", "25")); p.status != http.StatusForbidden {
 		t.Errorf("an admin's top-up: %d, want 403", p.status)
 	}
-	cos, _ := cdb(s).Checkouts(context.Background(), devstack.DemoWorkspace)
+	cos, _ := topupsdb.New(s.Store).Checkouts(context.Background(), devstack.DemoWorkspace)
 	if len(cos) != 0 || s.Stripe.Created() != 0 {
 		t.Errorf("an admin's refused top-up left %d top-ups and %d checkout sessions", len(cos), s.Stripe.Created())
 	}
@@ -96,10 +99,10 @@ func TestAnOwnerCannotActOnAnotherWorkspace(t *testing.T) {
 	if len(after) != 1 || after[0].RevokedAt != nil || !apiEnabled(t, s, other) {
 		t.Errorf("workspace B changed: %+v", after)
 	}
-	if cos, _ := cdb(s).Checkouts(ctx, other); len(cos) != 0 || s.Stripe.Created() != 0 {
+	if cos, _ := topupsdb.New(s.Store).Checkouts(ctx, other); len(cos) != 0 || s.Stripe.Created() != 0 {
 		t.Error("a top-up of B was started")
 	}
-	if ms, _ := cdb(s).Members(ctx, other); len(ms) != 0 {
+	if ms, _ := membersdb.New(s.Store).Members(ctx, other); len(ms) != 0 {
 		t.Error("a member was added to B")
 	}
 	if api(t, s, otherToken, "/jobs") != http.StatusOK {
@@ -183,7 +186,7 @@ func TestEndedAndForgedSessionsGoBackToSignIn(t *testing.T) {
 	// Expired: a stored session last used 13 hours ago.
 	value := member.NewSecret()
 	old := time.Now().Add(-13 * time.Hour)
-	if err := cdb(s).CreateSession(ctx, member.Session{Hash: member.HashSecret(value), UserID: "u", Email: "owner@example.com",
+	if err := sessionsdb.New(s.Store).CreateSession(ctx, member.Session{Hash: member.HashSecret(value), UserID: "u", Email: "owner@example.com",
 		WorkspaceID: devstack.DemoWorkspace, CSRF: member.NewSecret(), CreatedAt: old, SeenAt: old}); err != nil {
 		t.Fatal(err)
 	}

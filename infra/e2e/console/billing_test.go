@@ -18,6 +18,7 @@ import (
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/ledgerdb"
+	"genjobs/internal/store/topupsdb"
 )
 
 // startTopUp posts the top-up form and follows the browser to the Stripe
@@ -219,7 +220,7 @@ func TestFailedAndExpiredCheckoutsAreMarked(t *testing.T) {
 	if err := s.Stripe.Send(ctx, "checkout.session.expired", expired); err != nil {
 		t.Fatal(err)
 	}
-	cos, err := cdb(s).Checkouts(ctx, devstack.DemoWorkspace)
+	cos, err := topupsdb.New(s.Store).Checkouts(ctx, devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestReturningByCancelSaysNothingWasChargedAndCancelsTheTopUp(t *testing.T) 
 	}
 	status := func(ws, id string) billing.CheckoutStatus {
 		t.Helper()
-		co, err := cdb(s).Checkout(ctx, ws, id)
+		co, err := topupsdb.New(s.Store).Checkout(ctx, ws, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +275,7 @@ func TestReturningByCancelSaysNothingWasChargedAndCancelsTheTopUp(t *testing.T) 
 	devstacktest.Workspace(t, s.Store, "ws_other", 0, 5, 5)
 	other := billing.Checkout{ID: "top_0123456789abcdef01234567", WorkspaceID: "ws_other", Status: billing.CheckoutPending,
 		Requested: 10 * billing.USD, CreatedBy: "x@example.com", CreatedAt: time.Now()}
-	if err := cdb(s).CreateCheckout(ctx, other); err != nil {
+	if err := topupsdb.New(s.Store).CreateCheckout(ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{other.ID, "top_" + strings.Repeat("f", 2000), "not-a-top-up"} {
@@ -313,7 +314,7 @@ func TestCustomAmountsOutsideTheRulesAreRefusedBesideTheField(t *testing.T) {
 			t.Errorf("amount %q: %d %q, want 400 saying %q", amount, p.status, between(p.body, `id="amount-error">`, "<"), want)
 		}
 	}
-	cos, _ := cdb(s).Checkouts(context.Background(), devstack.DemoWorkspace)
+	cos, _ := topupsdb.New(s.Store).Checkouts(context.Background(), devstack.DemoWorkspace)
 	if len(cos) != 0 || s.Stripe.Created() != 0 {
 		t.Errorf("refused amounts left %d top-ups and %d checkout sessions", len(cos), s.Stripe.Created())
 	}

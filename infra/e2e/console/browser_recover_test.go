@@ -11,6 +11,7 @@ import (
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/member"
+	"genjobs/internal/store/membersdb"
 )
 
 // TestGettingBackInInABrowser walks, in Chromium against the local stack,
@@ -114,7 +115,7 @@ func TestGettingBackInInABrowser(t *testing.T) {
 // userID is the user id of ws's member email.
 func userID(t *testing.T, s *devstacktest.Stack, email string) string {
 	t.Helper()
-	ms, err := cdb(s).Members(context.Background(), devstack.DemoWorkspace)
+	ms, err := membersdb.New(s.Store).Members(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,8 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
+	"genjobs/internal/store/tokensdb"
 	"genjobs/internal/testenv"
 )
 
@@ -126,7 +127,7 @@ func person(t testing.TB, s *devstacktest.Stack, email, ws string, role member.R
 	if err := c.SetPassword(ctx, email, password); err != nil {
 		t.Fatal(err)
 	}
-	if err := cdb(s).AddMember(ctx, member.Membership{WorkspaceID: ws, UserID: u.UserID, Email: email, Role: role, AddedAt: time.Now()}); err != nil {
+	if err := membersdb.New(s.Store).AddMember(ctx, member.Membership{WorkspaceID: ws, UserID: u.UserID, Email: email, Role: role, AddedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	return u.UserID
@@ -144,7 +145,7 @@ func signedIn(t testing.TB, role member.Role) (*devstacktest.Stack, *browser) {
 
 func tokens(t *testing.T, s *devstacktest.Stack, ws string) []auth.Token {
 	t.Helper()
-	ts, err := cdb(s).Tokens(context.Background(), ws)
+	ts, err := tokensdb.New(s.Store).Tokens(context.Background(), ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,4 +175,3 @@ func api(t *testing.T, s *devstacktest.Stack, token, path string) int {
 }
 
 // cdb is the stack's store with the console's records.
-func cdb(s *devstacktest.Stack) *consoledb.DB { return consoledb.New(s.Store) }

@@ -20,6 +20,7 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/oauthdb"
 )
 
@@ -102,7 +103,7 @@ func TestConsentSignsInThenIssuesACodeForTheChosenWorkspace(t *testing.T) {
 	if err := accountsdb.New(s.Store).CreateWorkspace(ctx, auth.Workspace{ID: "ws_side", Name: "Side project", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cdb(s).AddMember(ctx, member.Membership{WorkspaceID: "ws_side", UserID: user, Email: "ana@example.com", Role: member.Member, AddedAt: time.Now()}); err != nil {
+	if err := membersdb.New(s.Store).AddMember(ctx, member.Membership{WorkspaceID: "ws_side", UserID: user, Email: "ana@example.com", Role: member.Member, AddedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	client := assistant(t, s, "Helpful Assistant")
@@ -266,7 +267,7 @@ func TestConnectionsAreRevokedByTheirPersonOrAnOwner(t *testing.T) {
 	ana := person(t, s, "ana@example.com", devstack.DemoWorkspace, member.Admin)
 	anaBrowser := newBrowser(t, s)
 	anaBrowser.signIn("ana@example.com", password)
-	ownerID, err := cdb(s).Members(context.Background(), devstack.DemoWorkspace)
+	ownerID, err := membersdb.New(s.Store).Members(context.Background(), devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

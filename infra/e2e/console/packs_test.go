@@ -10,6 +10,7 @@ import (
 	"genjobs/infra/local/devstack"
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
+	"genjobs/internal/store/topupsdb"
 )
 
 // The billing page shows the workspace's compute units beside its USD
@@ -46,7 +47,7 @@ func TestOwnersBuyPacksOfComputeUnitsOthersSeeTheUnitsOnly(t *testing.T) {
 			t.Errorf("pack %q: %d %q; want 400 saying there is no such pack", bad, p.status, between(p.body, `id="pack-error">`, "<"))
 		}
 	}
-	if cos, _ := cdb(s).Checkouts(ctx, devstack.DemoWorkspace); len(cos) != 0 || s.Stripe.Created() != 0 {
+	if cos, _ := topupsdb.New(s.Store).Checkouts(ctx, devstack.DemoWorkspace); len(cos) != 0 || s.Stripe.Created() != 0 {
 		t.Fatalf("refused packs left %d top-ups and %d checkout sessions", len(cos), s.Stripe.Created())
 	}
 
@@ -94,7 +95,7 @@ func TestOwnersBuyPacksOfComputeUnitsOthersSeeTheUnitsOnly(t *testing.T) {
 			t.Errorf("%s posting a pack: %d; want 403 saying the role does not allow it", role, refused.status)
 		}
 	}
-	if cos, _ := cdb(s).Checkouts(ctx, devstack.DemoWorkspace); len(cos) != 1 || s.Stripe.Created() != 1 {
+	if cos, _ := topupsdb.New(s.Store).Checkouts(ctx, devstack.DemoWorkspace); len(cos) != 1 || s.Stripe.Created() != 1 {
 		t.Errorf("after the refused forms: %d top-ups, %d sessions; want the owner's one", len(cos), s.Stripe.Created())
 	}
 	if u, _, _ := accountsdb.New(s.Store).Units(ctx, devstack.DemoWorkspace); u.Available != 3000 {

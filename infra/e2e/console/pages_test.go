@@ -14,6 +14,7 @@ import (
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/member"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/stylesdb"
 	"genjobs/internal/style"
 )
@@ -125,7 +126,7 @@ func TestOwnersManageMembersAndKeepAnOwner(t *testing.T) {
 		t.Error("the new admin cannot create tokens")
 	}
 
-	ms, _ := cdb(s).Members(ctx, devstack.DemoWorkspace)
+	ms, _ := membersdb.New(s.Store).Members(ctx, devstack.DemoWorkspace)
 	var owner, admin string
 	for _, m := range ms {
 		switch m.Email {
@@ -209,7 +210,7 @@ func TestTheDemoOwnerIsOneMemberWhateverTheRuns(t *testing.T) {
 	ctx := context.Background()
 	stale := member.Membership{WorkspaceID: devstack.DemoWorkspace, UserID: "an-earlier-run", Email: devstack.DemoOwnerEmail,
 		Role: member.Owner, AddedAt: time.Now()}
-	if err := cdb(s).AddMember(ctx, stale); err != nil {
+	if err := membersdb.New(s.Store).AddMember(ctx, stale); err != nil {
 		t.Fatal(err)
 	}
 	file := t.TempDir() + "/demo-owner.json"
@@ -218,7 +219,7 @@ func TestTheDemoOwnerIsOneMemberWhateverTheRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ms, _ := cdb(s).Members(ctx, devstack.DemoWorkspace)
+	ms, _ := membersdb.New(s.Store).Members(ctx, devstack.DemoWorkspace)
 	if len(ms) != 1 || ms[0].UserID == stale.UserID || ms[0].Role != member.Owner {
 		t.Errorf("members after two seeds: %+v; want the one current demo owner", ms)
 	}

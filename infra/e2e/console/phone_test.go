@@ -13,7 +13,10 @@ import (
 	"genjobs/internal/auth"
 	"genjobs/internal/billing"
 	"genjobs/internal/member"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/stylesdb"
+	"genjobs/internal/store/tokensdb"
+	"genjobs/internal/store/topupsdb"
 	"genjobs/internal/style"
 )
 
@@ -93,11 +96,11 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	long := "a-person-with-a-rather-long-address@subdomain.example.com"
 	other := person(t, s, long, devstack.DemoWorkspace, member.Member)
 	token, hash := auth.NewToken()
-	if err := cdb(s).CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: devstack.DemoWorkspace,
+	if err := tokensdb.New(s.Store).CreateToken(ctx, auth.Token{ID: auth.NewID("tok_"), WorkspaceID: devstack.DemoWorkspace,
 		Name: "production-backend-for-the-image-pipeline", Hash: hash, Prefix: auth.Prefix(token), CreatedAt: time.Now(), CreatedBy: long}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cdb(s).CreateCheckout(ctx, billing.Checkout{ID: "top_phone", WorkspaceID: devstack.DemoWorkspace, Status: billing.CheckoutPending,
+	if err := topupsdb.New(s.Store).CreateCheckout(ctx, billing.Checkout{ID: "top_phone", WorkspaceID: devstack.DemoWorkspace, Status: billing.CheckoutPending,
 		Requested: 2500 * billing.USD, CreatedBy: long, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +141,7 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	// An assistant with a long name connected by the owner (the
 	// connections page) and asking again (the consent page).
 	client := assistant(t, s, "A helpful assistant with a remarkably long registered name")
-	ms, err := cdb(s).Members(ctx, devstack.DemoWorkspace)
+	ms, err := membersdb.New(s.Store).Members(ctx, devstack.DemoWorkspace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"genjobs/infra/local/devstack"
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/member"
+	"genjobs/internal/store/membersdb"
 )
 
 // An address Cognito refuses as a user name (moto refuses a&b@a.example, as
@@ -22,7 +23,7 @@ func TestAnAddressCognitoRefusesIsAMessageBesideTheForm(t *testing.T) {
 	if p.status != http.StatusBadRequest || !strings.Contains(between(p.body, `id="email-error">`, "<"), "does not accept this address") {
 		t.Fatalf("%d, %q; want 400 and the message beside the email field", p.status, between(p.body, `id="email-error">`, "<"))
 	}
-	ms, _ := cdb(s).Members(context.Background(), devstack.DemoWorkspace)
+	ms, _ := membersdb.New(s.Store).Members(context.Background(), devstack.DemoWorkspace)
 	for _, m := range ms {
 		if strings.Contains(m.Email, "a&b") {
 			t.Errorf("a member was added: %+v", m)

@@ -24,6 +24,8 @@ import (
 	"genjobs/internal/emulator"
 	"genjobs/internal/member"
 	"genjobs/internal/store"
+	"genjobs/internal/store/membersdb"
+	"genjobs/internal/store/sessionsdb"
 )
 
 // code is the current code of an authenticator holding secret, taken far
@@ -148,7 +150,7 @@ func TestAPoolThatRequiresMFAHasNewPeopleSetItUpAtSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cdb(s).AddMember(ctx, member.Membership{WorkspaceID: devstack.DemoWorkspace, UserID: u.UserID, Email: email, Role: member.Member, AddedAt: time.Now()}); err != nil {
+	if err := membersdb.New(s.Store).AddMember(ctx, member.Membership{WorkspaceID: devstack.DemoWorkspace, UserID: u.UserID, Email: email, Role: member.Member, AddedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	b := newBrowser(t, s)
@@ -222,7 +224,7 @@ func TestADisabledDeletedOrSignedOutPersonIsOutAtTheNextCheck(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, b := signedIn(t, member.Owner)
 			hash := b.sessionHash()
-			ses, err := cdb(s).Session(context.Background(), hash, time.Now())
+			ses, err := sessionsdb.New(s.Store).Session(context.Background(), hash, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,7 +242,7 @@ func TestADisabledDeletedOrSignedOutPersonIsOutAtTheNextCheck(t *testing.T) {
 			if p := b.get("/app/settings/api-tokens"); p.status != http.StatusSeeOther || !strings.Contains(p.location, "/app/sign-in") {
 				t.Fatalf("5 minutes on: %d %s; want back to sign-in", p.status, p.location)
 			}
-			if _, err := cdb(s).Session(context.Background(), hash, time.Now()); err == nil {
+			if _, err := sessionsdb.New(s.Store).Session(context.Background(), hash, time.Now()); err == nil {
 				t.Fatal("the ended session is still stored")
 			}
 			gone := name != "signed out everywhere"
@@ -260,7 +262,7 @@ func TestAPersonInGoodStandingIsRecheckedAndStays(t *testing.T) {
 	if p := b.get("/app/settings/api-tokens"); p.status != http.StatusOK {
 		t.Fatalf("after a due check: %d", p.status)
 	}
-	ses, err := cdb(s).Session(context.Background(), hash, time.Now())
+	ses, err := sessionsdb.New(s.Store).Session(context.Background(), hash, time.Now())
 	if err != nil || time.Since(ses.CheckedAt) > time.Minute {
 		t.Fatalf("the check was not recorded: %+v %v", ses, err)
 	}

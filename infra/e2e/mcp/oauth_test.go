@@ -20,7 +20,7 @@ import (
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/member"
 	"genjobs/internal/store/accountsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/testenv"
 )
 
@@ -120,7 +120,7 @@ func connectBySigningIn(t *testing.T, node, mode string) {
 		err = idp.SetPassword(ctx, email, password)
 	}
 	if err == nil {
-		err = consoledb.New(s.Store).AddMember(ctx, member.Membership{WorkspaceID: devstack.DemoWorkspace, UserID: u.UserID, Email: email, Role: member.Member, AddedAt: time.Now()})
+		err = membersdb.New(s.Store).AddMember(ctx, member.Membership{WorkspaceID: devstack.DemoWorkspace, UserID: u.UserID, Email: email, Role: member.Member, AddedAt: time.Now()})
 	}
 	if err != nil {
 		t.Fatal(err)

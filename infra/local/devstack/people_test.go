@@ -12,7 +12,7 @@ import (
 	"genjobs/infra/local/devstack/devstacktest"
 	"genjobs/internal/cognito"
 	"genjobs/internal/member"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/membersdb"
 )
 
 // moto keeps its Cognito pool in memory: a restart of make run begins with
@@ -31,7 +31,7 @@ func TestPeopleOfAnEarlierRunCanSignInAfterARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := consoledb.New(s.Store)
+	db := membersdb.New(s.Store)
 	if err := db.AddMember(ctx, member.Membership{WorkspaceID: devstack.DemoWorkspace, UserID: before.UserID, Email: email,
 		Role: member.Admin, AddedAt: time.Now()}); err != nil {
 		t.Fatal(err)

@@ -27,9 +27,17 @@ import (
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/secrets"
+	"genjobs/internal/store/accountsdb"
 	"genjobs/internal/store/assetsdb"
-	"genjobs/internal/store/consoledb"
+	"genjobs/internal/store/deliveriesdb"
+	"genjobs/internal/store/ledgerdb"
+	"genjobs/internal/store/membersdb"
 	"genjobs/internal/store/oauthdb"
+	"genjobs/internal/store/sessionsdb"
+	"genjobs/internal/store/stylesdb"
+	"genjobs/internal/store/throttledb"
+	"genjobs/internal/store/tokensdb"
+	"genjobs/internal/store/topupsdb"
 )
 
 // Build builds the console's handler: the pages under /app (Stripe's
@@ -73,7 +81,9 @@ func Build(d app.Deps) (http.Handler, error) {
 	results := d.ResultLinks()
 	st := jobsAPI.Store
 	c, err := console.New(console.Config{
-		Store: consoledb.New(st), Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase), Prices: prices,
+		Jobs: deliveriesdb.New(st), Sessions: sessionsdb.New(st), Members: membersdb.New(st), Accounts: accountsdb.New(st),
+		Tokens: tokensdb.New(st), TopUps: topupsdb.New(st), Ledger: ledgerdb.New(st), Throttle: throttledb.New(st), Styles: stylesdb.New(st),
+		Identity: id, Payments: checkout.New(keys, d.Console.StripeAPIBase), Prices: prices,
 		Clock: d.Clock, Log: d.Log, AppURL: d.API.AppURL, Results: results, ResultsOrigin: results.Origin(),
 		Assets:   s3url.NewAssetLinks(s3url.NewPresigner(d.AWS.Credentials, d.AWS.Region, awsclient.Endpoint(d.AWS, "S3")), d.Buckets.Assets),
 		Cancel:   sqswire.Lifecycle(d, st, jobsAPI.Queue),
