@@ -29,12 +29,11 @@ import (
 
 	"genjobs/internal/auth"
 	"genjobs/internal/authserver"
-	"genjobs/internal/billing"
 	"genjobs/internal/catalog"
-	"genjobs/internal/checkout"
 	"genjobs/internal/clock"
 	"genjobs/internal/cognito"
 	"genjobs/internal/console/jobview"
+	"genjobs/internal/console/money"
 	"genjobs/internal/console/pages"
 	"genjobs/internal/console/playground"
 	"genjobs/internal/fault"
@@ -87,27 +86,13 @@ type (
 	Accounts interface {
 		Workspace(ctx context.Context, id string) (auth.Workspace, error)
 		SetAPIEnabled(ctx context.Context, id string, enabled bool) error
-		Balance(ctx context.Context, ws string) (billing.Balance, error)
-		Units(ctx context.Context, ws string) (billing.UnitBalance, billing.Units, error)
+		money.Accounts
 	}
 	// Tokens is the workspace's API tokens (tokensdb.DB).
 	Tokens interface {
 		Tokens(ctx context.Context, ws string) ([]auth.Token, error)
 		CreateToken(ctx context.Context, t auth.Token) error
 		RevokeToken(ctx context.Context, ws, tokenID string, at time.Time) error
-	}
-	// TopUps is the top-ups by checkout (topupsdb.DB).
-	TopUps interface {
-		Checkouts(ctx context.Context, ws string) ([]billing.Checkout, error)
-		Checkout(ctx context.Context, ws, id string) (billing.Checkout, error)
-		CreateCheckout(ctx context.Context, c billing.Checkout) error
-		SetCheckoutSession(ctx context.Context, ws, id, sessionID string, at time.Time) error
-		EndCheckout(ctx context.Context, ws, id string, status billing.CheckoutStatus, at time.Time) (bool, error)
-	}
-	// Ledger is the usage pages' charges (ledgerdb.DB).
-	Ledger interface {
-		Charges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
-		UnitCharges(ctx context.Context, ws string, from, to time.Time) ([]billing.Entry, error)
 	}
 	// Throttle is the sign-in throttle's counters (throttle.go,
 	// throttledb.DB).
@@ -133,11 +118,6 @@ type Identity interface {
 	ResetPassword(ctx context.Context, email string) (cognito.User, error)
 }
 
-// Payments is Stripe Checkout (checkout.Stripe).
-type Payments interface {
-	CreateSession(ctx context.Context, r checkout.SessionRequest) (checkout.Session, error)
-}
-
 // Prices is the API's price list (prices.List): the billing page's packs
 // are priced at its compute_units_per_usd, the models pages show its
 // rules, the playground prices what is filled in with it.
@@ -150,19 +130,19 @@ type Config struct {
 	Members  Members
 	Accounts Accounts
 	Tokens   Tokens
-	TopUps   TopUps
-	Ledger   Ledger
+	TopUps   money.TopUps
+	Ledger   money.Ledger
 	Throttle Throttle
 	Styles   Styles
 	Identity Identity
-	Payments Payments
+	Payments money.Payments
 	Prices   Prices
 	Clock    clock.Clock
 	Log      *slog.Logger
 	// AppURL is the console's public address ({app_url}, ending in /app
 	// when served by the API): Stripe's return URLs are made from it, and
 	// its origin is trusted for forms besides the request's own host.
-	// Empty, it is https://{the request's API domain}/app (appURL), and
+	// Empty, it is https://{the request's API domain}/app (httpapi.AppURL), and
 	// forms are trusted from the request's own host only.
 	AppURL string
 	// Results mints the jobs pages' output URLs (presigned GETs of the
@@ -196,6 +176,7 @@ type Console struct {
 	js     string
 	jobsJS string // the jobs pages' script: live rows
 	play   *playground.Pages
+	money  *money.Pages
 }
 
 //go:embed assets/*
@@ -236,6 +217,8 @@ func New(cfg Config) (*Console, error) {
 	if c.jobsJS, err = assetURL("jobs.js"); err != nil {
 		return nil, err
 	}
+	c.money = &money.Pages{Accounts: cfg.Accounts, TopUps: cfg.TopUps, Ledger: cfg.Ledger, Payments: cfg.Payments, Prices: cfg.Prices,
+		Clock: cfg.Clock, AppURL: cfg.AppURL}
 	c.play = &playground.Pages{Catalog: cfg.Catalog, Prices: cfg.Prices, API: cfg.API, APIURL: cfg.APIURL, Now: cfg.Clock.Now}
 	if c.play.Script, err = assetURL("playground.js"); err != nil {
 		return nil, err
@@ -288,11 +271,11 @@ func (c *Console) Routes() http.Handler {
 	mux.HandleFunc("POST "+Base+"/settings/api-tokens/{id}/revoke", c.form(c.revokeToken, member.Role.ManagesTokens))
 	mux.HandleFunc("POST "+Base+"/settings/api-access", c.form(c.setAPIAccess, member.Role.ManagesTokens))
 
-	mux.HandleFunc("GET "+Base+"/settings/billing", c.page(c.billingPage))
-	mux.HandleFunc("POST "+Base+"/settings/billing/top-up", c.form(c.topUp, member.Role.AddsBalance))
+	mux.HandleFunc("GET "+Base+"/settings/billing", c.page(c.moneyPage("billing", c.money.Billing)))
+	mux.HandleFunc("POST "+Base+"/settings/billing/top-up", c.form(c.moneyPage("billing", c.money.TopUp), member.Role.AddsBalance))
 
-	mux.HandleFunc("GET "+Base+"/settings/usage", c.page(c.usagePage))
-	mux.HandleFunc("GET "+Base+"/settings/usage.csv", c.page(c.usageCSV))
+	mux.HandleFunc("GET "+Base+"/settings/usage", c.page(c.moneyPage("usage", c.money.Usage)))
+	mux.HandleFunc("GET "+Base+"/settings/usage.csv", c.page(c.moneyPage("usage", c.money.UsageCSV)))
 
 	mux.HandleFunc("GET "+Base+"/settings/members", c.page(c.membersPage))
 	mux.HandleFunc("POST "+Base+"/settings/members", c.form(c.addMember, member.Role.ManagesMembers))
@@ -395,10 +378,6 @@ func (c *Console) internalError(w http.ResponseWriter, r *http.Request, what str
 	c.logger(r).Error(what, "error", err.Error())
 	c.fail(w, r, http.StatusInternalServerError, "Something went wrong on our side. Nothing was changed unless the page says so; try again in a moment.")
 }
-
-// appURL is the console's public address for r: Config.AppURL, or else
-// the API domain r reached and Base (httpapi.AppURL).
-func (c *Console) appURL(r *http.Request) string { return httpapi.AppURL(c.AppURL, r) }
 
 // logger is the request's logger (httpapi.Middleware's, with the request id).
 func (c *Console) logger(r *http.Request) *slog.Logger { return httpapi.Logger(r.Context()) }
