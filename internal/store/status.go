@@ -135,10 +135,7 @@ func (s *Store) EachJobStatus(ctx context.Context, ws string, fn func(id string,
 			return fmt.Errorf("jobs of %s: %w", ws, err)
 		}
 		for _, item := range out.Items {
-			var it struct {
-				JobID  string `dynamodbav:"job_id"`
-				Status string `dynamodbav:"status"`
-			}
+			var it jobItem // job_id and status only (the projection)
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 				return err
 			}

@@ -49,17 +49,26 @@ func (s *DB) PackWith(ctx context.Context, ws, paymentID string, paid billing.Mi
 	return s.credit(ctx, ws, paymentID, paid, units, at, extra)
 }
 
+// paymentItem is a payment credited to a workspace (WS#<ws> /
+// PAYMENT#<payment id>): put once, in its credit's transaction, so that a
+// payment id credits once; a pack's records its units besides.
+type paymentItem struct {
+	PK, SK    string
+	PaymentID string `dynamodbav:"payment_id"`
+	Amount    int64  `dynamodbav:"amount_micros"`
+	Units     int64  `dynamodbav:"units,omitempty"`
+	CreatedAt string `dynamodbav:"created_at"`
+}
+
 // credit is TopUpWith (units 0: amount to the API balance) and PackWith
 // (units to the compute units, amount recorded as paid).
 func (s *DB) credit(ctx context.Context, ws, paymentID string, amount billing.Micros, units billing.Units, at time.Time, extra []types.TransactWriteItem) (credited bool, err error) {
-	record := map[string]any{
-		"PK": store.WorkspacePK(ws), "SK": "PAYMENT#" + paymentID,
-		"payment_id": paymentID, "amount_micros": int64(amount), "created_at": store.Stamp(at),
-	}
+	record := paymentItem{PK: store.WorkspacePK(ws), SK: "PAYMENT#" + paymentID,
+		PaymentID: paymentID, Amount: int64(amount), CreatedAt: store.Stamp(at)}
 	entry := billing.Entry{Kind: billing.TopUp, Amount: amount, At: at, PaymentID: paymentID}
 	move, value := "ADD available_micros :amount", store.Number(amount)
 	if units > 0 {
-		record["units"] = int64(units)
+		record.Units = int64(units)
 		entry = billing.Entry{Kind: billing.TopUp, Currency: billing.CurrencyCU, Units: units, At: at, PaymentID: paymentID}
 		move, value = "ADD cu_available :amount", store.Number(int64(units))
 	}
@@ -87,10 +96,7 @@ func (s *DB) credit(ctx context.Context, ws, paymentID string, amount billing.Mi
 	case store.CancelReason(err, 1) == "ConditionalCheckFailed":
 		// Credited before: by this payment's own earlier try (its answer
 		// lost), or by a concurrent delivery of the same event.
-		var prior struct {
-			Amount int64 `dynamodbav:"amount_micros"`
-			Units  int64 `dynamodbav:"units"`
-		}
+		var prior paymentItem
 		if err := s.Get(ctx, store.WorkspacePK(ws), "PAYMENT#"+paymentID, &prior); err != nil {
 			return false, err
 		}
@@ -129,13 +135,11 @@ func (s *DB) Workspaces(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("list workspaces: %w", err)
 		}
 		for _, item := range out.Items {
-			var it struct {
-				ID string `dynamodbav:"workspace_id"`
-			}
+			var it store.WorkspaceItem
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 				return nil, err
 			}
-			ids = append(ids, it.ID)
+			ids = append(ids, it.WorkspaceID)
 		}
 		if out.LastEvaluatedKey == nil {
 			return ids, nil

@@ -25,6 +25,15 @@ import (
 
 const plansPK = "PLANS"
 
+// planItem is an entry of the plans' list (PLANS / WS#<id>, its
+// workspace), or a month's mark that its top-ups are all made (PLANS /
+// DONE#<month>, when it was made).
+type planItem struct {
+	PK, SK      string
+	WorkspaceID string `dynamodbav:"workspace_id,omitempty"`
+	CreatedAt   string `dynamodbav:"created_at,omitempty"`
+}
+
 func planSK(ws string) string         { return "WS#" + ws }
 func doneSK(month string) string      { return "DONE#" + month }
 func allowanceID(month string) string { return "plan-" + month }
@@ -59,7 +68,7 @@ func (s *DB) SetPlan(ctx context.Context, ws string, monthly billing.Units, now 
 	}
 	list := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.Table()), Key: store.Key(plansPK, planSK(ws))}}
 	if monthly > 0 {
-		item, err := attributevalue.MarshalMap(map[string]any{"PK": plansPK, "SK": planSK(ws), "workspace_id": ws})
+		item, err := attributevalue.MarshalMap(planItem{PK: plansPK, SK: planSK(ws), WorkspaceID: ws})
 		if err != nil {
 			return 0, err
 		}
@@ -158,13 +167,11 @@ func (s *DB) EachPlan(ctx context.Context, fn func(ws string) error) error {
 			return fmt.Errorf("list plans: %w", err)
 		}
 		for _, item := range out.Items {
-			var it struct {
-				ID string `dynamodbav:"workspace_id"`
-			}
+			var it planItem
 			if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 				return err
 			}
-			if err := fn(it.ID); err != nil {
+			if err := fn(it.WorkspaceID); err != nil {
 				return err
 			}
 		}
@@ -178,7 +185,7 @@ func (s *DB) EachPlan(ctx context.Context, fn func(ws string) error) error {
 // AllowancesDone reports whether every plan's top-up of month is made
 // (MarkAllowancesDone).
 func (s *DB) AllowancesDone(ctx context.Context, month string) (bool, error) {
-	var it struct{ PK string }
+	var it planItem
 	err := s.Get(ctx, plansPK, doneSK(month), &it)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -190,7 +197,7 @@ func (s *DB) AllowancesDone(ctx context.Context, month string) (bool, error) {
 // month, so that the month's later sweeps read this one item. A plan set
 // later tops itself up (SetPlan). Marking twice is harmless.
 func (s *DB) MarkAllowancesDone(ctx context.Context, month string, at time.Time) error {
-	item, err := attributevalue.MarshalMap(map[string]any{"PK": plansPK, "SK": doneSK(month), "created_at": store.Stamp(at)})
+	item, err := attributevalue.MarshalMap(planItem{PK: plansPK, SK: doneSK(month), CreatedAt: store.Stamp(at)})
 	if err != nil {
 		return err
 	}

@@ -301,7 +301,7 @@ func (s *DB) FeatureStyle(ctx context.Context, id string, editor, gallery bool) 
 // ShareStyle shares a style with workspace ws, which must exist
 // (store.ErrNotFound).
 func (s *DB) ShareStyle(ctx context.Context, id, ws string) (style.Style, error) {
-	var w struct{ PK string }
+	var w store.WorkspaceItem
 	if err := s.Get(ctx, store.WorkspacePK(ws), "WS", &w); err != nil {
 		return style.Style{}, fmt.Errorf("share style: workspace %s: %w", ws, store.ErrNotFound)
 	}

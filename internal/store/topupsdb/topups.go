@@ -230,7 +230,7 @@ func (d *DB) EachStalePendingCheckout(ctx context.Context, created time.Time, fn
 			return fmt.Errorf("list pending top-ups: %w", err)
 		}
 		for _, item := range out.Items {
-			var k struct{ PK, SK string }
+			var k checkoutItem // the index's keys: the item's own
 			if err := attributevalue.UnmarshalMap(item, &k); err != nil {
 				return err
 			}
