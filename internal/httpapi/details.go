@@ -128,15 +128,10 @@ func marshalPlain(v any) (json.RawMessage, error) {
 }
 
 // details answers one of the caller's jobs' details: the job's item and
-// its request's item, two strongly consistent reads, nothing written.
+// its request's item, one strongly consistent read, nothing written.
 func (h *Jobs) details(w http.ResponseWriter, r *http.Request) {
-	j, ok := h.own(w, r)
+	j, request, ok := h.own(w, r, readWithRequest)
 	if !ok {
-		return
-	}
-	request, err := h.Jobs.JobRequest(r.Context(), j.ID)
-	if err != nil {
-		internalError(w, r, "read the job's request", err)
 		return
 	}
 	d, err := JobDetails(j, request)

@@ -10,17 +10,19 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"genjobs/internal/job"
 	"genjobs/internal/webhook"
 )
 
-// JobReader reads jobs, and a job's request (its own item, written by
-// the creation: store.Store.JobRequest).
+// JobReader reads jobs, and a job with its request (its own item, written
+// by the creation) in one strongly consistent round trip
+// (store.Store.JobWithRequest).
 type JobReader interface {
 	Job(ctx context.Context, id string) (*job.Job, error)
 	ListJobs(ctx context.Context, workspaceID string, q job.Query) (job.Page, error)
-	JobRequest(ctx context.Context, id string) (json.RawMessage, error)
+	JobWithRequest(ctx context.Context, id string) (*job.Job, json.RawMessage, error)
 }
 
 // ResultURLs mints the fetchable URL of an output file (a presigned GET).
@@ -60,33 +62,86 @@ func (h *Jobs) Routes() *http.ServeMux {
 	return mux
 }
 
-// own reads the caller's job named in the path, answering 404 itself.
-func (h *Jobs) own(w http.ResponseWriter, r *http.Request) (*job.Job, bool) {
+// How own reads the job.
+type jobRead int
+
+const (
+	readJob         jobRead = iota // its item
+	readWithRequest                // its item and its request's, in one round trip
+	readFresh                      // its item, never a read kept by WithOneJobRead
+)
+
+// own reads the caller's job named in the path (and, by how, its request),
+// answering 404 itself.
+func (h *Jobs) own(w http.ResponseWriter, r *http.Request, how jobRead) (*job.Job, json.RawMessage, bool) {
 	p, ok := authenticate(h.Auth, w, r)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	// Ids are issued in lower case; UUIDs compare case-insensitively.
 	id := strings.ToLower(r.PathValue("id"))
 	if !job.ValidID(id) {
 		writeError(w, http.StatusNotFound, msgJobNotFound)
-		return nil, false
+		return nil, nil, false
 	}
-	j, err := h.Jobs.Job(r.Context(), id)
+	j, request, err := h.read(r.Context(), id, how)
 	// Another workspace's job is answered exactly like a missing one.
 	if errors.Is(err, job.ErrNotFound) || err == nil && j.WorkspaceID != p.WorkspaceID {
 		writeError(w, http.StatusNotFound, msgJobNotFound)
-		return nil, false
+		return nil, nil, false
 	}
 	if err != nil {
 		internalError(w, r, "read job", err)
-		return nil, false
+		return nil, nil, false
 	}
-	return j, true
+	return j, request, true
+}
+
+type oneJobReadKey struct{}
+
+// oneJobRead is the read of a job kept under a context (WithOneJobRead).
+type oneJobRead struct {
+	mu      sync.Mutex
+	id      string
+	j       *job.Job
+	request json.RawMessage
+}
+
+// WithOneJobRead returns a context under which the jobs routes that read a
+// job (GET /jobs/{id}, /details, /deliveries) read it once: the first
+// reads the job with its request in one round trip, and the requests that
+// follow under the same context, in process, answer from that read. The
+// MCP tool get_job answers a job's record and its details, two requests
+// of one job, with one read. DELETE /jobs/{id} always reads afresh.
+func WithOneJobRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oneJobReadKey{}, &oneJobRead{})
+}
+
+// read reads the job id as how says, or answers the read kept under ctx.
+func (h *Jobs) read(ctx context.Context, id string, how jobRead) (*job.Job, json.RawMessage, error) {
+	kept, _ := ctx.Value(oneJobReadKey{}).(*oneJobRead)
+	switch {
+	case kept != nil && how != readFresh:
+	case how == readWithRequest:
+		return h.Jobs.JobWithRequest(ctx, id)
+	default:
+		j, err := h.Jobs.Job(ctx, id)
+		return j, nil, err
+	}
+	kept.mu.Lock()
+	defer kept.mu.Unlock()
+	if kept.j != nil && kept.id == id {
+		return kept.j, kept.request, nil
+	}
+	j, request, err := h.Jobs.JobWithRequest(ctx, id)
+	if err == nil {
+		kept.id, kept.j, kept.request = id, j, request
+	}
+	return j, request, err
 }
 
 func (h *Jobs) get(w http.ResponseWriter, r *http.Request) {
-	j, ok := h.own(w, r)
+	j, _, ok := h.own(w, r, readJob)
 	if !ok {
 		return
 	}
@@ -99,7 +154,7 @@ func (h *Jobs) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Jobs) cancel(w http.ResponseWriter, r *http.Request) {
-	j, ok := h.own(w, r)
+	j, _, ok := h.own(w, r, readFresh)
 	if !ok {
 		return
 	}
@@ -135,7 +190,7 @@ type deliveryAttempt struct {
 // deliveries lists the webhook attempts of one of the caller's jobs, oldest
 // first: none before the job ends, or when it has no webhook.
 func (h *Jobs) deliveries(w http.ResponseWriter, r *http.Request) {
-	j, ok := h.own(w, r)
+	j, _, ok := h.own(w, r, readJob)
 	if !ok {
 		return
 	}

@@ -342,9 +342,9 @@ func hostOf(ctx context.Context) string {
 	return h
 }
 
-// outputSchema is a component schema of the OpenAPI document (Job): the
-// shape a tool's structured content has.
-func outputSchema(name string) (map[string]any, error) {
+// outputSchema is a component schema of the OpenAPI document (Job), as
+// JSON without its $schema: the shape a tool's structured content has.
+func outputSchema(name string) (json.RawMessage, error) {
 	raw, ok := openapi.ComponentSchema(name)
 	if !ok {
 		return nil, errors.New("mcpserver: no component schema " + name)
@@ -354,5 +354,5 @@ func outputSchema(name string) (map[string]any, error) {
 		return nil, err
 	}
 	delete(s, "$schema")
-	return s, nil
+	return json.Marshal(s)
 }

@@ -49,17 +49,22 @@ var generationArgs = map[string]any{
 		"description": "Seconds to wait within this call for the job to end (0 to 20); the answer is the job as it stands then. 0 answers at once."},
 }
 
+// register adds the tools to srv. Their schemas are JSON already
+// (json.RawMessage), encoded once here: the SDK encodes a tool's input
+// schema again on every call of it to look for parameters it takes as
+// headers, which for a schema of maps costs more than the rest of the
+// protocol's work.
 func (t *tools) register(srv *mcp.Server) error {
+	jobSchema, err := outputSchema("Job")
+	if err != nil {
+		return err
+	}
 	for _, e := range t.Catalog.Endpoints() {
-		tool, err := t.generationTool(e)
+		tool, err := t.generationTool(e, jobSchema)
 		if err != nil {
 			return err
 		}
 		srv.AddTool(tool, guard(t.generate(e)))
-	}
-	jobSchema, err := outputSchema("Job")
-	if err != nil {
-		return err
 	}
 	for _, q := range t.queryTools() {
 		tool := &mcp.Tool{Name: q.name, Description: q.description, InputSchema: paramsSchema(q.params),
@@ -92,8 +97,8 @@ func ptr[T any](v T) *T { return &v }
 
 // generationTool is an endpoint's tool: its input schema is the endpoint's
 // own request schema, the one that validates REST requests, with the
-// tool-only arguments added.
-func (t *tools) generationTool(e *catalog.Endpoint) (*mcp.Tool, error) {
+// tool-only arguments added; its output schema is out, the job record's.
+func (t *tools) generationTool(e *catalog.Endpoint, out json.RawMessage) (*mcp.Tool, error) {
 	var schema map[string]any
 	if err := json.Unmarshal(e.Schema(), &schema); err != nil {
 		return nil, fmt.Errorf("mcpserver: schema of %s: %w", e.Path(), err)
@@ -112,11 +117,11 @@ func (t *tools) generationTool(e *catalog.Endpoint) (*mcp.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := outputSchema("Job")
+	in, err := json.Marshal(schema)
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.Tool{Name: ToolName(e), Title: e.Summary, Description: desc, InputSchema: schema, OutputSchema: out,
+	return &mcp.Tool{Name: ToolName(e), Title: e.Summary, Description: desc, InputSchema: json.RawMessage(in), OutputSchema: out,
 		Annotations: &mcp.ToolAnnotations{Title: e.Summary, DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}}, nil
 }
 
@@ -276,7 +281,8 @@ func (t *tools) queryTools() []queryTool {
 	}
 }
 
-func paramsSchema(ps []param) map[string]any {
+// paramsSchema is the input schema of a tool that takes ps, as JSON.
+func paramsSchema(ps []param) json.RawMessage {
 	props := map[string]any{}
 	var required []string
 	for _, p := range ps {
@@ -299,7 +305,11 @@ func paramsSchema(ps []param) map[string]any {
 	if required != nil {
 		schema["required"] = required
 	}
-	return schema
+	b, err := json.Marshal(schema)
+	if err != nil { // strings, numbers and lists of strings
+		panic("mcpserver: a parameters schema: " + err.Error())
+	}
+	return b
 }
 
 // readParams checks a call's arguments against ps: known names, JSON types,
@@ -373,6 +383,11 @@ func (t *tools) query(q queryTool) mcp.ToolHandler {
 			default:
 				values.Set(p.name, v)
 			}
+		}
+		if q.details {
+			// The record and the details are two requests of one job:
+			// the jobs routes answer both from one read of it.
+			ctx = httpapi.WithOneJobRead(ctx)
 		}
 		res := t.call(ctx, req, q.method, route, values, nil, nil).result(q.record)
 		if q.details && !res.IsError {

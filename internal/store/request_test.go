@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +61,48 @@ func TestProgressWritesDoNotCarryTheRequest(t *testing.T) {
 	req, err := s.JobRequest(ctx, j.ID)
 	if err != nil || string(req) != string(j.Request) {
 		t.Errorf("request read back: %d bytes, %v; want the %d written", len(req), err, len(j.Request))
+	}
+}
+
+// JobWithRequest reads a job and its request in one Query: the request's
+// own item, or, for a job stored before requests had one, the request
+// kept in the job's item; an unknown job is job.ErrNotFound.
+func TestJobWithRequestReadsBothInOneQuery(t *testing.T) {
+	ctx := context.Background()
+	s, calls := countedStore(t)
+	addWorkspace(t, s, "ws_a", 20, 5)
+	j := newJob("ws_a", t0)
+	if err := s.CreateJob(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	calls.take()
+	got, req, err := s.JobWithRequest(ctx, j.ID)
+	if err != nil || got.ID != j.ID || got.WorkspaceID != "ws_a" || got.Status != job.Queued || string(req) != `{"prompt":"x"}` {
+		t.Fatalf("JobWithRequest: %+v, %s, %v; want the job and its request %s", got, req, err, j.Request)
+	}
+	if n := calls.take(); len(n) != 1 || n["Query"] != 1 {
+		t.Errorf("JobWithRequest made %v; want one Query", n)
+	}
+
+	// A job stored before requests had their own item.
+	old := newJob("ws_a", t0.Add(time.Second))
+	if err := s.CreateJob(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	db := s.Client()
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.Table()), Key: store.Key(store.JobPK(old.ID), "REQUEST")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(s.Table()), Key: store.Key(store.JobPK(old.ID), "JOB"),
+		UpdateExpression: aws.String("SET #r = :r"), ExpressionAttributeNames: map[string]string{"#r": "request"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": &types.AttributeValueMemberS{Value: `{"prompt":"old"}`}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, req, err := s.JobWithRequest(ctx, old.ID); err != nil || got.ID != old.ID || string(req) != `{"prompt":"old"}` {
+		t.Errorf("a job with its request in its item: %+v, %s, %v", got, req, err)
+	}
+	if _, _, err := s.JobWithRequest(ctx, job.NewID(t0)); !errors.Is(err, job.ErrNotFound) {
+		t.Errorf("an unknown job: %v; want job.ErrNotFound", err)
 	}
 }
