@@ -126,7 +126,7 @@ type soakOptions struct {
 
 // subcommands run one part of the bench alone; without one, every measure
 // runs and the soak's flags apply.
-var subcommands = []string{"enhance", "starts", "creation", "cost", "jobs", "oauth"}
+var subcommands = []string{"enhance", "starts", "creation", "cost", "styles", "jobs", "oauth"}
 
 // errSoakFlags: the soak's flags are out of range.
 var errSoakFlags = errors.New("-soak must be a positive duration (0 for none, not with -soak-only) and -soak-rate 1..1000")
@@ -149,6 +149,7 @@ func parseArgs(args []string, stderr io.Writer) (sub string, so soakOptions, err
        bench starts     binary sizes and cold starts
        bench creation   job creation through the local API, and DynamoDB Local's ceiling
        bench cost       job runs, webhooks and the cost of a million jobs (DynamoDB by Local's count and by AWS's rules)
+       bench styles     GET /styles?filter=all over 10,000 styles, after a walk of every page
        bench jobs       the console's jobs pages over 10,000 jobs, the poll route, creation in compute units
        bench oauth      an MCP tool call with an OAuth access token beside an API token; the token endpoint
 flags:`)
@@ -198,6 +199,8 @@ func main() {
 			return runCreation(ctx, root, tmp)
 		case sub == "cost":
 			return runCost(ctx, root, tmp, begin)
+		case sub == "styles":
+			return runStyles(ctx, root)
 		case sub == "jobs":
 			return runJobsPages(ctx, root)
 		case sub == "oauth":

@@ -23,6 +23,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"enhance"}, "enhance", soakOptions{}, nil},
 		{[]string{"starts"}, "starts", soakOptions{}, nil},
 		{[]string{"creation"}, "creation", soakOptions{}, nil},
+		{[]string{"styles"}, "styles", soakOptions{}, nil},
 		{[]string{"cost", "-soak", "nonsense"}, "cost", soakOptions{}, nil},
 		{[]string{"-soak", "30s", "-soak-rate", "20"}, "", soakOptions{d: 30 * time.Second, rate: 20}, nil},
 		{[]string{"-soak", "0"}, "", soakOptions{rate: defaultSoakRate}, nil},

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,6 +95,28 @@ func benchStyle(i int, base time.Time) (st style.Style, visible bool) {
 		st.WorkspaceID, st.Owner, st.Public = stylesOther, user(stylesOther, stylesOtherAppUser), true
 	}
 	return st, visible
+}
+
+// runStyles is `go run ./infra/bench styles`: the style listing's rows
+// alone.
+func runStyles(ctx context.Context, root string) error {
+	tpl, err := sam.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return err
+	}
+	before := loadAverage()
+	rep, err := measureStylesStack(ctx, root, tpl)
+	if err != nil {
+		return err
+	}
+	r := &report{t: newReportTable(), host: runtime.GOOS + "/" + runtime.GOARCH}
+	r.styles(rep)
+	r.t.note("load average (1 min): %s before, %s after.", before, loadAverage())
+	r.t.print(os.Stdout)
+	if r.failed {
+		return errors.New("some checks failed (see the table)")
+	}
+	return nil
 }
 
 // measureStylesStack starts emulators of its own (measureStack stops its
@@ -304,7 +329,7 @@ func (r *report) styles(s *stylesReport) {
 		commas(stylesTotal), commas(int64(s.visible)), stylesWorkspace)
 	r.t.note("  the rest: other workspaces' and an application user's private styles, public ones not approved), stored by %d writers in %.1f s;",
 		stylesWriters, s.populate.Seconds())
-	r.t.note("  each request = 4 Query of styles-by-set (merged) + BatchGetItem of the page; %d-request warm-up first;",
+	r.t.note("  each request = 4 Query of styles-by-set (merged) + BatchGetItem of the page's 101 styles in two calls; %d-request warm-up first;",
 		stylesWarmup)
 	r.t.note("  at most %d requests or %.0f s; 1-minute load average %s before them.", stylesRequests, stylesDuration.Seconds(), s.loadAvg)
 }

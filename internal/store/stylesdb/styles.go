@@ -508,8 +508,16 @@ func (ss styleSets) StylesByID(ctx context.Context, ids []string) (map[string]st
 // batchGetKeys is DynamoDB's limit of keys per BatchGetItem.
 const batchGetKeys = 100
 
+// batchGetSplit is the most keys read in one BatchGetItem call when there
+// are more: above it, the keys are split into at least two calls.
+const batchGetSplit = 50
+
 // batchGet reads items by key, strongly consistently, in BatchGetItem calls
-// of at most 100 keys made in parallel.
+// made in parallel: the fewest calls of at most 100 keys, and at least two
+// for more than batchGetSplit keys, of even sizes. A page of styles is 101
+// keys (the page and the one that says whether another follows): two calls
+// of 51 and 50 rather than 100 and 1, as DynamoDB Local reads a call's
+// keys one after another.
 func (s *DB) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
 	var (
 		mu   sync.Mutex
@@ -517,8 +525,13 @@ func (s *DB) batchGet(ctx context.Context, keys []map[string]types.AttributeValu
 		errs []error
 		wg   sync.WaitGroup
 	)
-	for start := 0; start < len(keys); start += batchGetKeys {
-		part := keys[start:min(start+batchGetKeys, len(keys))]
+	calls := (len(keys) + batchGetKeys - 1) / batchGetKeys
+	if len(keys) > batchGetSplit {
+		calls = max(calls, 2)
+	}
+	size := (len(keys) + max(calls, 1) - 1) / max(calls, 1)
+	for start := 0; start < len(keys); start += size {
+		part := keys[start:min(start+size, len(keys))]
 		wg.Go(func() {
 			items, err := s.batchGetChunk(ctx, part)
 			mu.Lock()
@@ -572,6 +585,8 @@ func (ss styleSets) SetEntries(ctx context.Context, set, after string, want int,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":set": store.String(styleSetPK(set))},
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(int32(min(max(want, 1), style.MaxLimit+1))),
+		// What an entry is (style.Entry), not the item's keys.
+		ProjectionExpression: aws.String("GSI3SK, style_id, owner_id, models"),
 	}
 	if start, ok := from.(map[string]types.AttributeValue); ok {
 		in.ExclusiveStartKey = start
