@@ -148,7 +148,7 @@ type Signing struct {
 // Providers configures the routed jobs (docs/providers.md).
 type Providers struct {
 	Queue  string // PROVIDER_QUEUE_URL: the provider queue of routed jobs' steps
-	Routes string // PROVIDER_ROUTES: a JSON document, checked at init
+	Routes string // PROVIDER_ROUTES: a JSON document, checked at init (by the console at its playground's first run)
 	// SecretsPrefix (PROVIDER_SECRETS_PREFIX) is where the providers'
 	// secrets are: "{stack name}/providers/" (internal/secrets).
 	SecretsPrefix string

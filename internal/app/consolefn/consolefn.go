@@ -11,8 +11,8 @@
 package consolefn
 
 import (
-	"errors"
 	"net/http"
+	"sync"
 
 	"genjobs/internal/app"
 	"genjobs/internal/app/generatefn"
@@ -23,7 +23,6 @@ import (
 	"genjobs/internal/checkout"
 	"genjobs/internal/cognito"
 	"genjobs/internal/console"
-	"genjobs/internal/console/playground"
 	"genjobs/internal/httpapi"
 	"genjobs/internal/queue"
 	"genjobs/internal/secrets"
@@ -59,22 +58,30 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	// The playground's runs: the API's own handlers, on the console's
-	// table client and queue sender.
+	// table client and queue sender. The catalog and the price list are
+	// read now (the models and billing pages use them; a bad PRICES_JSON
+	// stops the function here); the generate handler, which reads
+	// PROVIDER_ROUTES and checks each route against its endpoint's schema,
+	// is built by the first run of a playground: most of the console's
+	// starts serve none.
 	jobsAPI, err := sqswire.NewJobsAPI(d)
 	if err != nil {
 		return nil, err
 	}
-	gen, err := generatefn.Handler(d, jobsAPI)
+	cat, prices, err := generatefn.Catalog(d)
 	if err != nil {
 		return nil, err
 	}
-	prices, ok := gen.Prices.(playground.Prices)
-	if !ok {
-		return nil, errors.New("console: the generate handler's price list cannot describe its rules")
-	}
+	gen := onFirstUse(func() (http.Handler, error) {
+		g, err := generatefn.HandlerOn(d, jobsAPI, cat, prices)
+		if err != nil {
+			return nil, err
+		}
+		return g.Routes(), nil
+	})
 	uploads := &httpapi.Assets{Auth: jobsAPI.Auth, Assets: assetsdb.New(jobsAPI.Store), Blobs: d.AssetPuts(), Clock: d.Clock, BaseURL: d.API.BaseURL}
 	api := http.NewServeMux()
-	api.Handle("POST /generate/", gen.Routes())
+	api.Handle("POST /generate/", gen)
 	api.Handle("POST /assets", uploads.Upload())
 	api.Handle("/", httpapi.NotFound())
 	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
@@ -88,7 +95,7 @@ func Build(d app.Deps) (http.Handler, error) {
 		Assets:   s3url.NewAssetLinks(s3url.NewPresigner(d.AWS.Credentials, d.AWS.Region, awsclient.Endpoint(d.AWS, "S3")), d.Buckets.Assets),
 		Cancel:   sqswire.Lifecycle(d, st, jobsAPI.Queue),
 		Webhooks: queue.NewDeliveries(sqswire.Client(d), d.Webhooks.Queue, d.Webhooks.DLQ),
-		API:      api, Catalog: gen.Catalog, APIURL: d.API.BaseURL,
+		API:      api, Catalog: cat, APIURL: d.API.BaseURL,
 		// The consent page checks authorization requests (client ID
 		// metadata documents fetched through the network guard) and
 		// issues codes; the oauth function redeems them.
@@ -99,4 +106,19 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	return httpapi.Middleware(d.Log, c.Routes()), nil
+}
+
+// onFirstUse serves with the handler build makes on the first request; a
+// build that fails (a PROVIDER_ROUTES the generate function itself refuses
+// at init) answers every request with the fixed internal error, logged.
+func onFirstUse(build func() (http.Handler, error)) http.Handler {
+	built := sync.OnceValues(build)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, err := built()
+		if err != nil {
+			httpapi.InternalError(w, r, "build the generate handler", err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
