@@ -5,12 +5,14 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"genjobs/internal/awsclient"
 	"genjobs/internal/fault"
+	"genjobs/internal/httpapi"
 )
 
 // Function is one Lambda function: its builder, exactly one of the four,
@@ -103,4 +105,30 @@ func withMargin[E, R any](h func(context.Context, E) (R, error)) func(context.Co
 		defer cancel()
 		return h(ctx, e)
 	}
+}
+
+// OnFirstUse serves with the handler build makes on its first request: for
+// the part of a function few of its starts serve (the console's
+// playground, the MCP function's tools), so that a start does not pay for
+// it. A build that fails answers every request with the fixed internal
+// error, logged as what failed with the request's id.
+func OnFirstUse(what string, build func() (http.Handler, error)) http.Handler {
+	return &firstUse{what: what, build: build}
+}
+
+type firstUse struct {
+	what  string
+	build func() (http.Handler, error)
+	once  sync.Once
+	h     http.Handler
+	err   error
+}
+
+func (f *firstUse) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.once.Do(func() { f.h, f.err = f.build() })
+	if f.err != nil {
+		httpapi.InternalError(w, r, f.what, f.err)
+		return
+	}
+	f.h.ServeHTTP(w, r)
 }

@@ -12,7 +12,6 @@ package consolefn
 
 import (
 	"net/http"
-	"sync"
 
 	"genjobs/internal/app"
 	"genjobs/internal/app/generatefn"
@@ -72,7 +71,7 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	gen := onFirstUse(func() (http.Handler, error) {
+	gen := app.OnFirstUse("build the generate handler", func() (http.Handler, error) {
 		g, err := generatefn.HandlerOn(d, jobsAPI, cat, prices)
 		if err != nil {
 			return nil, err
@@ -106,19 +105,4 @@ func Build(d app.Deps) (http.Handler, error) {
 		return nil, err
 	}
 	return httpapi.Middleware(d.Log, c.Routes()), nil
-}
-
-// onFirstUse serves with the handler build makes on the first request; a
-// build that fails (a PROVIDER_ROUTES the generate function itself refuses
-// at init) answers every request with the fixed internal error, logged.
-func onFirstUse(build func() (http.Handler, error)) http.Handler {
-	built := sync.OnceValues(build)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, err := built()
-		if err != nil {
-			httpapi.InternalError(w, r, "build the generate handler", err)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

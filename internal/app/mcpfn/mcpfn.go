@@ -49,14 +49,20 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	api := http.NewServeMux()
-	api.Handle("/generate/", gen.Routes())
-	jobs := jobsfn.Handler(d, jobsAPI).Routes()
-	api.Handle("/jobs", jobs)
-	api.Handle("/jobs/", jobs)
-	api.Handle("/usage", usagefn.Handler(d, st, auth).Routes())
-	api.Handle("/styles", styles.Routes())
-	api.Handle("/", httpapi.NotFound())
+	jobs, usage := jobsfn.Handler(d, jobsAPI), usagefn.Handler(d, st, auth)
+	// The REST routes the tools call are registered with the tools, by the
+	// first request that passes authentication: a 401 needs neither.
+	api := app.OnFirstUse("route the API", func() (http.Handler, error) {
+		api := http.NewServeMux()
+		api.Handle("/generate/", gen.Routes())
+		jobs := jobs.Routes()
+		api.Handle("/jobs", jobs)
+		api.Handle("/jobs/", jobs)
+		api.Handle("/usage", usage.Routes())
+		api.Handle("/styles", styles.Routes())
+		api.Handle("/", httpapi.NotFound())
+		return api, nil
+	})
 	rules, ok := gen.Prices.(mcpserver.PriceRules)
 	if !ok {
 		return nil, errors.New("mcp: the generate handler's price list cannot describe its rules")
