@@ -2,7 +2,7 @@
 // balance, and packs of compute units): it creates
 // Checkout Sessions and verifies the webhook events that report them paid,
 // failed or expired. It is the only code that speaks Stripe's API, through
-// stripe-go (its checkout/session client and its webhook package, which
+// stripe-go (its API backend, for the Checkout Sessions, and its webhook package, which
 // verifies Stripe-Signature); the keys come from Secrets Manager at first use.
 package checkout
 
@@ -136,15 +136,27 @@ func (s *Stripe) CreateSession(ctx context.Context, r SessionRequest) (Session, 
 		params.AddMetadata(packMetadata, r.Units.String())
 	}
 	params.SetIdempotencyKey("topup-" + r.TopUpID)
-	sc := stripe.NewClient(keys.SecretKey, stripe.WithBackends(&stripe.Backends{API: s.api()}))
-	cs, err := sc.V1CheckoutSessions.Create(ctx, params)
-	if err != nil {
+	// What the checkout session service's Create does, on a result of the
+	// two fields read: stripe-go's client of every service and its whole
+	// CheckoutSession type would add 0.2 MB to the console's binary
+	// (docs/performance.md, "Binary sizes and cold starts").
+	params.Context = ctx
+	var cs createdSession
+	if err := s.api().Call(http.MethodPost, "/v1/checkout/sessions", keys.SecretKey, params, &cs); err != nil {
 		return Session{}, fmt.Errorf("checkout: create session for top-up %s: %w", r.TopUpID, err)
 	}
 	if cs.ID == "" || cs.URL == "" {
 		return Session{}, fmt.Errorf("checkout: the session for top-up %s came back without id or url", r.TopUpID)
 	}
 	return Session{ID: cs.ID, URL: cs.URL}, nil
+}
+
+// createdSession is what CreateSession reads of the Checkout Session
+// Stripe answers.
+type createdSession struct {
+	stripe.APIResource
+	ID  string `json:"id"`
+	URL string `json:"url"`
 }
 
 // ErrBadSignature: a webhook whose Stripe-Signature is missing or wrong, or
