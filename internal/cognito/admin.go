@@ -18,12 +18,12 @@ func (c *Client) Disable(ctx context.Context, email string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	if _, err := c.api.AdminUserGlobalSignOut(ctx, &cip.AdminUserGlobalSignOutInput{
+	if _, err := c.api().AdminUserGlobalSignOut(ctx, &cip.AdminUserGlobalSignOutInput{
 		UserPoolId: aws.String(c.poolID), Username: aws.String(email),
 	}); err != nil {
 		return User{}, fmt.Errorf("sign %s out everywhere: %w", email, classify(opAdmin, err))
 	}
-	if _, err := c.api.AdminDisableUser(ctx, &cip.AdminDisableUserInput{
+	if _, err := c.api().AdminDisableUser(ctx, &cip.AdminDisableUserInput{
 		UserPoolId: aws.String(c.poolID), Username: aws.String(email),
 	}); err != nil {
 		return User{}, fmt.Errorf("disable %s: %w", email, classify(opAdmin, err))
@@ -39,7 +39,7 @@ func (c *Client) Enable(ctx context.Context, email string) (User, error) {
 	if err != nil {
 		return User{}, err
 	}
-	if _, err := c.api.AdminEnableUser(ctx, &cip.AdminEnableUserInput{
+	if _, err := c.api().AdminEnableUser(ctx, &cip.AdminEnableUserInput{
 		UserPoolId: aws.String(c.poolID), Username: aws.String(email),
 	}); err != nil {
 		return User{}, fmt.Errorf("enable %s: %w", email, classify(opAdmin, err))

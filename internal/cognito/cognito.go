@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	cip "github.com/aws/aws-sdk-go-v2/service/cognitoidentityprovider"
@@ -56,7 +57,10 @@ type Result struct {
 
 // Client is a user pool and its app client.
 type Client struct {
-	api      *cip.Client
+	// api is the Cognito client, built by the first call: sessions are
+	// the table's, so a start that serves only signed-in people's pages
+	// never builds it.
+	api      func() *cip.Client
 	poolID   string
 	clientID string
 	verifier *Verifier
@@ -83,14 +87,15 @@ func New(cfg aws.Config, p awsclient.Policy, c Config, v VerifierOptions) (*Clie
 	if c.JWKSURL == "" {
 		c.JWKSURL = c.Issuer + "/.well-known/jwks.json"
 	}
-	api := cip.NewFromConfig(p.Config(cfg, cip.ServiceID))
+	cfg = p.Config(cfg, cip.ServiceID)
+	api := sync.OnceValue(func() *cip.Client { return cip.NewFromConfig(cfg) })
 	v.URL, v.Issuer, v.Audience = c.JWKSURL, c.Issuer, c.ClientID
 	return &Client{api: api, poolID: c.PoolID, clientID: c.ClientID, verifier: NewVerifier(v)}, nil
 }
 
 // SignIn checks an email and password.
 func (c *Client) SignIn(ctx context.Context, email, password string) (Result, error) {
-	out, err := c.api.InitiateAuth(ctx, &cip.InitiateAuthInput{
+	out, err := c.api().InitiateAuth(ctx, &cip.InitiateAuthInput{
 		AuthFlow:       types.AuthFlowTypeUserPasswordAuth,
 		ClientId:       aws.String(c.clientID),
 		AuthParameters: map[string]string{"USERNAME": email, "PASSWORD": password},
@@ -104,7 +109,7 @@ func (c *Client) SignIn(ctx context.Context, email, password string) (Result, er
 // SetNewPassword answers the NEW_PASSWORD_REQUIRED challenge of a first
 // sign-in with a temporary password.
 func (c *Client) SetNewPassword(ctx context.Context, email, session, password string) (Result, error) {
-	out, err := c.api.RespondToAuthChallenge(ctx, &cip.RespondToAuthChallengeInput{
+	out, err := c.api().RespondToAuthChallenge(ctx, &cip.RespondToAuthChallengeInput{
 		ClientId:           aws.String(c.clientID),
 		ChallengeName:      types.ChallengeNameTypeNewPasswordRequired,
 		Session:            aws.String(session),
@@ -150,7 +155,7 @@ func (c *Client) EnsureUser(ctx context.Context, email string) (u User, created 
 	if err != nil {
 		return User{}, false, err
 	}
-	out, err := c.api.AdminCreateUser(ctx, &cip.AdminCreateUserInput{
+	out, err := c.api().AdminCreateUser(ctx, &cip.AdminCreateUserInput{
 		UserPoolId:        aws.String(c.poolID),
 		Username:          aws.String(email),
 		TemporaryPassword: aws.String(temp),
@@ -183,7 +188,7 @@ func (c *Client) User(ctx context.Context, email string) (User, error) {
 
 // user reads the pool's user of email and its status.
 func (c *Client) user(ctx context.Context, email string) (User, types.UserStatusType, error) {
-	out, err := c.api.AdminGetUser(ctx, &cip.AdminGetUserInput{UserPoolId: aws.String(c.poolID), Username: aws.String(email)})
+	out, err := c.api().AdminGetUser(ctx, &cip.AdminGetUserInput{UserPoolId: aws.String(c.poolID), Username: aws.String(email)})
 	if err != nil {
 		return User{}, "", fmt.Errorf("read user %s: %w", email, classify(opAdmin, err))
 	}
@@ -197,7 +202,7 @@ func (c *Client) user(ctx context.Context, email string) (User, types.UserStatus
 // SetPassword gives a user a permanent password (the local stack's demo
 // owner, which signs in without the set-password step).
 func (c *Client) SetPassword(ctx context.Context, email, password string) error {
-	_, err := c.api.AdminSetUserPassword(ctx, &cip.AdminSetUserPasswordInput{
+	_, err := c.api().AdminSetUserPassword(ctx, &cip.AdminSetUserPasswordInput{
 		UserPoolId: aws.String(c.poolID), Username: aws.String(email), Password: aws.String(password), Permanent: true,
 	})
 	if err != nil {

@@ -67,7 +67,7 @@ func mfaError(err error) error {
 // AnswerMFA answers the SOFTWARE_TOKEN_MFA challenge of a sign-in with a
 // code from the person's authenticator.
 func (c *Client) AnswerMFA(ctx context.Context, email, session, code string) (Result, error) {
-	out, err := c.api.RespondToAuthChallenge(ctx, &cip.RespondToAuthChallengeInput{
+	out, err := c.api().RespondToAuthChallenge(ctx, &cip.RespondToAuthChallengeInput{
 		ClientId:           aws.String(c.clientID),
 		ChallengeName:      types.ChallengeNameTypeSoftwareTokenMfa,
 		Session:            aws.String(session),
@@ -83,7 +83,7 @@ func (c *Client) AnswerMFA(ctx context.Context, email, session, code string) (Re
 // the authenticator's secret to show the person, and the session to finish
 // with.
 func (c *Client) BeginMFASetup(ctx context.Context, session string) (secret, next string, err error) {
-	out, err := c.api.AssociateSoftwareToken(ctx, &cip.AssociateSoftwareTokenInput{Session: aws.String(session)})
+	out, err := c.api().AssociateSoftwareToken(ctx, &cip.AssociateSoftwareTokenInput{Session: aws.String(session)})
 	if err != nil {
 		return "", "", mfaError(err)
 	}
@@ -93,7 +93,7 @@ func (c *Client) BeginMFASetup(ctx context.Context, session string) (secret, nex
 // FinishMFASetup checks the first code of the authenticator set up in
 // BeginMFASetup and completes the sign-in.
 func (c *Client) FinishMFASetup(ctx context.Context, email, session, code string) (Result, error) {
-	v, err := c.api.VerifySoftwareToken(ctx, &cip.VerifySoftwareTokenInput{Session: aws.String(session), UserCode: aws.String(code),
+	v, err := c.api().VerifySoftwareToken(ctx, &cip.VerifySoftwareTokenInput{Session: aws.String(session), UserCode: aws.String(code),
 		FriendlyDeviceName: aws.String("authenticator")})
 	if err != nil {
 		return Result{}, mfaError(err)
@@ -101,7 +101,7 @@ func (c *Client) FinishMFASetup(ctx context.Context, email, session, code string
 	if v.Status != types.VerifySoftwareTokenResponseTypeSuccess {
 		return Result{}, ErrWrongCode
 	}
-	out, err := c.api.RespondToAuthChallenge(ctx, &cip.RespondToAuthChallengeInput{
+	out, err := c.api().RespondToAuthChallenge(ctx, &cip.RespondToAuthChallengeInput{
 		ClientId:           aws.String(c.clientID),
 		ChallengeName:      types.ChallengeNameTypeMfaSetup,
 		Session:            v.Session,
@@ -117,7 +117,7 @@ func (c *Client) FinishMFASetup(ctx context.Context, email, session, code string
 // (their access token): the secret to show them. Nothing is enabled until
 // EnableTOTP.
 func (c *Client) AssociateTOTP(ctx context.Context, access string) (string, error) {
-	out, err := c.api.AssociateSoftwareToken(ctx, &cip.AssociateSoftwareTokenInput{AccessToken: aws.String(access)})
+	out, err := c.api().AssociateSoftwareToken(ctx, &cip.AssociateSoftwareTokenInput{AccessToken: aws.String(access)})
 	if err != nil {
 		return "", mfaError(err)
 	}
@@ -127,7 +127,7 @@ func (c *Client) AssociateTOTP(ctx context.Context, access string) (string, erro
 // EnableTOTP checks a code of the authenticator AssociateTOTP gave, and
 // makes TOTP the person's MFA: from then on sign-in asks for a code.
 func (c *Client) EnableTOTP(ctx context.Context, access, code string) error {
-	v, err := c.api.VerifySoftwareToken(ctx, &cip.VerifySoftwareTokenInput{AccessToken: aws.String(access), UserCode: aws.String(code),
+	v, err := c.api().VerifySoftwareToken(ctx, &cip.VerifySoftwareTokenInput{AccessToken: aws.String(access), UserCode: aws.String(code),
 		FriendlyDeviceName: aws.String("authenticator")})
 	if err != nil {
 		return mfaError(err)
@@ -145,7 +145,7 @@ func (c *Client) DisableTOTP(ctx context.Context, access string) error {
 }
 
 func (c *Client) setTOTP(ctx context.Context, access string, on bool) error {
-	_, err := c.api.SetUserMFAPreference(ctx, &cip.SetUserMFAPreferenceInput{AccessToken: aws.String(access),
+	_, err := c.api().SetUserMFAPreference(ctx, &cip.SetUserMFAPreferenceInput{AccessToken: aws.String(access),
 		SoftwareTokenMfaSettings: &types.SoftwareTokenMfaSettingsType{Enabled: on, PreferredMfa: on}})
 	if err != nil {
 		return mfaError(err)
@@ -157,7 +157,7 @@ func (c *Client) setTOTP(ctx context.Context, access string, on bool) error {
 // ErrSignedOut when the token was revoked (signed out everywhere), or its
 // person is disabled or gone.
 func (c *Client) Refresh(ctx context.Context, refresh string) (string, error) {
-	out, err := c.api.InitiateAuth(ctx, &cip.InitiateAuthInput{
+	out, err := c.api().InitiateAuth(ctx, &cip.InitiateAuthInput{
 		AuthFlow:       types.AuthFlowTypeRefreshTokenAuth,
 		ClientId:       aws.String(c.clientID),
 		AuthParameters: map[string]string{"REFRESH_TOKEN": refresh},
@@ -182,7 +182,7 @@ func (c *Client) Refresh(ctx context.Context, refresh string) (string, error) {
 // current one required. ErrBadCredentials for a wrong current password,
 // ErrWeakPassword for a new one the policy refuses.
 func (c *Client) ChangePassword(ctx context.Context, access, current, proposed string) error {
-	_, err := c.api.ChangePassword(ctx, &cip.ChangePasswordInput{AccessToken: aws.String(access),
+	_, err := c.api().ChangePassword(ctx, &cip.ChangePasswordInput{AccessToken: aws.String(access),
 		PreviousPassword: aws.String(current), ProposedPassword: aws.String(proposed)})
 	if err != nil {
 		return classify(opChange, err)
@@ -193,7 +193,7 @@ func (c *Client) ChangePassword(ctx context.Context, access, current, proposed s
 // SignOutEverywhere revokes every refresh token of the person (their
 // access token): each console session's next re-check ends it.
 func (c *Client) SignOutEverywhere(ctx context.Context, access string) error {
-	if _, err := c.api.GlobalSignOut(ctx, &cip.GlobalSignOutInput{AccessToken: aws.String(access)}); err != nil {
+	if _, err := c.api().GlobalSignOut(ctx, &cip.GlobalSignOutInput{AccessToken: aws.String(access)}); err != nil {
 		return fmt.Errorf("cognito: global sign-out: %w", err)
 	}
 	return nil
@@ -209,7 +209,7 @@ type Person struct {
 // Person reads the pool's user of email (AdminGetUser). ErrNoSuchUser when
 // there is none.
 func (c *Client) Person(ctx context.Context, email string) (Person, error) {
-	out, err := c.api.AdminGetUser(ctx, &cip.AdminGetUserInput{UserPoolId: aws.String(c.poolID), Username: aws.String(email)})
+	out, err := c.api().AdminGetUser(ctx, &cip.AdminGetUserInput{UserPoolId: aws.String(c.poolID), Username: aws.String(email)})
 	var notFound *types.UserNotFoundException
 	if errors.As(err, &notFound) {
 		return Person{}, ErrNoSuchUser

@@ -19,7 +19,7 @@ import (
 // reset: disabled, never signed in, no verified email) gets the same nil
 // as one with: the answer tells nobody which addresses have accounts.
 func (c *Client) ForgotPassword(ctx context.Context, email string) error {
-	_, err := c.api.ForgotPassword(ctx, &cip.ForgotPasswordInput{ClientId: aws.String(c.clientID), Username: aws.String(email)})
+	_, err := c.api().ForgotPassword(ctx, &cip.ForgotPasswordInput{ClientId: aws.String(c.clientID), Username: aws.String(email)})
 	if err = classify(opForgot, err); errors.Is(err, errUntold) {
 		return nil
 	}
@@ -30,7 +30,7 @@ func (c *Client) ForgotPassword(ctx context.Context, email string) error {
 // ForgotPassword sent. A wrong code and an address without an account are
 // both ErrCodeMismatch.
 func (c *Client) ConfirmForgotPassword(ctx context.Context, email, code, password string) error {
-	_, err := c.api.ConfirmForgotPassword(ctx, &cip.ConfirmForgotPasswordInput{
+	_, err := c.api().ConfirmForgotPassword(ctx, &cip.ConfirmForgotPasswordInput{
 		ClientId: aws.String(c.clientID), Username: aws.String(email), ConfirmationCode: aws.String(code), Password: aws.String(password),
 	})
 	return classify(opConfirm, err)
@@ -63,7 +63,7 @@ func (c *Client) setTemporary(ctx context.Context, email string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	_, err = c.api.AdminSetUserPassword(ctx, &cip.AdminSetUserPasswordInput{
+	_, err = c.api().AdminSetUserPassword(ctx, &cip.AdminSetUserPasswordInput{
 		UserPoolId: aws.String(c.poolID), Username: aws.String(email), Password: aws.String(temp), Permanent: false,
 	})
 	if err != nil {

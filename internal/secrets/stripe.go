@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"genjobs/internal/awsclient"
 )
 
 // StripeKeys are the console's Stripe credentials: the secret `{stack
@@ -27,20 +30,27 @@ func (StripeKeys) LogValue() slog.Value { return slog.StringValue(redactedStripe
 // Stripe reads the Stripe keys at first use and keeps them for the life of
 // the process; a failed read is tried again at the next use.
 type Stripe struct {
-	client *secretsmanager.Client
+	client func() *secretsmanager.Client
 	id     string
 	keys   cached[StripeKeys]
 }
 
 // NewStripe reads the secret named id. It does no I/O.
 func NewStripe(client *secretsmanager.Client, id string) *Stripe {
-	return &Stripe{client: client, id: id}
+	return &Stripe{client: func() *secretsmanager.Client { return client }, id: id}
+}
+
+// StripeFrom is NewStripe on a client of cfg that follows p, built by the
+// first read: a start that serves no checkout (the console's) or no signed
+// webhook does not build it. It does no I/O.
+func StripeFrom(cfg aws.Config, p awsclient.Policy, id string) *Stripe {
+	return &Stripe{client: sync.OnceValue(func() *secretsmanager.Client { return NewClient(cfg, p) }), id: id}
 }
 
 // Keys returns the keys. Errors name the secret, never a value.
 func (s *Stripe) Keys(ctx context.Context) (StripeKeys, error) {
 	return s.keys.get(func() (StripeKeys, error) {
-		value, err := readString(ctx, s.client, s.id)
+		value, err := readString(ctx, s.client(), s.id)
 		if err != nil {
 			return StripeKeys{}, err
 		}

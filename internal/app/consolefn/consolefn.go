@@ -83,7 +83,7 @@ func Build(d app.Deps) (http.Handler, error) {
 	api.Handle("POST /generate/", gen)
 	api.Handle("POST /assets", uploads.Upload())
 	api.Handle("/", httpapi.NotFound())
-	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
+	keys := secrets.StripeFrom(d.AWS, d.Retries.SecretsManager, d.Console.StripeSecretID)
 	results := d.ResultLinks()
 	st := jobsAPI.Store
 	c, err := console.New(console.Config{

@@ -22,7 +22,7 @@ func Build(d app.Deps) (http.Handler, error) {
 	if err := app.Require(map[string]string{"TABLE_NAME": d.Table, "STRIPE_SECRET_ID": d.Console.StripeSecretID}); err != nil {
 		return nil, err
 	}
-	keys := secrets.NewStripe(secrets.NewClient(d.AWS, d.Retries.SecretsManager), d.Console.StripeSecretID)
+	keys := secrets.StripeFrom(d.AWS, d.Retries.SecretsManager, d.Console.StripeSecretID)
 	h := &stripehook.Handler{Store: topupsdb.New(dynamodbwire.Store(d)), Events: checkout.New(keys, ""), Clock: d.Clock, Metrics: d.Metrics}
 	return httpapi.Middleware(d.Log, h.Routes()), nil
 }
