@@ -13,6 +13,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 	"strconv"
@@ -47,7 +48,12 @@ type Endpoint struct {
 	// descriptions).
 	Takes string
 
-	raw []byte // the embedded file
+	// file is the embedded schema's name; source reads it on first use.
+	file   string
+	source struct {
+		once sync.Once
+		raw  []byte
+	}
 	// published is the schema as the OpenAPI document shows it (no
 	// $schema, no $id), made on first use: only the document's generator
 	// and the price list's check read it.
@@ -86,7 +92,7 @@ func (e *Endpoint) Path() string {
 func (e *Endpoint) Schema() json.RawMessage {
 	e.published.once.Do(func() {
 		var published map[string]json.RawMessage
-		if err := json.Unmarshal(e.raw, &published); err != nil {
+		if err := json.Unmarshal(e.raw(), &published); err != nil {
 			panic(err) // load parsed the same bytes
 		}
 		delete(published, "$schema")
@@ -103,7 +109,7 @@ func (e *Endpoint) Schema() json.RawMessage {
 // Source is the endpoint's schema file as embedded: Schema with its
 // $schema and $id, for readers of its properties that need not pay for
 // Schema's copy. The caller owns the returned bytes.
-func (e *Endpoint) Source() []byte { return slices.Clone(e.raw) }
+func (e *Endpoint) Source() []byte { return slices.Clone(e.raw()) }
 
 // Makes says what the endpoint makes, and in which format.
 func (e *Endpoint) Makes() string { return makes[e.Kind] }
@@ -134,7 +140,7 @@ func (e *Endpoint) Example() json.RawMessage {
 	var root struct {
 		Examples []json.RawMessage `json:"examples"`
 	}
-	if json.Unmarshal(e.raw, &root) != nil || len(root.Examples) == 0 {
+	if json.Unmarshal(e.raw(), &root) != nil || len(root.Examples) == 0 {
 		return json.RawMessage("{}")
 	}
 	return slices.Clone(root.Examples[0])
@@ -211,8 +217,9 @@ var registerFormats sync.Once
 
 // New returns the catalog, made once per process and shared (a Catalog does
 // not change once made): the generate function's builder and its price list
-// both use it. It reads no schema: an endpoint's properties, defaults and
-// aliases are read and checked on its first use (parse), and its validator
+// both use it. It reads no schema: it checks that each file is embedded,
+// copies it on the endpoint's first use (raw), where its properties,
+// defaults and aliases are read and checked (parse), and its validator
 // compiled on its first request (schema), so that a cold start pays for
 // neither; TestEverySchemaReadsAndCompiles checks every embedded schema.
 func New() (*Catalog, error) {
@@ -232,16 +239,28 @@ var (
 func read() (*Catalog, error) {
 	c := &Catalog{byPath: map[string]*Endpoint{}}
 	for _, e := range endpoints() {
-		raw, err := schemaFiles.ReadFile("schemas/" + e.Model + ".json")
-		if err != nil {
+		e.file = "schemas/" + e.Model + ".json"
+		if _, err := fs.Stat(schemaFiles, e.file); err != nil {
 			return nil, fmt.Errorf("catalog: schema of %s: %w", e.Model, err)
 		}
-		e.raw = raw
 		slices.SortFunc(e.deprecated, func(a, b Deprecation) int { return strings.Compare(a.Field, b.Field) })
 		c.endpoints = append(c.endpoints, e)
 		c.byPath[e.Path()] = e
 	}
 	return c, nil
+}
+
+// raw is the embedded schema file, read on first use (New checked that it
+// is there).
+func (e *Endpoint) raw() []byte {
+	e.source.once.Do(func() {
+		b, err := schemaFiles.ReadFile(e.file)
+		if err != nil {
+			panic(err) // New found it; an embedded file does not go away
+		}
+		e.source.raw = b
+	})
+	return e.source.raw
 }
 
 // parse reads the endpoint's properties on its first use and checks them:
@@ -265,7 +284,7 @@ func (e *Endpoint) properties() map[string]*node {
 
 func (e *Endpoint) read() (map[string]*node, error) {
 	var root node
-	if err := json.Unmarshal(e.raw, &root); err != nil {
+	if err := json.Unmarshal(e.raw(), &root); err != nil {
 		return nil, err
 	}
 	props := root.Properties
@@ -303,7 +322,7 @@ func (e *Endpoint) schema() (*gojsonschema.Schema, error) {
 		loader.Draft = gojsonschema.Draft7
 		loader.AutoDetect = false
 		var root map[string]json.RawMessage
-		if e.compiled.err = json.Unmarshal(e.raw, &root); e.compiled.err == nil {
+		if e.compiled.err = json.Unmarshal(e.raw(), &root); e.compiled.err == nil {
 			delete(root, "allOf")
 			e.compiled.schema, e.compiled.err = loader.Compile(gojsonschema.NewGoLoader(root))
 		}

@@ -87,8 +87,7 @@ func New(cfg aws.Config, p awsclient.Policy, c Config, v VerifierOptions) (*Clie
 	if c.JWKSURL == "" {
 		c.JWKSURL = c.Issuer + "/.well-known/jwks.json"
 	}
-	cfg = p.Config(cfg, cip.ServiceID)
-	api := sync.OnceValue(func() *cip.Client { return cip.NewFromConfig(cfg) })
+	api := sync.OnceValue(func() *cip.Client { return cip.NewFromConfig(p.Config(cfg, cip.ServiceID)) })
 	v.URL, v.Issuer, v.Audience = c.JWKSURL, c.Issuer, c.ClientID
 	return &Client{api: api, poolID: c.PoolID, clientID: c.ClientID, verifier: NewVerifier(v)}, nil
 }
