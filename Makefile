@@ -25,7 +25,7 @@ DELIVERER_MAX_BINARY_BYTES := 13000000
 # stripe-go, and the playground's creation path (catalog, schema validator,
 # price list); its pages are templ components, so no template execution
 # (reflect's MethodByName) keeps every method of the AWS clients it links.
-# 13.4 MB today, 1.1 MB of it stripe-go's API backend (the error type it
+# 13.4 MB today, 1.05 MB of it stripe-go's API backend (the error type it
 # decodes reaches most of stripe-go's types): this budget leaves the 1 MB
 # spare and constrains the rest (docs/performance.md, "Binary sizes and cold
 # starts").
