@@ -83,7 +83,7 @@ func fillDiscarding(tb testing.TB, e *enhanceJob, strip int) {
 	g := e.plan.geo
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range e.run.workers {
+	for range e.run.Workers {
 		wg.Go(func() {
 			rgba := image.NewRGBA(image.Rect(0, 0, g.outW, strip))
 			nrgba := image.NewNRGBA(image.Rect(0, 0, g.outW, strip))

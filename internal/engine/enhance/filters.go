@@ -236,7 +236,11 @@ func newDenoiser(cols *[denoiseSide][]int32, opaque bool) *denoiser {
 	for hi > lo && cols[denoiseSide-1][hi-1] != cols[0][hi-1]+denoiseSide-1 {
 		hi--
 	}
-	return &denoiser{cols: cols, lo: lo, hi: hi, opaque: opaque, acc: make([]float32, 4*(hi-lo)), sums: make([]float32, hi-lo)}
+	dn := &denoiser{cols: cols, lo: lo, hi: hi, opaque: opaque}
+	if !opaque { // denoiseOpaque sums in registers
+		dn.acc, dn.sums = make([]float32, 4*(hi-lo)), make([]float32, hi-lo)
+	}
+	return dn
 }
 
 // denoiseRow filters one row into dst: rows and lumas are the five rows
@@ -245,10 +249,11 @@ func newDenoiser(cols *[denoiseSide][]int32, opaque bool) *denoiser {
 // not summed: the sum of the weights is the sum of the alphas it would
 // have made.
 //
-// The pixels whose neighbours lie side by side are summed a row of
-// neighbours at a time for the whole row (denoiseNeighbours), in the order
-// a pixel at a time would sum them, so the sums are the same, without the
-// five rows' bounds checks at every pixel.
+// The pixels whose neighbours lie side by side are summed without the
+// five rows' bounds checks at every pixel, in the order a pixel at a time
+// would sum them, so the sums are the same: an opaque source's a pixel's
+// 25 neighbours at once (denoiseOpaque), else a row of neighbours at a time
+// for the whole row (denoiseNeighbours).
 func (dn *denoiser) denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float32) {
 	for x := range dn.lo {
 		dn.denoisePixel(dst, rows, lumas, x)
@@ -262,60 +267,108 @@ func (dn *denoiser) denoiseRow(dst []float32, rows, lumas *[denoiseSide][]float3
 	}
 	first := int(dn.cols[0][dn.lo]) // of pixel lo; the next ones' follow
 	centres := lumas[denoiseRadius][first+denoiseRadius : first+denoiseRadius+n]
+	if dn.opaque {
+		denoiseOpaque(dst[4*dn.lo:4*dn.hi], centres, rows, lumas, first)
+		return
+	}
 	clear(dn.acc)
 	clear(dn.sums)
 	for i := range denoiseSide {
 		sp := (*[denoiseSide]float32)(denoiseSpaceWeights[i*denoiseSide:])
 		l := lumas[i][first : first+n+denoiseSide-1]
 		px := rows[i][4*first : 4*(first+n+denoiseSide-1)]
-		denoiseNeighbours(dn.acc, dn.sums, centres, l, px, sp, dn.opaque)
+		denoiseNeighbours(dn.acc, dn.sums, centres, l, px, sp)
 	}
 	out := dst[4*dn.lo : 4*dn.hi]
 	for x, sum := range dn.sums {
-		a := sum
-		if !dn.opaque {
-			a = dn.acc[4*x+3]
-		}
 		// The centre always counts (weight 1), so sum > 0.
 		inv := 1 / sum
 		p := (*[4]float32)(dn.acc[4*x:])
-		setPixel(out[4*x:4*x+4], p[0]*inv, p[1]*inv, p[2]*inv, a*inv)
+		setPixel(out[4*x:4*x+4], p[0]*inv, p[1]*inv, p[2]*inv, p[3]*inv)
+	}
+}
+
+// denoiseOpaque is denoiseRow's pixels whose neighbours lie side by side,
+// for an opaque source: a pixel's 25 neighbours at once (spelled out),
+// summed in registers in the order denoiseNeighbours sums them a row at a
+// time (the same sums), without storing and loading each pixel's sums
+// between rows. centres are the pixels' luminances; their neighbours start
+// at column first of rows and lumas.
+func denoiseOpaque(out, centres []float32, rows, lumas *[denoiseSide][]float32, first int) {
+	const side = denoiseSide
+	end := first + len(centres) + side - 1
+	l0, l1, l2, l3, l4 := lumas[0][first:end], lumas[1][first:end], lumas[2][first:end], lumas[3][first:end], lumas[4][first:end]
+	p0, p1, p2, p3, p4 := rows[0][4*first:4*end], rows[1][4*first:4*end], rows[2][4*first:4*end], rows[3][4*first:4*end], rows[4][4*first:4*end]
+	sp := &denoiseSpaceWeights
+	out = out[:4*len(centres)]
+	for x, centre := range centres {
+		var r, g, b, sum float32
+		lw, pw, sw := (*[side]float32)(l0[x:]), (*[4 * side]float32)(p0[4*x:]), (*[side]float32)(sp[0*side:])
+		wt := bilateralWeight(lw[0]-centre, sw[0])
+		r, g, b, sum = r+wt*pw[0], g+wt*pw[1], b+wt*pw[2], sum+wt
+		wt = bilateralWeight(lw[1]-centre, sw[1])
+		r, g, b, sum = r+wt*pw[4], g+wt*pw[5], b+wt*pw[6], sum+wt
+		wt = bilateralWeight(lw[2]-centre, sw[2])
+		r, g, b, sum = r+wt*pw[8], g+wt*pw[9], b+wt*pw[10], sum+wt
+		wt = bilateralWeight(lw[3]-centre, sw[3])
+		r, g, b, sum = r+wt*pw[12], g+wt*pw[13], b+wt*pw[14], sum+wt
+		wt = bilateralWeight(lw[4]-centre, sw[4])
+		r, g, b, sum = r+wt*pw[16], g+wt*pw[17], b+wt*pw[18], sum+wt
+		lw, pw, sw = (*[side]float32)(l1[x:]), (*[4 * side]float32)(p1[4*x:]), (*[side]float32)(sp[1*side:])
+		wt = bilateralWeight(lw[0]-centre, sw[0])
+		r, g, b, sum = r+wt*pw[0], g+wt*pw[1], b+wt*pw[2], sum+wt
+		wt = bilateralWeight(lw[1]-centre, sw[1])
+		r, g, b, sum = r+wt*pw[4], g+wt*pw[5], b+wt*pw[6], sum+wt
+		wt = bilateralWeight(lw[2]-centre, sw[2])
+		r, g, b, sum = r+wt*pw[8], g+wt*pw[9], b+wt*pw[10], sum+wt
+		wt = bilateralWeight(lw[3]-centre, sw[3])
+		r, g, b, sum = r+wt*pw[12], g+wt*pw[13], b+wt*pw[14], sum+wt
+		wt = bilateralWeight(lw[4]-centre, sw[4])
+		r, g, b, sum = r+wt*pw[16], g+wt*pw[17], b+wt*pw[18], sum+wt
+		lw, pw, sw = (*[side]float32)(l2[x:]), (*[4 * side]float32)(p2[4*x:]), (*[side]float32)(sp[2*side:])
+		wt = bilateralWeight(lw[0]-centre, sw[0])
+		r, g, b, sum = r+wt*pw[0], g+wt*pw[1], b+wt*pw[2], sum+wt
+		wt = bilateralWeight(lw[1]-centre, sw[1])
+		r, g, b, sum = r+wt*pw[4], g+wt*pw[5], b+wt*pw[6], sum+wt
+		wt = bilateralWeight(lw[2]-centre, sw[2])
+		r, g, b, sum = r+wt*pw[8], g+wt*pw[9], b+wt*pw[10], sum+wt
+		wt = bilateralWeight(lw[3]-centre, sw[3])
+		r, g, b, sum = r+wt*pw[12], g+wt*pw[13], b+wt*pw[14], sum+wt
+		wt = bilateralWeight(lw[4]-centre, sw[4])
+		r, g, b, sum = r+wt*pw[16], g+wt*pw[17], b+wt*pw[18], sum+wt
+		lw, pw, sw = (*[side]float32)(l3[x:]), (*[4 * side]float32)(p3[4*x:]), (*[side]float32)(sp[3*side:])
+		wt = bilateralWeight(lw[0]-centre, sw[0])
+		r, g, b, sum = r+wt*pw[0], g+wt*pw[1], b+wt*pw[2], sum+wt
+		wt = bilateralWeight(lw[1]-centre, sw[1])
+		r, g, b, sum = r+wt*pw[4], g+wt*pw[5], b+wt*pw[6], sum+wt
+		wt = bilateralWeight(lw[2]-centre, sw[2])
+		r, g, b, sum = r+wt*pw[8], g+wt*pw[9], b+wt*pw[10], sum+wt
+		wt = bilateralWeight(lw[3]-centre, sw[3])
+		r, g, b, sum = r+wt*pw[12], g+wt*pw[13], b+wt*pw[14], sum+wt
+		wt = bilateralWeight(lw[4]-centre, sw[4])
+		r, g, b, sum = r+wt*pw[16], g+wt*pw[17], b+wt*pw[18], sum+wt
+		lw, pw, sw = (*[side]float32)(l4[x:]), (*[4 * side]float32)(p4[4*x:]), (*[side]float32)(sp[4*side:])
+		wt = bilateralWeight(lw[0]-centre, sw[0])
+		r, g, b, sum = r+wt*pw[0], g+wt*pw[1], b+wt*pw[2], sum+wt
+		wt = bilateralWeight(lw[1]-centre, sw[1])
+		r, g, b, sum = r+wt*pw[4], g+wt*pw[5], b+wt*pw[6], sum+wt
+		wt = bilateralWeight(lw[2]-centre, sw[2])
+		r, g, b, sum = r+wt*pw[8], g+wt*pw[9], b+wt*pw[10], sum+wt
+		wt = bilateralWeight(lw[3]-centre, sw[3])
+		r, g, b, sum = r+wt*pw[12], g+wt*pw[13], b+wt*pw[14], sum+wt
+		wt = bilateralWeight(lw[4]-centre, sw[4])
+		r, g, b, sum = r+wt*pw[16], g+wt*pw[17], b+wt*pw[18], sum+wt
+		inv := 1 / sum                                               // the centre always counts (weight 1), so sum > 0
+		setPixel(out[4*x:4*x+4:4*x+4], r*inv, g*inv, b*inv, sum*inv) // the alphas summed would be the weights' sum
 	}
 }
 
 // denoiseNeighbours adds, for each pixel x of a row, the weighted values
-// of its five neighbours in one row: luminances l[x .. x+4], pixels
-// px[4x .. 4x+19], spatial weights sp; centres[x] is the pixel's own
-// luminance. The five are spelled out, and a neighbour whose weight is 0
-// adds 0 (the sums of non-negative values are unchanged by it).
-func denoiseNeighbours(acc, sums, centres, l, px []float32, sp *[denoiseSide]float32, opaque bool) {
-	if !opaque {
-		denoiseNeighboursAlpha(acc, sums, centres, l, px, sp)
-		return
-	}
-	for x, centre := range centres {
-		if len(l) < denoiseSide || len(px) < 4*denoiseSide || len(acc) < 4 || x >= len(sums) {
-			return
-		}
-		lw, pw, a := (*[denoiseSide]float32)(l), (*[4 * denoiseSide]float32)(px), (*[4]float32)(acc)
-		l, px, acc = l[1:], px[4:], acc[4:]
-		r, g, b, sum := a[0], a[1], a[2], sums[x]
-		wt := bilateralWeight(lw[0]-centre, sp[0])
-		r, g, b, sum = r+wt*pw[0], g+wt*pw[1], b+wt*pw[2], sum+wt
-		wt = bilateralWeight(lw[1]-centre, sp[1])
-		r, g, b, sum = r+wt*pw[4], g+wt*pw[5], b+wt*pw[6], sum+wt
-		wt = bilateralWeight(lw[2]-centre, sp[2])
-		r, g, b, sum = r+wt*pw[8], g+wt*pw[9], b+wt*pw[10], sum+wt
-		wt = bilateralWeight(lw[3]-centre, sp[3])
-		r, g, b, sum = r+wt*pw[12], g+wt*pw[13], b+wt*pw[14], sum+wt
-		wt = bilateralWeight(lw[4]-centre, sp[4])
-		r, g, b, sum = r+wt*pw[16], g+wt*pw[17], b+wt*pw[18], sum+wt
-		a[0], a[1], a[2], sums[x] = r, g, b, sum
-	}
-}
-
-// denoiseNeighboursAlpha is denoiseNeighbours summing alpha too.
-func denoiseNeighboursAlpha(acc, sums, centres, l, px []float32, sp *[denoiseSide]float32) {
+// of its five neighbours in one row, alpha too: luminances l[x .. x+4],
+// pixels px[4x .. 4x+19], spatial weights sp; centres[x] is the pixel's
+// own luminance. A neighbour whose weight is 0 adds 0 (the sums of
+// non-negative values are unchanged by it).
+func denoiseNeighbours(acc, sums, centres, l, px []float32, sp *[denoiseSide]float32) {
 	for x, centre := range centres {
 		if len(l) < denoiseSide || len(px) < 4*denoiseSide || len(acc) < 4 || x >= len(sums) {
 			return

@@ -141,6 +141,7 @@ type sharpening struct {
 func (s *sharpening) fuse(r *resampling) {
 	if r.vFirst && !r.clamp {
 		s.fx, s.fy = r.kx.blurred(s.mask), r.ky.blurred(s.mask)
+		s.fx.withLumaTaps() // the horizontal one only: resampleLuma's
 	}
 }
 
@@ -269,8 +270,9 @@ func (s *sourceSide) stage(keep int) *rowStage {
 // deblockStage returns encoded, deblocked rows of columns [dx0, dx1).
 func (s *sourceSide) deblockStage(keep int) *rowStage {
 	dw := s.dx1 - s.dx0
-	// Vertical boundaries: each row on its own; a group's eight rows held.
-	vertical := newRowStage(4*dw, 2*jpegBlock, func(y int, dst []float32) {
+	// Vertical boundaries: each row on its own. Held: a group's eight rows
+	// (b-4 .. b+3, read after b-2 .. b+1), and two more to spare.
+	vertical := newRowStage(4*dw, jpegBlock+2, func(y int, dst []float32) {
 		s.src.encoded(dst, s.dx0, y)
 		deblockRow(dst, s.dx0, s.src.w, s.deblock)
 	})
@@ -403,6 +405,7 @@ type pipeline struct {
 // chain is one worker's stages.
 type chain struct {
 	placed *rowStage // the placed rectangle's rows, premultiplied linear
+	next   int       // the output row after the last one it filled
 }
 
 func (p *pipeline) newChain() *chain {
@@ -465,15 +468,32 @@ func (p *pipeline) upStage(keep int) *rowStage {
 	return p.upDetail.stage(up, keep)
 }
 
-func (p *pipeline) getChain() *chain {
+// getChain takes a free chain, the one that filled the rows just above y0
+// if it is free: the encoder fills a strip in bands (stripenc), and the
+// chain that filled a strip's last band holds the rows around the next.
+// Else the one furthest behind: the others may be another worker's,
+// between two bands of its strip.
+func (p *pipeline) getChain(y0 int) *chain {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if n := len(p.free); n > 0 {
-		c := p.free[n-1]
-		p.free = p.free[:n-1]
-		return c
+	n := len(p.free)
+	if n == 0 {
+		return nil
 	}
-	return nil
+	i := 0
+	for j, c := range p.free {
+		if c.next == y0 {
+			i = j
+			break
+		}
+		if c.next < p.free[i].next {
+			i = j
+		}
+	}
+	c := p.free[i]
+	p.free[i] = p.free[n-1]
+	p.free = p.free[:n-1]
+	return c
 }
 
 func (p *pipeline) putChain(c *chain) {

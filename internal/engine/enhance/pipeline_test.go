@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"genjobs/internal/engine"
 )
@@ -599,5 +600,66 @@ func TestSharedRowsKeepABoundedWindow(t *testing.T) {
 	s.put(1, row(9))
 	if s.get(1, dst) || len(s.rows) != 3 {
 		t.Errorf("a row behind the window was taken: %d rows held", len(s.rows))
+	}
+}
+
+// The encoded input is not held while the output is made: a large source's
+// file (several MiB) would otherwise add to the peak of every job. Once
+// decoded, the engine keeps no reference to it and runs a collection,
+// which takes it before the first byte of the output is written.
+func TestEnhanceLetsGoOfTheInputOnceDecoded(t *testing.T) {
+	collected := make(chan struct{})
+	sink := &waitingSink{collected: collected}
+	runWithInputOf(t, sink, collected)
+	if !sink.sawCollected {
+		t.Error("the encoded input was still held when the output was created")
+	}
+}
+
+// runWithInputOf runs a job whose input only the job holds, with a
+// finalizer closing collected once the input is garbage.
+//
+//go:noinline
+func runWithInputOf(t *testing.T, sink engine.Sink, collected chan struct{}) {
+	enc := jpegBytes(photo(64, 48), 80)
+	input := make([]byte, len(enc)) // an allocation of its own, for the finalizer
+	copy(input, enc)
+	runtime.SetFinalizer(&input[0], func(*byte) { close(collected) })
+	j := job(request(200, 150, nil), input)
+	j.Outputs = sink
+	input, enc = nil, nil
+	if _, err := (Engine{}).Run(context.Background(), j, func(engine.Update) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitingSink records whether, when the file is created, the input has
+// been collected: it waits (a generous bound, no timing assertion) for the
+// finalizer, which runs after a collection, and runs none itself.
+type waitingSink struct {
+	recordingSink
+	collected    chan struct{}
+	sawCollected bool
+}
+
+func (s *waitingSink) Create(contentType, ext string) (io.WriteCloser, error) {
+	select {
+	case <-s.collected:
+		s.sawCollected = true
+	case <-time.After(5 * time.Second):
+	}
+	return s.recordingSink.Create(contentType, ext)
+}
+
+// A translucent source's filters (denoise sums alpha too: its own path)
+// stream as they compute over whole images, to within an 8-bit step.
+func TestEnhanceFiltersStreamAsWholeImagesWithAlpha(t *testing.T) {
+	input := pngBytes(translucent(90, 70))
+	for _, size := range [][2]int{{230, 170}, {41, 29}, {360, 280}} {
+		req := request(size[0], size[1], map[string]any{"sharpen": 0.8, "denoise": 1, "fix_compression": 1, "output_format": "png"})
+		got, _ := enhance(t, req, input)
+		if d := maxPremultipliedDiff(t, got, wholeImage(t, req, input)); d > 1 {
+			t.Errorf("%v: differs from the whole-image steps by up to %d of 255", size, d)
+		}
 	}
 }

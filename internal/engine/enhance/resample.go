@@ -201,7 +201,31 @@ func (k *kernel) fullEnd6(n int) int {
 func (k *kernel) resampleRow6Opaque(dst, src []float32) int {
 	six := k.six[:k.fullEnd6(len(src))]
 	dst = dst[:4*len(six)]
-	for x := range six {
+	// Two outputs an iteration, the second's pixels found from the
+	// first's: an enlargement's outputs start at most one pixel apart, and
+	// the checks of where they read are then made once for both.
+	x := 0
+	for ; x+1 < len(six); x += 2 {
+		t, u := &six[x], &six[x+1]
+		off := 4 * (u.start - t.start)
+		row := src[4*t.start:]
+		if uint(off) > 4 || len(row) < off+24 {
+			break
+		}
+		s, s2 := (*[24]float32)(row), (*[24]float32)(row[off:])
+		d := (*[8]float32)(dst[4*x:])
+		w := &t.w
+		d[0] = w[0]*s[0] + w[1]*s[4] + w[2]*s[8] + w[3]*s[12] + w[4]*s[16] + w[5]*s[20]
+		d[1] = w[0]*s[1] + w[1]*s[5] + w[2]*s[9] + w[3]*s[13] + w[4]*s[17] + w[5]*s[21]
+		d[2] = w[0]*s[2] + w[1]*s[6] + w[2]*s[10] + w[3]*s[14] + w[4]*s[18] + w[5]*s[22]
+		d[3] = 1
+		w = &u.w
+		d[4] = w[0]*s2[0] + w[1]*s2[4] + w[2]*s2[8] + w[3]*s2[12] + w[4]*s2[16] + w[5]*s2[20]
+		d[5] = w[0]*s2[1] + w[1]*s2[5] + w[2]*s2[9] + w[3]*s2[13] + w[4]*s2[17] + w[5]*s2[21]
+		d[6] = w[0]*s2[2] + w[1]*s2[6] + w[2]*s2[10] + w[3]*s2[14] + w[4]*s2[18] + w[5]*s2[22]
+		d[7] = 1
+	}
+	for ; x < len(six); x++ {
 		t := &six[x]
 		w := &t.w
 		s := (*[24]float32)(src[4*t.start:])
@@ -337,13 +361,12 @@ func (k *kernel) blurred(g []float32) *kernel {
 			b.weights[i*b.taps+u] = float32(acc[u])
 		}
 	}
-	b.withLumaTaps()
 	return b
 }
 
 // combine computes row y of a vertical resample into dst; row(j) returns
 // row j of the source, in increasing j. The rows are summed a few at a time
-// (one pass over dst for up to four of them, instead of one each), in the
+// (one pass over dst for up to six of them, instead of one each), in the
 // order of one at a time, so the sums are the same.
 func (k *kernel) combine(dst []float32, y int, row func(j int) []float32) {
 	w := k.weights[y*k.taps : y*k.taps+k.count[y]]
@@ -356,8 +379,14 @@ func (k *kernel) combine(dst []float32, y int, row func(j int) []float32) {
 		scale2Into(dst, row(j), row(j+1), w[0], w[1])
 		return
 	}
-	scale3Into(dst, row(j), row(j+1), row(j+2), w[0], w[1], w[2])
-	for t := 3; t < len(w); {
+	t := 3
+	if len(w) >= 6 { // an enlargement's six taps, the fused mask's nine or ten
+		scale6Into(dst, row(j), row(j+1), row(j+2), row(j+3), row(j+4), row(j+5), w[0], w[1], w[2], w[3], w[4], w[5])
+		t = 6
+	} else {
+		scale3Into(dst, row(j), row(j+1), row(j+2), w[0], w[1], w[2])
+	}
+	for t < len(w) {
 		switch n := len(w) - t; {
 		case n >= 4:
 			add4Scaled(dst, row(j+t), row(j+t+1), row(j+t+2), row(j+t+3), w[t], w[t+1], w[t+2], w[t+3])
@@ -385,6 +414,15 @@ func scale3Into(dst, a, b, c []float32, wa, wb, wc float32) {
 	a, b, c = a[:len(dst)], b[:len(dst)], c[:len(dst)]
 	for i := range dst {
 		dst[i] = wa*a[i] + wb*b[i] + wc*c[i]
+	}
+}
+
+// scale6Into sets dst to wa*a + wb*b + ... + wf*f, summed in that order:
+// one pass over dst instead of two, a third fewer instructions.
+func scale6Into(dst, a, b, c, d, e, f []float32, wa, wb, wc, wd, we, wf float32) {
+	a, b, c, d, e, f = a[:len(dst)], b[:len(dst)], c[:len(dst)], d[:len(dst)], e[:len(dst)], f[:len(dst)]
+	for i := range dst {
+		dst[i] = wa*a[i] + wb*b[i] + wc*c[i] + wd*d[i] + we*e[i] + wf*f[i]
 	}
 }
 

@@ -36,23 +36,32 @@ func JPEG(w io.Writer, width, height, quality, workers int, fill FillRGBA) error
 	if err != nil {
 		return err
 	}
+	band := bandRows(width, rows)
 	run := &stripRun[*image.RGBA, []byte]{
 		n:       (height + rows - 1) / rows,
 		workers: workers,
 		window:  2 * workers,
 		newState: func() *image.RGBA {
-			return &image.RGBA{Pix: make([]byte, 4*width*min(rows, height)), Stride: 4 * width}
+			return &image.RGBA{Pix: make([]byte, 4*width*min(band, height)), Stride: 4 * width}
 		},
+		// A strip is filled and coded a band at a time, in order, into
+		// one buffer of band rows: the coding carries on from band to
+		// band, so the strip's data is what coding it whole would give.
 		produce: func(dst *image.RGBA, i int, scan *[]byte) error {
 			y0 := i * rows
 			y1 := min(y0+rows, height)
-			dst.Rect = image.Rect(0, y0, width, y1)
-			dst.Pix = dst.Pix[:cap(dst.Pix)][:4*width*(y1-y0)]
-			clear(dst.Pix)
-			if err := fill(dst); err != nil {
-				return err
+			s := coder.newScan((*scan)[:0])
+			for b0 := y0; b0 < y1; b0 += band {
+				b1 := min(b0+band, y1)
+				dst.Rect = image.Rect(0, b0, width, b1)
+				dst.Pix = dst.Pix[:cap(dst.Pix)][:4*width*(b1-b0)]
+				clear(dst.Pix)
+				if err := fill(dst); err != nil {
+					return err
+				}
+				coder.encodeRows(&s, dst)
 			}
-			*scan = coder.encode((*scan)[:0], dst)
+			*scan = s.finish()
 			return nil
 		},
 		consume: func(i int, scan *[]byte) error {

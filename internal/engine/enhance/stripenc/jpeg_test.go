@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"io"
+	"sync"
 	"testing"
 )
 
@@ -171,5 +173,32 @@ func TestReciprocalDivision(t *testing.T) {
 				t.Fatalf("%d / %d: zeroes says %v, the quotient is %d", a, d, r.zeroes(a), want)
 			}
 		}
+	}
+}
+
+// A worker holds a band of a strip's rows, not the strip: at 16000 pixels
+// wide a strip of 64 rows is 4 MiB of 8-bit pixels a worker. The fill gets
+// whole MCU rows, and the bands of a strip in order, each following the
+// last (what a fill that keeps the rows around its last one counts on).
+func TestJPEGFillsAStripInBands(t *testing.T) {
+	const width, height = 4096, 200 // strips of 64 rows, bands of 16
+	var mu sync.Mutex
+	next := map[int]int{} // strip -> the row its next band must start at
+	err := JPEG(io.Discard, width, height, 90, 2, func(dst *image.RGBA) error {
+		r := dst.Rect
+		if r.Dy() > 16 || cap(dst.Pix) > 4*width*16 {
+			return fmt.Errorf("rows %d..%d in a buffer of %d rows", r.Min.Y, r.Max.Y, cap(dst.Pix)/(4*width))
+		}
+		strip := r.Min.Y / StripHeight
+		mu.Lock()
+		defer mu.Unlock()
+		if want := max(next[strip], strip*StripHeight); r.Min.Y != want {
+			return fmt.Errorf("strip %d: a band at row %d, want %d", strip, r.Min.Y, want)
+		}
+		next[strip] = r.Max.Y
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

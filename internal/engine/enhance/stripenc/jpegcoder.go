@@ -36,6 +36,16 @@ type jpegCoder struct {
 	// quantizer, rounding half away from zero, as image/jpeg's div.
 	divisor [2][64]reciprocal
 	huff    [4][256]uint32 // nBits<<24 | code; 0 luma DC, 1 luma AC, 2 chroma DC, 3 chroma AC
+	// zeroTest[q][k] tells whether the coefficient at natural index k
+	// quantizes to 0 (reciprocal.zeroes), and its bit in nonzeroAC's mask.
+	zeroTest [2][64]zeroTest
+}
+
+// zeroTest is reciprocal.zeroes as a table entry: a coefficient a
+// quantizes to 0 when uint32(a)+bias < span.
+type zeroTest struct {
+	bias, span uint32
+	bit        uint64 // 1 << the coefficient's zig-zag index
 }
 
 // reciprocal divides by d: for 0 <= u < 2^20, u*mul>>recipShift = u/d. With
@@ -56,7 +66,14 @@ func newReciprocal(d int32) reciprocal {
 // zeroes reports whether div(a) is 0, |a| + d/2 < d, with one comparison:
 // most of a block's quantized coefficients are.
 func (r reciprocal) zeroes(a int32) bool {
-	return uint32(a+r.zero-1) < uint32(2*r.zero-1)
+	t := r.zeroTest(0)
+	return uint32(a)+t.bias < t.span
+}
+
+// zeroTest is zeroes as a table entry for the coefficient at zig-zag index
+// zig.
+func (r reciprocal) zeroTest(zig int) zeroTest {
+	return zeroTest{bias: uint32(r.zero - 1), span: uint32(2*r.zero - 1), bit: 1 << zig}
 }
 
 // div is image/jpeg's div(a, d): a/d rounded half away from zero.
@@ -88,7 +105,9 @@ func newJPEGCoder(quality int) (*jpegCoder, error) {
 		}
 		q := dqt[0] & 15
 		for zig, v := range dqt[1:65] {
-			c.divisor[q][zig] = newReciprocal(8 * int32(v))
+			r := newReciprocal(8 * int32(v))
+			c.divisor[q][zig] = r
+			c.zeroTest[q][unzig[zig]] = r.zeroTest(zig)
 		}
 		dqt = dqt[65:]
 	}
@@ -192,51 +211,140 @@ func (c *jpegCoder) writeBlock(w *bitWriter, b *block, q int, prevDC int32) int3
 	div := &c.divisor[q]
 	dc := div[0].div(b[0])
 	c.emitHuffRLE(w, 2*q, 0, dc-prevDC)
-	h, run := 2*q+1, int32(0)
-	for zig := 1; zig < 64; zig++ {
-		a := b[unzig[zig]&63]
-		if div[zig].zeroes(a) {
-			run++
-			continue
-		}
-		ac := div[zig].div(a)
+	h, last := 2*q+1, 0 // last: the zig-zag index of the last AC coded
+	for m := c.nonzeroAC(b, q); m != 0; m &= m - 1 {
+		zig := bits.TrailingZeros64(m)
+		run := int32(zig - last - 1)
 		for run > 15 {
 			c.emitHuff(w, h, 0xf0)
 			run -= 16
 		}
-		c.emitHuffRLE(w, h, run, ac)
-		run = 0
+		c.emitHuffRLE(w, h, run, div[zig].div(b[unzig[zig]&63]))
+		last = zig
 	}
-	if run > 0 {
+	if last < 63 {
 		c.emitHuff(w, h, 0x00)
 	}
 	return dc
 }
 
-// encode appends the entropy-coded data of m (4:2:0, MCUs of 16 x 16,
-// edges repeated) to dst, as image/jpeg's writeSOS codes an *image.RGBA.
-func (c *jpegCoder) encode(dst []byte, m *image.RGBA) []byte {
-	w := bitWriter{buf: dst}
+// nonzeroAC has bit zig set for each AC coefficient of b, zig-zag index zig
+// (1 to 63), that quantizes to other than 0 with table q. A block of an
+// enlarged photo has a few: testing the 63 in b's own order against
+// tables, then visiting the bits set, costs fewer instructions than a loop
+// over the zig-zag order that counts the zeros between them.
+func (c *jpegCoder) nonzeroAC(b *block, q int) uint64 {
+	var m uint64
+	t := &c.zeroTest[q]
+	for k := 1; k < 64; k++ {
+		z := &t[k]
+		if uint32(b[k])+z.bias >= z.span {
+			m |= z.bit
+		}
+	}
+	return m
+}
+
+// jpegScan is the coding of one restart interval under way: its bits so
+// far and the DC predictions.
+type jpegScan struct {
+	w                           bitWriter
+	prevDCY, prevDCCb, prevDCCr int32
+}
+
+// newScan starts the entropy-coded data of a restart interval, appended to
+// dst.
+func (c *jpegCoder) newScan(dst []byte) jpegScan { return jpegScan{w: bitWriter{buf: dst}} }
+
+// encodeRows codes the MCUs of m (4:2:0, MCUs of 16 x 16, edges repeated)
+// into s, as image/jpeg's writeSOS codes an *image.RGBA: m's rows are a
+// whole number of MCU rows of the interval, or its last rows.
+func (c *jpegCoder) encodeRows(s *jpegScan, m *image.RGBA) {
 	var (
-		b                           block
-		cb, cr                      [4]block
-		prevDCY, prevDCCb, prevDCCr int32
+		b      block
+		cb, cr [4]block
+		yb     [4]block
 	)
 	r := m.Rect
 	for y := r.Min.Y; y < r.Max.Y; y += 16 {
 		for x := r.Min.X; x < r.Max.X; x += 16 {
+			if x+16 <= r.Max.X && y+16 <= r.Max.Y { // all but the edges' MCUs
+				mcuToYCbCr(m, x, y, &yb, &cb[0], &cr[0])
+				for i := range yb {
+					s.prevDCY = c.writeBlock(&s.w, &yb[i], 0, s.prevDCY)
+				}
+				s.prevDCCb = c.writeBlock(&s.w, &cb[0], 1, s.prevDCCb)
+				s.prevDCCr = c.writeBlock(&s.w, &cr[0], 1, s.prevDCCr)
+				continue
+			}
 			for i := range 4 {
 				rgbaToYCbCr(m, x+(i&1)*8, y+(i&2)*4, &b, &cb[i], &cr[i])
-				prevDCY = c.writeBlock(&w, &b, 0, prevDCY)
+				s.prevDCY = c.writeBlock(&s.w, &b, 0, s.prevDCY)
 			}
 			scale(&b, &cb)
-			prevDCCb = c.writeBlock(&w, &b, 1, prevDCCb)
+			s.prevDCCb = c.writeBlock(&s.w, &b, 1, s.prevDCCb)
 			scale(&b, &cr)
-			prevDCCr = c.writeBlock(&w, &b, 1, prevDCCr)
+			s.prevDCCr = c.writeBlock(&s.w, &b, 1, s.prevDCCr)
 		}
 	}
-	w.pad()
-	return w.buf
+}
+
+// finish ends the interval's data and returns it.
+func (s *jpegScan) finish() []byte {
+	s.w.pad()
+	return s.w.buf
+}
+
+// encode appends the entropy-coded data of m, one restart interval, to dst.
+func (c *jpegCoder) encode(dst []byte, m *image.RGBA) []byte {
+	s := c.newScan(dst)
+	c.encodeRows(&s, m)
+	return s.finish()
+}
+
+// mcuToYCbCr converts the 16 x 16 MCU at (px, py), wholly inside m, into
+// its four luma blocks (in coding order) and its chroma blocks, each
+// chroma sample the average of four pixels': rgbaToYCbCr's arithmetic,
+// then scale's, a 2 x 2 quad of pixels at a time, without storing the
+// pixels' own chroma in between.
+func mcuToYCbCr(m *image.RGBA, px, py int, yb *[4]block, cbBlock, crBlock *block) {
+	r := m.Rect
+	o := (py-r.Min.Y)*m.Stride + 4*(px-r.Min.X)
+	for cy := range 8 {
+		top := (*[64]byte)(m.Pix[o+2*cy*m.Stride:])
+		bottom := (*[64]byte)(m.Pix[o+(2*cy+1)*m.Stride:])
+		// Rows 2cy and 2cy+1 of the MCU are rows (2cy)%8 and (2cy)%8+1 of
+		// blocks 0 and 1 (cy < 4) or 2 and 3.
+		lo := 2 * (cy >> 2)
+		row := 16 * (cy & 3)
+		yl := (*[16]int32)(yb[lo][row:])   // block lo, rows 2cy%8, 2cy%8+1
+		yr := (*[16]int32)(yb[lo+1][row:]) // the block to its right
+		cbRow, crRow := (*[8]int32)(cbBlock[8*cy:]), (*[8]int32)(crBlock[8*cy:])
+		for cx := range 8 {
+			p, q := (*[8]byte)(top[8*cx:]), (*[8]byte)(bottom[8*cx:])
+			y0, cb0, cr0 := ycc(p[0], p[1], p[2])
+			y1, cb1, cr1 := ycc(p[4], p[5], p[6])
+			y2, cb2, cr2 := ycc(q[0], q[1], q[2])
+			y3, cb3, cr3 := ycc(q[4], q[5], q[6])
+			yd := yl
+			if cx >= 4 {
+				yd = yr
+			}
+			i := 2 * (cx & 3)
+			yd[i], yd[i+1], yd[8+i], yd[8+i+1] = y0, y1, y2, y3
+			cbRow[cx] = (cb0 + cb1 + cb2 + cb3 + 2) >> 2
+			crRow[cx] = (cr0 + cr1 + cr2 + cr3 + 2) >> 2
+		}
+	}
+}
+
+// ycc is one pixel's Y, Cb and Cr with rgbaToYCbCr's arithmetic.
+func ycc(r, g, b byte) (y, cb, cr int32) {
+	r1, g1, b1 := int32(r), int32(g), int32(b)
+	y = (19595*r1 + 38470*g1 + 7471*b1 + 1<<15) >> 16
+	cb = min((-11056*r1-21712*g1+32768*b1+257<<15)>>16, 255)
+	cr = min((32768*r1-27440*g1-5328*b1+257<<15)>>16, 255)
+	return y, cb, cr
 }
 
 // rgbaToYCbCr converts the 8 x 8 block at (px, py), repeating the last

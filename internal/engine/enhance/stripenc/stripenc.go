@@ -4,16 +4,22 @@
 // the strips finish, in order. WebP's encoder needs the whole image; only
 // its filling is split into strips.
 //
-// The caller's fill computes one strip of rows. Several fills run at once,
-// on disjoint strips, and the encoding of each strip runs on the goroutine
-// that filled it; the writer is called on the caller's goroutine only.
+// The caller's fill computes one strip of rows (JPEG: one band of a strip,
+// see below). Several fills run at once, on disjoint strips, and the
+// encoding of each strip runs on the goroutine that filled it; the writer
+// is called on the caller's goroutine only.
 // What a fill may count on, to bound what it keeps (source rows, say):
 //   - strips are handed to the workers in order of their rows (two fills
 //     handed out together may still begin in either order);
 //   - strip i starts only once strip i - 2 x workers has been encoded and
 //     written (JPEG, PNG) or filled (WebP);
 //   - every strip is StripHeight rows tall (narrow images: taller, see
-//     stripRows), the last one possibly shorter.
+//     stripRows), the last one possibly shorter;
+//   - JPEG fills a strip in bands of whole MCU rows (bandRows), one after
+//     the other on one goroutine, so that a worker holds a band of 8-bit
+//     rows rather than a strip; a fill that keeps state from one call to
+//     the next (rows around the last one) finds the strip's next band
+//     following the last one it filled.
 //
 // To cancel, make fill return an error (ctx.Err(), say): no strip starts
 // after it, and the encoder returns it once the strips under way are done.
@@ -41,6 +47,18 @@ type FillNRGBA func(dst *image.NRGBA) error
 // narrow image has more rows (see stripRows) and the last strip of an image
 // may have fewer. It is a multiple of 16, a JPEG 4:2:0 MCU row.
 const StripHeight = 64
+
+// minBandPixels is the least a JPEG strip's band holds (bandRows).
+const minBandPixels = 1 << 14
+
+// bandRows is how many rows of a JPEG strip of rows rows, width pixels
+// wide, are filled at once: whole MCU rows (16), enough of them to make a
+// fill's fixed cost small. A worker then holds a band of 8-bit rows, not a
+// strip: a quarter of it at 1024 pixels wide and more.
+func bandRows(width, rows int) int {
+	band := (minBandPixels/width + 15) &^ 15
+	return min(max(band, 16), rows)
+}
 
 // minStripPixels keeps strips of narrow images from being so small that the
 // cost of a task (a fresh JPEG encoder, a deflate stream that forgets its
