@@ -76,6 +76,9 @@ require (
 
 replace github.com/xeipuuv/gojsonschema => ./third_party/gojsonschema
 
+// templ compiles its regular expressions on first use (third_party/templ/PATCHED.md).
+replace github.com/a-h/templ => ./third_party/templ
+
 // The Go client is a module of its own (client/go.mod); the command line and
 // the examples use this copy of it.
 require genjobs/client v0.0.0

@@ -1,0 +1,3 @@
+module github.com/a-h/templ
+
+go 1.26.0
