@@ -79,6 +79,10 @@ replace github.com/xeipuuv/gojsonschema => ./third_party/gojsonschema
 // templ compiles its regular expressions on first use (third_party/templ/PATCHED.md).
 replace github.com/a-h/templ => ./third_party/templ
 
+// jsonschema-go, which the MCP Go SDK imports, reads its Schema type on first use
+// (third_party/jsonschema-go/PATCHED.md).
+replace github.com/google/jsonschema-go => ./third_party/jsonschema-go
+
 // The Go client is a module of its own (client/go.mod); the command line and
 // the examples use this copy of it.
 require genjobs/client v0.0.0
