@@ -3,11 +3,13 @@ package provider
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"genjobs/internal/clock"
@@ -33,6 +35,10 @@ type Callbacks struct {
 	Routes  Routes
 	Clock   clock.Clock
 	Log     *slog.Logger
+	// MaxOutputBytes caps each output file a callback carries (a Cog
+	// server's data: URIs): the runner's own cap (Timings); 0 is
+	// DefaultTimings'.
+	MaxOutputBytes int64
 }
 
 // Receive verifies and acts on one callback to /callbacks/{provider}/{job
@@ -105,17 +111,120 @@ func (c *Callbacks) Receive(ctx context.Context, providerName, jobID, token stri
 		}
 		return err
 	}
-	key := fmt.Sprintf("callbacks/%s/%s.json", j.ID, newID())
-	if err := c.Blobs.PutResult(ctx, key, "application/json", body); err != nil {
+	var files []string // the data: URI outputs stored
+	if p.Status == Succeeded && j.Provider == Cog {
+		if files, err = c.storeDataURIs(ctx, j, &p, log); err != nil {
+			return err
+		}
+	}
+	stash, err := json.Marshal(stashedPrediction(p))
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("callbacks/%s/%s%s", j.ID, newID(), stashSuffix)
+	if err := c.Blobs.PutResult(ctx, key, "application/json", stash); err != nil {
+		c.deleteFiles(ctx, append(files, key), log)
 		return err
 	}
 	if err := c.Store.StashCallback(ctx, j.ID, key); err != nil {
 		if errors.Is(err, job.ErrConflict) {
-			_ = c.Blobs.DeleteResult(ctx, key)
+			c.deleteFiles(ctx, append(files, key), log)
 			return nil // ended meanwhile
 		}
 		return err
 	}
 	log.Info("prediction ended; its outputs are copied next", "prediction_status", string(p.Status))
 	return c.Queue.Schedule(ctx, Message{Kind: StepCopy, JobID: j.ID}, 0)
+}
+
+// storeDataURIs stores each data: URI output of a Cog server's succeeded
+// prediction in the job's upload store, decoded as it is read, and names it
+// there instead, as if the server had uploaded it (--upload-url): the
+// stashed callback then carries a reference rather than the file's base64,
+// and the step that completes the job takes the stored file as it is
+// (storedUpload), without reading the body back or decoding it again. The
+// files are in the bucket before the callback is answered; the step that
+// cancels the prediction of a job that ends otherwise deletes them with
+// the server's own uploads. A URI that can never be stored (malformed, over
+// the cap) stays as it is, for the step to fail the job with the reason.
+// stored is the keys written; on an error none remains.
+func (c *Callbacks) storeDataURIs(ctx context.Context, j *job.Job, p *Prediction, log *slog.Logger) (stored []string, err error) {
+	max := c.MaxOutputBytes
+	if max <= 0 {
+		max = DefaultTimings.MaxOutputBytes
+	}
+	prefix := newID()[:8]
+	for i, ref := range p.Outputs {
+		if !isDataURI(ref) {
+			continue
+		}
+		contentType, body, err := openDataURI(ref, max)
+		if err != nil {
+			continue
+		}
+		mediaType := outputType(contentType)
+		name := fmt.Sprintf("%s-output-%d.%s", prefix, i, extension(mediaType, ""))
+		key := uploadKey(j.ID, name)
+		err = storeOutput(ctx, c.Blobs, log, key, mediaType, body, -1, max)
+		var ce *copyError
+		if errors.As(err, &ce) && ce.permanent {
+			continue
+		}
+		if err != nil {
+			c.deleteFiles(ctx, stored, log)
+			return nil, err
+		}
+		stored = append(stored, key)
+		p.Outputs[i] = j.BaseURL + UploadsPath + j.ID + "/" + name
+	}
+	if len(stored) > 0 {
+		log.Info("stored the prediction's data: URI outputs", "files", len(stored))
+	}
+	return stored, nil
+}
+
+// deleteFiles deletes what a callback stored for a stash it did not make.
+func (c *Callbacks) deleteFiles(ctx context.Context, keys []string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, k := range keys {
+		if err := c.Blobs.DeleteResult(ctx, k); err != nil {
+			log.Warn("could not delete a file of a callback that was not stashed; the bucket's lifecycle rule removes it", "key", k, "error", err.Error())
+		}
+	}
+}
+
+// stashSuffix ends the key of a stash that holds a stashed (a callback
+// stashed before it held the provider's body as it came).
+const stashSuffix = ".prediction.json"
+
+// stashed is what a callback that ended a prediction leaves for the step
+// that acts on it: the prediction as the callback read it, after its proof
+// was checked, with its data: URI outputs stored already (storeDataURIs).
+type stashed struct {
+	ID      string   `json:"id,omitempty"`
+	Status  Status   `json:"status"`
+	Outputs []string `json:"outputs,omitempty"`
+	Paths   []string `json:"paths,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+func stashedPrediction(p Prediction) stashed {
+	return stashed{ID: p.ID, Status: p.Status, Outputs: p.Outputs, Paths: p.Paths, Error: p.Error}
+}
+
+// readStash reads a stashed callback: a stashed, or, under a key of
+// before stashSuffix, the provider's body, which client parses.
+func readStash(key string, body []byte, client Client) (Prediction, error) {
+	if !strings.HasSuffix(key, stashSuffix) {
+		return client.Parse(body)
+	}
+	var st stashed
+	if err := json.Unmarshal(body, &st); err != nil {
+		return Prediction{}, fmt.Errorf("decode the stashed callback: %w", err)
+	}
+	if !st.Status.Ended() {
+		return Prediction{}, fmt.Errorf("the stashed callback's prediction has not ended (%q)", st.Status)
+	}
+	return Prediction{ID: st.ID, Status: st.Status, Outputs: st.Outputs, Paths: st.Paths, Error: st.Error}, nil
 }

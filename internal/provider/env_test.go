@@ -172,7 +172,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 		Clock: e.clock, Log: log, Timings: timings,
 	}
 	e.cb = &provider.Callbacks{Store: st, Blobs: providerwire.Blobs{Store: e.blobs}, Queue: providerqueue.New(sq, pq),
-		Secrets: sec, Clients: clients, Routes: rs, Clock: e.clock, Log: log}
+		Secrets: sec, Clients: clients, Routes: rs, Clock: e.clock, Log: log, MaxOutputBytes: timings.MaxOutputBytes}
 	h := &callbacks.Handler{Receiver: e.cb}
 	// Served as the callbacks function is in AWS: through API Gateway's
 	// event and the Lambda adapter.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -69,28 +70,13 @@ func (s *step) deleteOutputs(ctx context.Context, keys []string) {
 
 func (s *step) copyOutput(ctx context.Context, ref, stem string) (string, error) {
 	max := s.r.MaxOutputBytes
-	tooLarge := &copyError{msg: fmt.Sprintf("The provider's output is larger than %s.", size(max)), permanent: true}
 	var body io.Reader
 	var contentType, name string
 	var length int64 = -1
-	if rest, ok := strings.CutPrefix(ref, "data:"); ok {
-		meta, data, ok := strings.Cut(rest, ",")
-		if !ok {
-			return "", &copyError{msg: "The provider's output is a malformed data: URI.", permanent: true}
-		}
-		mediaType, b64 := strings.CutSuffix(meta, ";base64")
-		contentType = mediaType
-		if b64 {
-			if int64(len(data))/4*3 > max+3 {
-				return "", tooLarge
-			}
-			body = base64.NewDecoder(base64.StdEncoding, strings.NewReader(data))
-		} else {
-			text, err := url.PathUnescape(data)
-			if err != nil {
-				return "", &copyError{msg: "The provider's output is a malformed data: URI.", permanent: true}
-			}
-			body = strings.NewReader(text)
+	if isDataURI(ref) {
+		var err error
+		if contentType, body, err = openDataURI(ref, max); err != nil {
+			return "", err
 		}
 	} else {
 		u, err := url.Parse(ref)
@@ -116,23 +102,67 @@ func (s *step) copyOutput(ctx context.Context, ref, stem string) (string, error)
 		case resp.StatusCode != http.StatusOK:
 			return "", &copyError{msg: fmt.Sprintf("The provider's output could not be fetched: it answered %d", resp.StatusCode)}
 		case resp.ContentLength > max:
-			return "", tooLarge
+			return "", tooLarge(max)
 		}
 		body, contentType, length, name = resp.Body, resp.Header.Get("Content-Type"), resp.ContentLength, u.Path
 	}
+	mediaType := outputType(contentType)
+	key := stem + "." + extension(mediaType, name)
+	return key, storeOutput(ctx, s.r.Blobs, s.log, key, mediaType, body, length, max)
+}
+
+// tooLarge is the error of an output over max bytes.
+func tooLarge(max int64) *copyError {
+	return &copyError{msg: fmt.Sprintf("The provider's output is larger than %s.", size(max)), permanent: true}
+}
+
+func isDataURI(ref string) bool { return strings.HasPrefix(ref, "data:") }
+
+// openDataURI reads a data: URI output: its declared media type and its
+// bytes, decoded as they are read (base64 in one pass, no copy of the
+// text). A malformed URI, or one whose base64 alone says it holds more
+// than max bytes, is a permanent copyError.
+func openDataURI(ref string, max int64) (contentType string, body io.Reader, err error) {
+	meta, data, ok := strings.Cut(strings.TrimPrefix(ref, "data:"), ",")
+	if !ok {
+		return "", nil, &copyError{msg: "The provider's output is a malformed data: URI.", permanent: true}
+	}
+	mediaType, b64 := strings.CutSuffix(meta, ";base64")
+	if !b64 {
+		text, err := url.PathUnescape(data)
+		if err != nil {
+			return "", nil, &copyError{msg: "The provider's output is a malformed data: URI.", permanent: true}
+		}
+		return mediaType, strings.NewReader(text), nil
+	}
+	if int64(len(data))/4*3 > max+3 {
+		return "", nil, tooLarge(max)
+	}
+	return mediaType, base64.NewDecoder(base64.StdEncoding, strings.NewReader(data)), nil
+}
+
+// outputType is the media type an output is stored as: the one its
+// provider declared, else application/octet-stream.
+func outputType(contentType string) string {
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	if err != nil || mediaType == "" {
-		mediaType = "application/octet-stream"
+		return "application/octet-stream"
 	}
-	key := stem + "." + extension(mediaType, name)
-	up := s.r.Blobs.CreateResult(ctx, key, mediaType)
-	abort := func(e error) (string, error) {
+	return mediaType
+}
+
+// storeOutput streams body, at most max bytes (exactly length when it is
+// known), into the results bucket under key. On any failure nothing of it
+// remains, and the error is a *copyError.
+func storeOutput(ctx context.Context, blobs Blobs, log *slog.Logger, key, mediaType string, body io.Reader, length, max int64) error {
+	up := blobs.CreateResult(ctx, key, mediaType)
+	abort := func(e error) error {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := up.Abort(actx); err != nil {
-			s.log.Warn("could not abort an output's upload; the bucket's lifecycle rule removes it", "key", key, "error", err.Error())
+			log.Warn("could not abort an output's upload; the bucket's lifecycle rule removes it", "key", key, "error", err.Error())
 		}
-		return "", e
+		return e
 	}
 	n, err := io.Copy(up, io.LimitReader(body, max+1))
 	switch {
@@ -141,14 +171,14 @@ func (s *step) copyOutput(ctx context.Context, ref, stem string) (string, error)
 	case err != nil:
 		return abort(&copyError{msg: "The provider's output stopped midway", err: err})
 	case n > max:
-		return abort(tooLarge)
+		return abort(tooLarge(max))
 	case length >= 0 && n != length:
 		return abort(&copyError{msg: "The provider's output stopped midway", err: io.ErrUnexpectedEOF})
 	}
 	if err := up.Close(); err != nil {
 		return abort(&copyError{msg: "The output could not be stored", err: err})
 	}
-	return key, nil
+	return nil
 }
 
 func isCorrupt(err error) bool {

@@ -242,9 +242,7 @@ func message(body []byte) string {
 // Outputs lists the URLs and data: URIs in a prediction's output, whatever
 // its shape, in order (Strings).
 func Outputs(output json.RawMessage) []string {
-	return Strings(output, func(s string) bool {
-		return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "data:")
-	})
+	return Strings(output, IsOutput)
 }
 
 // Strings lists the strings keep accepts in a prediction's output, whatever
@@ -255,6 +253,19 @@ func Strings(output json.RawMessage, keep func(string) bool) []string {
 	if len(output) == 0 || json.Unmarshal(output, &v) != nil {
 		return nil
 	}
+	return StringsOf(v, keep)
+}
+
+// IsOutput tells a URL or data: URI, an output to copy (Outputs).
+func IsOutput(s string) bool {
+	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "data:")
+}
+
+// StringsOf is Strings over an output decoded already (json.Unmarshal into
+// an any): an adapter that decodes its body once walks it with this, rather
+// than decoding a large output (a Cog server's data: URIs) again for each
+// list it takes from it.
+func StringsOf(v any, keep func(string) bool) []string {
 	var out []string
 	var walk func(any)
 	walk = func(v any) {

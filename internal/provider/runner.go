@@ -43,7 +43,10 @@ const (
 
 // Store reads and writes jobs and their prediction state (store.Store).
 type Store interface {
+	// ProviderJob reads the job and its prediction state, without its
+	// request (JobRequest reads that, for a submission).
 	ProviderJob(ctx context.Context, id string) (*job.Job, job.Submission, error)
+	JobRequest(ctx context.Context, id string) (json.RawMessage, error)
 	Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error)
 	MarkSubmission(ctx context.Context, jobID, previous, marker, tokenHash, key string, at time.Time) error
 	AddCallbackToken(ctx context.Context, jobID, tokenHash string) error
@@ -172,9 +175,9 @@ type step struct {
 	failures int
 	answered string
 	log      *slog.Logger
-	// request is the job's validated request, read with the job: the
-	// records its transitions return do not carry it (it is an item of
-	// its own, off the job's hot item).
+	// request is the job's validated request: an item of its own, off the
+	// job's hot item, read by the steps that submit (input), the only ones
+	// that need it; the records the transitions return do not carry it.
 	request json.RawMessage
 }
 
@@ -561,7 +564,7 @@ func (s *step) settle(ctx context.Context) error {
 	body, err := r.Blobs.ReadResult(ctx, s.sub.Callback, MaxCallbackBytes)
 	if err == nil {
 		var p Prediction
-		if p, err = s.client.Parse(body); err == nil {
+		if p, err = readStash(s.sub.Callback, body, s.client); err == nil {
 			if s.sub.PredictionID != "" && p.ID != "" && p.ID != s.sub.PredictionID {
 				s.log.Warn("ignoring the callback of another prediction", "prediction_id", p.ID)
 				s.dropCallback(ctx)
@@ -636,6 +639,11 @@ func (s *step) complete(ctx context.Context, outputs []string) error {
 // Images are sent as URLs the provider can read without our token. msg is
 // the client's error when an input cannot be sent.
 func (s *step) input(ctx context.Context) (in map[string]any, msg string, err error) {
+	if len(s.request) == 0 {
+		if s.request, err = s.r.Store.JobRequest(ctx, s.j.ID); err != nil {
+			return nil, "", fmt.Errorf("read the request: %w", err)
+		}
+	}
 	var params map[string]any
 	dec := json.NewDecoder(bytes.NewReader(s.request))
 	dec.UseNumber()

@@ -48,17 +48,14 @@ type submissionItem struct {
 }
 
 // ProviderJob reads a job and its prediction state in one strongly
-// consistent read.
+// consistent read. The job's request, an item of its own (off the hot job
+// item), is not read: only a submission needs it (JobRequest). A job
+// stored before requests had their own item comes with it.
 func (s *DB) ProviderJob(ctx context.Context, id string) (*job.Job, job.Submission, error) {
 	var it submissionItem
 	j, err := s.JobWith(ctx, id, &it)
 	if err != nil {
 		return nil, job.Submission{}, err
-	}
-	if len(j.Request) == 0 { // the request has an item of its own, off the hot job item
-		if j.Request, err = s.JobRequest(ctx, id); err != nil {
-			return nil, job.Submission{}, err
-		}
 	}
 	sub := job.Submission{Marker: it.Marker, Tries: it.Tries, Key: it.Key, PredictionID: it.PredictionID,
 		TokenHashes: it.TokenHashes, Callback: it.Callback, Cancelled: it.Cancelled}
