@@ -3,11 +3,13 @@ package provider
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -158,19 +160,14 @@ func (c *Callbacks) storeDataURIs(ctx context.Context, j *job.Job, p *Prediction
 		if !isDataURI(ref) {
 			continue
 		}
-		contentType, body, err := openDataURI(ref, max)
-		if err != nil {
+		contentType, data, ok := decodeDataURI(ref, max)
+		if !ok {
 			continue
 		}
 		mediaType := outputType(contentType)
 		name := fmt.Sprintf("%s-output-%d.%s", prefix, i, extension(mediaType, ""))
 		key := uploadKey(j.ID, name)
-		err = storeOutput(ctx, c.Blobs, log, key, mediaType, body, -1, max)
-		var ce *copyError
-		if errors.As(err, &ce) && ce.permanent {
-			continue
-		}
-		if err != nil {
+		if err := c.Blobs.PutResult(ctx, key, mediaType, data); err != nil {
 			c.deleteFiles(ctx, stored, log)
 			return nil, err
 		}
@@ -181,6 +178,29 @@ func (c *Callbacks) storeDataURIs(ctx context.Context, j *job.Job, p *Prediction
 		log.Info("stored the prediction's data: URI outputs", "files", len(stored))
 	}
 	return stored, nil
+}
+
+// decodeDataURI decodes a data: URI that is in memory whole (a callback's
+// body) in one pass into a buffer of its size. ok is false for a URI
+// that cannot be stored (malformed, over max bytes).
+func decodeDataURI(ref string, max int64) (contentType string, data []byte, ok bool) {
+	meta, text, found := strings.Cut(strings.TrimPrefix(ref, "data:"), ",")
+	if !found {
+		return "", nil, false
+	}
+	contentType, b64 := strings.CutSuffix(meta, ";base64")
+	var err error
+	if b64 {
+		if int64(base64.StdEncoding.DecodedLen(len(text))) > max+3 {
+			return "", nil, false
+		}
+		data, err = base64.StdEncoding.DecodeString(text)
+	} else {
+		var plain string
+		plain, err = url.PathUnescape(text)
+		data = []byte(plain)
+	}
+	return contentType, data, err == nil && int64(len(data)) <= max
 }
 
 // deleteFiles deletes what a callback stored for a stash it did not make.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -363,6 +364,84 @@ func TestCogUploadsGoWithAJobThatDidNotComplete(t *testing.T) {
 		if keys := e.objects("results/" + c.j.ID + "/"); len(keys) != c.kept {
 			t.Errorf("the %s job holds %v after its end; want %d files", c.want, keys, c.kept)
 		}
+	}
+	e.audit()
+}
+
+// TestCogDataURIStoredByTheCallback: a Cog server's data: URI output is in
+// the results bucket, decoded, by the time its callback is answered, and
+// the stashed callback is a reference to it rather than the base64 again;
+// the step that completes the job takes that file as it is, byte for byte.
+// A job cancelled after such a callback, before its step, keeps none of
+// it. A callback stashed whole by the version before (the provider's body)
+// is still acted on.
+func TestCogDataURIStoredByTheCallback(t *testing.T) {
+	e := newEnv(t, cogRoutes)
+	big := bytes.Repeat(pngBytes, 64) // large enough that a copy of its base64 shows
+	results := func(j *job.Job) []string { return e.objects("results/" + j.ID + "/") }
+
+	j := e.create(imageEndpoint, fox)
+	e.steps(j.ID, 1)
+	if code := e.cog.Finish(t, provider.PredictionID(j.ID, e.sub(j.ID).Key), "data:image/png;base64,"+b64(big), "", false); code != http.StatusNoContent {
+		t.Fatalf("the completed webhook answered %d", code)
+	}
+	stored := results(j)
+	if len(stored) != 1 || !strings.HasPrefix(stored[0], "results/"+j.ID+"/upload-") || !strings.HasSuffix(stored[0], ".png") {
+		t.Fatalf("results after the callback was answered: %v; want its output stored, a .png of the job's uploads", stored)
+	}
+	stash := e.sub(j.ID).Callback
+	head, err := e.s3.HeadObject(e.ctx, &s3.HeadObjectInput{Bucket: aws.String(e.results), Key: aws.String(stash)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := aws.ToInt64(head.ContentLength); n > 1024 {
+		t.Errorf("the stashed callback is %d bytes; want a reference to the stored output (the output's base64 is %d)", n, len(b64(big)))
+	}
+	got := e.steps(j.ID, 3)
+	if got.Status != job.Completed || len(got.Outputs) != 1 || got.Outputs[0] != stored[0] {
+		t.Fatalf("job %s with outputs %v; want completed with %s", got.Status, got.Outputs, stored[0])
+	}
+	if res := e.result(got); !bytes.Equal(res[0], big) {
+		t.Fatalf("the output is %d bytes; want the server's %d, byte for byte", len(res[0]), len(big))
+	}
+	if after := results(got); len(after) != 1 {
+		t.Errorf("results after the step: %v; want the one file, not a copy of it", after)
+	}
+
+	// Cancelled between the callback and its step: the cancellation's step
+	// deletes the stored file with the server's own uploads.
+	e.drain()
+	k := e.create(imageEndpoint, fox)
+	e.steps(k.ID, 1)
+	e.cog.Finish(t, provider.PredictionID(k.ID, e.sub(k.ID).Key), "data:image/png;base64,"+b64(big), "", false)
+	if len(results(k)) != 1 {
+		t.Fatalf("results after the callback: %v; want its output", results(k))
+	}
+	if _, err := e.life.Cancel(e.ctx, e.job(k.ID)); err != nil {
+		t.Fatal(err)
+	}
+	e.drain()
+	if got := e.job(k.ID); got.Status != job.Cancelled || len(results(got)) != 0 {
+		t.Fatalf("job %s with results %v; want cancelled with none", got.Status, results(got))
+	}
+
+	// A stash of the provider's body as it came, under a key of before.
+	e.drain()
+	m := e.create(imageEndpoint, fox)
+	e.steps(m.ID, 1)
+	body := fmt.Sprintf(`{"id": %q, "status": "succeeded", "output": "data:image/png;base64,%s"}`, provider.PredictionID(m.ID, e.sub(m.ID).Key), b64(pngBytes))
+	key := "callbacks/" + m.ID + "/0123456789abcdef01234567.json"
+	if err := e.blobs.PutResult(e.ctx, key, "application/json", []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.StashCallback(e.ctx, m.ID, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.runner.Step(e.ctx, provider.Message{Kind: provider.StepCopy, JobID: m.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job(m.ID); got.Status != job.Completed || !bytes.Equal(e.result(got)[0], pngBytes) {
+		t.Fatalf("job %s; want completed with the stashed body's output\n%s", got.Status, e.logs.String())
 	}
 	e.audit()
 }

@@ -36,13 +36,13 @@ func New(hc *http.Client) *Client {
 var Events = []string{"start", "logs", "completed"}
 
 type prediction struct {
-	ID     string          `json:"id"`
-	Status string          `json:"status"`
+	ID     string `json:"id"`
+	Status string `json:"status"`
 	// Output is decoded once, with the rest: its data: URIs may be
 	// megabytes, and both its outputs and its paths are taken from it.
 	Output any `json:"output"`
-	Error  any             `json:"error"`
-	Logs   any             `json:"logs"` // a string; some servers send a list
+	Error  any `json:"error"`
+	Logs   any `json:"logs"` // a string; some servers send a list
 }
 
 func (p *prediction) read(id string) provider.Prediction {
