@@ -242,30 +242,22 @@ func message(body []byte) string {
 // Outputs lists the URLs and data: URIs in a prediction's output, whatever
 // its shape, in order (Strings).
 func Outputs(output json.RawMessage) []string {
-	return Strings(output, IsOutput)
+	return Strings(output, func(s string) bool {
+		return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "data:")
+	})
 }
 
 // Strings lists the strings keep accepts in a prediction's output, whatever
 // its shape (a string, a list, an object of them), in order: object keys
 // sorted.
 func Strings(output json.RawMessage, keep func(string) bool) []string {
+	if all, ok := plainStrings(output); ok {
+		return slices.DeleteFunc(all, func(s string) bool { return !keep(s) })
+	}
 	var v any
 	if len(output) == 0 || json.Unmarshal(output, &v) != nil {
 		return nil
 	}
-	return StringsOf(v, keep)
-}
-
-// IsOutput tells a URL or data: URI, an output to copy (Outputs).
-func IsOutput(s string) bool {
-	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "data:")
-}
-
-// StringsOf is Strings over an output decoded already (json.Unmarshal into
-// an any): an adapter that decodes its body once walks it with this, rather
-// than decoding a large output (a Cog server's data: URIs) again for each
-// list it takes from it.
-func StringsOf(v any, keep func(string) bool) []string {
 	var out []string
 	var walk func(any)
 	walk = func(v any) {
@@ -317,5 +309,49 @@ func Progress(logs string) *float64 {
 		}
 		p := float64(n) / 100
 		return &p
+	}
+}
+
+// plainStrings reads an output that is a string, or a list of strings,
+// none with an escape: the form of a Cog server's data: URIs, whose
+// megabytes of base64 are then found with a search for the closing quote
+// rather than decoded character by character again. ok is false for
+// anything else, which Strings decodes. The output is a value json.Unmarshal
+// has read (a json.RawMessage), so its strings hold no control character;
+// invalid UTF-8, which decoding would replace, is left to Strings.
+func plainStrings(raw json.RawMessage) (all []string, ok bool) {
+	const space = " \t\r\n"
+	b := bytes.TrimLeft(raw, space)
+	list := len(b) > 0 && b[0] == '['
+	if list {
+		b = bytes.TrimLeft(b[1:], space)
+		if len(b) > 0 && b[0] == ']' {
+			return nil, len(bytes.TrimLeft(b[1:], space)) == 0
+		}
+	}
+	for {
+		if len(b) == 0 || b[0] != '"' {
+			return nil, false
+		}
+		end := bytes.IndexByte(b[1:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		s := b[1 : 1+end]
+		if bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s) {
+			return nil, false
+		}
+		all = append(all, string(s))
+		b = bytes.TrimLeft(b[2+end:], space)
+		switch {
+		case !list:
+			return all, len(b) == 0
+		case len(b) > 0 && b[0] == ']':
+			return all, len(bytes.TrimLeft(b[1:], space)) == 0
+		case len(b) > 0 && b[0] == ',':
+			b = bytes.TrimLeft(b[1:], space)
+		default:
+			return nil, false
+		}
 	}
 }

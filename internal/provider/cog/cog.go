@@ -36,13 +36,11 @@ func New(hc *http.Client) *Client {
 var Events = []string{"start", "logs", "completed"}
 
 type prediction struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-	// Output is decoded once, with the rest: its data: URIs may be
-	// megabytes, and both its outputs and its paths are taken from it.
-	Output any `json:"output"`
-	Error  any `json:"error"`
-	Logs   any `json:"logs"` // a string; some servers send a list
+	ID     string          `json:"id"`
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output"`
+	Error  any             `json:"error"`
+	Logs   any             `json:"logs"` // a string; some servers send a list
 }
 
 func (p *prediction) read(id string) provider.Prediction {
@@ -72,7 +70,7 @@ func (p *prediction) read(id string) provider.Prediction {
 		}
 	}
 	if out.Status == provider.Succeeded {
-		out.Outputs, out.Paths = provider.StringsOf(p.Output, provider.IsOutput), provider.StringsOf(p.Output, isPath)
+		out.Outputs, out.Paths = provider.Outputs(p.Output), Paths(p.Output)
 	}
 	return out
 }
@@ -80,9 +78,11 @@ func (p *prediction) read(id string) provider.Prediction {
 // Paths lists the outputs given as file paths on the server's own disk
 // (an absolute path, or a file: URL), as Cog's Python server reports a
 // Path output when it runs without --upload-url.
-func Paths(output json.RawMessage) []string { return provider.Strings(output, isPath) }
-
-func isPath(s string) bool { return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "file:") }
+func Paths(output json.RawMessage) []string {
+	return provider.Strings(output, func(s string) bool {
+		return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "file:")
+	})
+}
 
 func (c *Client) request(ctx context.Context, method, u string, s provider.Secret, body any) (*http.Request, error) {
 	req, err := provider.NewRequest(ctx, method, u, body)
