@@ -228,6 +228,28 @@ func (e *leaseKept) Unwrap() error { return e.err }
 // message must come back for another attempt.
 func (w *Worker) Run(ctx context.Context, id string) error {
 	log := w.Log.With("job_id", id)
+	// The request is read while the job is, and the inputs while the claim
+	// is written (prefetch): a job's wait for its engine is two round trips
+	// and the inputs' read, not six in a row. What they find is acted on
+	// only once the claim holds.
+	pctx, stopPrefetch := context.WithCancel(ctx)
+	pre := &prefetch{request: make(chan struct{}), inputs: make(chan struct{})}
+	fetching := false
+	defer func() {
+		stopPrefetch() // a job not run here: what is still being read stops
+		<-pre.request
+		if fetching {
+			<-pre.inputs
+		}
+	}()
+	go func() {
+		defer close(pre.request)
+		pre.reqErr = recovered(func() error {
+			var err error
+			pre.req, err = w.Store.JobRequest(pctx, id)
+			return err
+		})
+	}()
 	j, err := w.Store.Job(ctx, id)
 	switch {
 	case errors.Is(err, job.ErrNotFound):
@@ -255,11 +277,15 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 	}
 	log = log.With("workspace_id", j.WorkspaceID, "endpoint", j.Endpoint)
 
+	// The claim starts the job: processing, the inputs on their way. A
+	// retry after a crash resumes where it was.
 	lease := job.Lease{ID: newLeaseID(), Until: w.Clock.Now().Add(w.LeaseFor)}
-	start := job.Scheduled
-	if j.Status != job.Queued { // a retry after a crash resumes where it was
+	start := job.Processing
+	if !j.Status.CanMoveTo(start) {
 		start = j.Status
 	}
+	fetching = true
+	go w.fetchInputs(pctx, j, pre)
 	j, err = w.Store.Transition(ctx, j, job.Change{To: start, Lease: &lease}, w.Clock.Now())
 	if errors.Is(err, job.ErrConflict) {
 		log.Info("another worker claimed the job first")
@@ -276,7 +302,7 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 	if j.QueuedAt != nil && j.Attempts == 1 {
 		w.Metrics.Duration(metrics.QueueWait, j.Model(), claimed.Sub(*j.QueuedAt))
 	}
-	a := &attempt{w: w, j: j, lease: lease, log: log}
+	a := &attempt{w: w, j: j, lease: lease, log: log, pre: pre}
 	defer func() { w.Metrics.Duration(metrics.RunTime, j.Model(), w.Clock.Now().Sub(claimed)) }()
 	if err := a.run(ctx); err != nil {
 		cctx, cancel := cleanupContext(ctx)
@@ -337,6 +363,67 @@ type attempt struct {
 	// released: the lease is given up (a hand-over), so a failure after it
 	// has none to give.
 	released bool
+	pre      *prefetch
+}
+
+// prefetch is what Run reads before the claim holds: the job's request,
+// then its inputs. Each channel is closed when its part is done.
+type prefetch struct {
+	request chan struct{}
+	req     json.RawMessage
+	reqErr  error
+
+	inputs    chan struct{}
+	params    map[string]any
+	paramsErr error // the stored request is not JSON
+	images    []fetched
+}
+
+// fetched is one image input as read, or why it could not be.
+type fetched struct {
+	ref catalog.ImageRef
+	img fetch.Image
+	err error
+}
+
+// fetchInputs reads the job's image inputs once its request is in, and
+// closes pre.inputs. It reads nothing for a job whose endpoint or engine
+// is unknown (the attempt fails it) or whose request could not be read.
+func (w *Worker) fetchInputs(ctx context.Context, j *job.Job, pre *prefetch) {
+	defer close(pre.inputs)
+	<-pre.request
+	ep, ok := w.Catalog.ByPath(j.Endpoint)
+	if _, known := w.Engines.For(j.Model()); !ok || !known || pre.reqErr != nil {
+		return
+	}
+	if pre.paramsErr = json.Unmarshal(pre.req, &pre.params); pre.paramsErr != nil {
+		return
+	}
+	a := &attempt{w: w, j: j}
+	for _, ref := range ep.ImageRefs(pre.params) {
+		var img fetch.Image
+		err := recovered(func() error {
+			var err error
+			img, err = a.input(ctx, ref)
+			return err
+		})
+		pre.images = append(pre.images, fetched{ref: ref, img: img, err: err})
+		if err != nil {
+			return // the first failure decides
+		}
+	}
+}
+
+// recovered runs f, a read of Run's own goroutines, and turns a panic in it
+// into an error of the attempt's (retried), as a panic in Run's goroutine
+// fails only its message.
+func recovered(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f()
 }
 
 // errStopped: the job was cancelled or taken over, so this attempt stops
@@ -345,25 +432,23 @@ var errStopped = errors.New("the job was cancelled or taken over")
 
 func (a *attempt) run(ctx context.Context) error {
 	w := a.w
-	if err := a.move(ctx, job.Processing, nil, nil); err != nil {
-		return a.stopped(err)
-	}
-	ep, ok := w.Catalog.ByPath(a.j.Endpoint)
+	_, ok := w.Catalog.ByPath(a.j.Endpoint)
 	eng, known := w.Engines.For(a.j.Model())
 	if !ok || !known {
 		return a.fail(ctx, job.CodeInternal, "This model cannot be run.", fmt.Errorf("no engine for %s", a.j.Endpoint))
 	}
-	request, err := w.Store.JobRequest(ctx, a.j.ID)
-	if err != nil {
-		return err // ours: retry
+	pre := a.pre
+	<-pre.inputs
+	if pre.reqErr != nil {
+		return pre.reqErr // ours: retry
 	}
-	var params map[string]any
-	if err := json.Unmarshal(request, &params); err != nil {
-		return a.fail(ctx, job.CodeInternal, "The stored request could not be read.", err)
+	request := pre.req
+	if pre.paramsErr != nil {
+		return a.fail(ctx, job.CodeInternal, "The stored request could not be read.", pre.paramsErr)
 	}
 	var inputs []engine.Input
-	for _, ref := range ep.ImageRefs(params) {
-		img, err := a.input(ctx, ref)
+	for _, f := range pre.images {
+		ref, img, err := f.ref, f.img, f.err
 		switch {
 		case errors.Is(err, fetch.ErrBlocked):
 			return a.fail(ctx, job.CodeInputBlocked, err.Error(), nil)
@@ -603,20 +688,25 @@ func (o *outputs) open() []*output {
 }
 
 // input fetches one image: an asset of the job's own workspace from the
-// assets bucket, anything else through the guarded fetcher.
+// assets bucket, anything else through the guarded fetcher. An asset's file
+// is read where the job's workspace keeps it (asset.Key), with no read of
+// its record first; only when there is no file there does the record say
+// why: another workspace's asset, or one never uploaded.
 func (a *attempt) input(ctx context.Context, ref catalog.ImageRef) (fetch.Image, error) {
 	id, ok := asset.IDFromURL(a.j.BaseURL, ref.Ref)
 	if !ok {
 		return a.w.Inputs.Fetch(ctx, ref.Name(), ref.Ref)
 	}
-	rec, err := a.w.Assets.Asset(ctx, id)
-	if errors.Is(err, asset.ErrNotFound) || err == nil && rec.WorkspaceID != a.j.WorkspaceID {
-		return fetch.Image{}, fetch.Invalid("%s: the asset was not found", ref.Name())
+	data, _, err := a.w.Blobs.ReadAsset(ctx, asset.Key(a.j.WorkspaceID, id), asset.MaxUploadBytes)
+	if errors.Is(err, ErrNotUploaded) {
+		rec, rerr := a.w.Assets.Asset(ctx, id)
+		if errors.Is(rerr, asset.ErrNotFound) || rerr == nil && rec.WorkspaceID != a.j.WorkspaceID {
+			return fetch.Image{}, fetch.Invalid("%s: the asset was not found", ref.Name())
+		}
+		if rerr != nil {
+			return fetch.Image{}, rerr
+		}
 	}
-	if err != nil {
-		return fetch.Image{}, err
-	}
-	data, _, err := a.w.Blobs.ReadAsset(ctx, rec.Key, asset.MaxUploadBytes)
 	switch {
 	case errors.Is(err, ErrNotUploaded):
 		return fetch.Image{}, fetch.Invalid("%s: the asset's file has not been uploaded", ref.Name())
