@@ -172,7 +172,7 @@ func (r *report) runs(rr *runReport) {
 		queueNote("one job at a time, queue idle; the worker's SQS handler, wrapped, notes the message"))
 	r.t.add("queue latency, local stack", "creation → first status write", strconv.Itoa(len(rr.claimed)), "",
 		ms(percentile(rr.claimed, 50)), ms(percentile(rr.claimed, 99)),
-		queueNote("same jobs; the claim's UpdateItem (-> scheduled) acknowledged, noted by a client middleware"))
+		queueNote("same jobs; the claim's UpdateItem (-> processing) acknowledged, noted by a client middleware"))
 
 	subject := fmt.Sprintf("enhance %d² → %d² %s", photoSide, runSide, runFormat)
 	runNote := fmt.Sprintf("%d in flight, GET /jobs/{id} every %s, all completed; p50 delivery %s, first write %s",

@@ -374,7 +374,7 @@ func (s *stamps) onDelivery(h triggers.SQSHandler) triggers.SQSHandler {
 // firstStatusWrite is a middleware of the functions' DynamoDB client: it
 // notes when DynamoDB acknowledged each job's first UpdateItem that left the
 // job past queued. A job is created by a TransactWriteItems, so its first
-// such UpdateItem is the worker's claim (queued -> scheduled). It reads the
+// such UpdateItem is the worker's claim (queued -> processing). It reads the
 // job's id and status from the item the store asks back (ALL_NEW), not from
 // the store's key layout.
 func (s *stamps) firstStatusWrite(stack *middleware.Stack) error {

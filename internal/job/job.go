@@ -43,23 +43,24 @@ const (
 	// run, so never failed: the sweeper's deadline starts at Queued.
 	Backlogged Status = "backlogged"
 	// Queued: holds a running slot and is (or is about to be) on the jobs or
-	// provider queue. In: creation, promotion. Out: to Scheduled by the
-	// worker's claim, or for a routed job by the provider runner when the
+	// provider queue. In: creation, promotion. Out: to Processing by the
+	// worker's claim, or to Scheduled for a routed job by the provider runner when the
 	// provider accepts it (or by a callback reporting it started); straight
 	// to Completed or Failed by the provider runner when the provider's first
 	// answer is the end; to Failed by the sweeper (deadline, or a message the
 	// DLQ took); to Cancelled by the client.
 	Queued Status = "queued"
-	// Scheduled: a worker holds the job's lease, or a routed job's prediction
-	// is accepted and waits to start. In: the worker's claim; the provider
-	// runner or a callback. Out: onward by the lease holder (worker or
-	// provider runner) or a callback; Failed by the lease holder or the
-	// sweeper; Cancelled by the client.
+	// Scheduled: a routed job's prediction is accepted and waits to start
+	// (a job claimed by a worker before its claim started it, too). In: the
+	// provider runner or a callback. Out: onward by the lease holder
+	// (provider runner, or a worker's claim) or a callback; Failed by the
+	// lease holder or the sweeper; Cancelled by the client.
 	Scheduled Status = "scheduled"
 	// Processing: the worker fetches inputs and starts the engine, or the
-	// provider reports the prediction running. In and out: the lease holder
-	// (worker or provider runner), or a callback (in, and on to Sampling);
-	// Failed by the sweeper; Cancelled by the client.
+	// provider reports the prediction running. In: the worker's claim; the
+	// provider runner, or a callback. Out: the lease holder (worker or
+	// provider runner), or a callback (on to Sampling); Failed by the
+	// sweeper; Cancelled by the client.
 	Processing Status = "processing"
 	// Sampling: output is being produced; progress rises. In and out: the
 	// lease holder (worker or provider runner), or a callback (in, and its

@@ -242,9 +242,12 @@ func message(body []byte) string {
 // Outputs lists the URLs and data: URIs in a prediction's output, whatever
 // its shape, in order (Strings).
 func Outputs(output json.RawMessage) []string {
-	return Strings(output, func(s string) bool {
-		return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "data:")
-	})
+	return Strings(output, IsOutput)
+}
+
+// IsOutput tells an output to copy: a URL or a data: URI.
+func IsOutput(s string) bool {
+	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "data:")
 }
 
 // Strings lists the strings keep accepts in a prediction's output, whatever

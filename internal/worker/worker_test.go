@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -909,5 +910,66 @@ func TestAFailedAttemptReleasesItsLeaseAfterALostWrite(t *testing.T) {
 	}
 	if got := e.job(j.ID); got.Status != job.Completed {
 		t.Fatalf("after the retry: %s; want completed\n%s", got.Status, e.logs)
+	}
+}
+
+// writesOf wraps the worker's real store and asset records, noting the
+// status of every write of the job and every read of an asset's record.
+type writesOf struct {
+	worker.Store
+	assets   worker.AssetRecords
+	mu       sync.Mutex
+	statuses []job.Status
+	records  int
+}
+
+func (w *writesOf) Transition(ctx context.Context, j *job.Job, c job.Change, now time.Time) (*job.Job, error) {
+	w.mu.Lock()
+	w.statuses = append(w.statuses, c.To)
+	w.mu.Unlock()
+	return w.Store.Transition(ctx, j, c, now)
+}
+
+func (w *writesOf) Asset(ctx context.Context, id string) (asset.Asset, error) {
+	w.mu.Lock()
+	w.records++
+	w.mu.Unlock()
+	return w.assets.Asset(ctx, id)
+}
+
+// TestTheClaimStartsTheJob: a job the worker runs goes from queued to
+// processing in the one write that claims it (never stored as
+// scheduled), and its uploaded asset is read from the bucket with no read
+// of the asset's record: what a polling client sees and what a job costs.
+func TestTheClaimStartsTheJob(t *testing.T) {
+	e := newEnv(t)
+	const base = "https://api.example.com"
+	a := asset.Asset{ID: asset.NewID(), WorkspaceID: "ws_a", ContentType: asset.PNG, Size: int64(len(tinyPNG())), CreatedAt: time.Now()}
+	a.Key = asset.Key("ws_a", a.ID)
+	if err := e.blobs.PutAsset(e.ctx, a.Key, a.ContentType, tinyPNG()); err != nil {
+		t.Fatal(err)
+	}
+	if err := assetsdb.New(e.store).CreateAsset(e.ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	rec := &writesOf{Store: e.w.Store, assets: e.w.Assets}
+	e.w.Store, e.w.Assets = rec, rec
+	now := time.Now()
+	j := &job.Job{ID: job.NewID(now), WorkspaceID: "ws_a", CreatedAt: now, BaseURL: base,
+		Endpoint: "/generate/image/vendor-b/model-e-4", Request: []byte(`{"prompt":"p","width":64,"height":64,"seed":1,"style_images":["` + asset.URL(base, a.ID) + `"]}`)}
+	if err := e.store.CreateJob(e.ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.w.Run(e.ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.job(j.ID); got.Status != job.Completed || len(e.eng.seen) != 1 || !bytes.Equal(e.eng.seen[0].Data, tinyPNG()) {
+		t.Fatalf("job %s, the engine given %d inputs; want completed from the asset", got.Status, len(e.eng.seen))
+	}
+	if len(rec.statuses) == 0 || rec.statuses[0] != job.Processing || slices.Contains(rec.statuses, job.Scheduled) {
+		t.Errorf("the worker wrote the statuses %v; want processing first, in its claim, and never scheduled", rec.statuses)
+	}
+	if rec.records != 0 {
+		t.Errorf("the asset's record was read %d times; want its file read where the job's workspace keeps it", rec.records)
 	}
 }

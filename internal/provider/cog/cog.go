@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,7 +71,11 @@ func (p *prediction) read(id string) provider.Prediction {
 		}
 	}
 	if out.Status == provider.Succeeded {
-		out.Outputs, out.Paths = provider.Outputs(p.Output), Paths(p.Output)
+		// One read of the output for both lists: its data: URIs may be
+		// megabytes.
+		all := provider.Strings(p.Output, func(string) bool { return true })
+		out.Outputs = slices.DeleteFunc(slices.Clone(all), func(s string) bool { return !provider.IsOutput(s) })
+		out.Paths = slices.DeleteFunc(all, func(s string) bool { return !isPath(s) })
 	}
 	return out
 }
@@ -78,11 +83,9 @@ func (p *prediction) read(id string) provider.Prediction {
 // Paths lists the outputs given as file paths on the server's own disk
 // (an absolute path, or a file: URL), as Cog's Python server reports a
 // Path output when it runs without --upload-url.
-func Paths(output json.RawMessage) []string {
-	return provider.Strings(output, func(s string) bool {
-		return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "file:")
-	})
-}
+func Paths(output json.RawMessage) []string { return provider.Strings(output, isPath) }
+
+func isPath(s string) bool { return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "file:") }
 
 func (c *Client) request(ctx context.Context, method, u string, s provider.Secret, body any) (*http.Request, error) {
 	req, err := provider.NewRequest(ctx, method, u, body)
