@@ -220,7 +220,7 @@ func TestStripeKeysAreReadOnceAndNeverPrinted(t *testing.T) {
 	client := secrets.Client(testenv.SecretsManager(t), awsclient.Requests.SecretsManager)
 	client = secretsmanager.New(client.Options(), func(o *secretsmanager.Options) { o.HTTPClient = counter })
 	id := strings.TrimSuffix(prefix, "providers/") + "stripe"
-	stripe := secrets.NewStripe(client, id)
+	stripe := secrets.NewStripe(func() *secretsmanager.Client { return client }, id)
 
 	if _, err := stripe.Keys(ctx); !errors.Is(err, secrets.ErrNotFound) || !strings.Contains(err.Error(), id) {
 		t.Fatalf("Keys of a missing secret: %v; want ErrNotFound naming %s", err, id)

@@ -35,16 +35,17 @@ type Stripe struct {
 	keys   cached[StripeKeys]
 }
 
-// NewStripe reads the secret named id. It does no I/O.
-func NewStripe(client *secretsmanager.Client, id string) *Stripe {
-	return &Stripe{client: func() *secretsmanager.Client { return client }, id: id}
+// NewStripe reads the secret named id through the client client returns
+// (called at each read: StripeFrom's builds it once). It does no I/O.
+func NewStripe(client func() *secretsmanager.Client, id string) *Stripe {
+	return &Stripe{client: client, id: id}
 }
 
 // StripeFrom is NewStripe on a client of cfg that follows p, built by the
 // first read: a start that serves no checkout (the console's) or no signed
 // webhook does not build it. It does no I/O.
 func StripeFrom(cfg aws.Config, p awsclient.Policy, id string) *Stripe {
-	return &Stripe{client: sync.OnceValue(func() *secretsmanager.Client { return NewClient(cfg, p) }), id: id}
+	return NewStripe(sync.OnceValue(func() *secretsmanager.Client { return NewClient(cfg, p) }), id)
 }
 
 // Keys returns the keys. Errors name the secret, never a value.
