@@ -29,6 +29,7 @@ import (
 	"genjobs/internal/job"
 	"genjobs/internal/queue"
 	"genjobs/internal/store"
+	"genjobs/internal/testenv/timeline"
 )
 
 // The job runs: enhance jobs of the uploaded photo, run by the worker that
@@ -111,16 +112,16 @@ func measureRuns(ctx context.Context, tpl *sam.Template, clients *devstack.Stack
 	db := dynamodb.New(clients.DynamoDB.Options(), func(o *dynamodb.Options) {
 		o.APIOptions = append(slices.Clone(o.APIOptions), marks.claimed.firstStatusWrite)
 		o.APIOptions = append(o.APIOptions, m.apiOptions()...)
-		o.APIOptions = append(o.APIOptions, marks.trace.middleware)
+		o.APIOptions = append(o.APIOptions, marks.trace.Middleware)
 	})
 	q := sqs.New(clients.SQS.Options(), func(o *sqs.Options) {
-		o.APIOptions = append(slices.Clone(o.APIOptions), m.count, marks.trace.middleware)
+		o.APIOptions = append(slices.Clone(o.APIOptions), m.count, marks.trace.Middleware)
 	})
 	s3c := s3.New(clients.S3.Options(), func(o *s3.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), m.count) })
 	local := devstack.New(db, q, s3c, "")
 	local.UseMoto(clients.MotoEndpoint)
 	// The functions build their own clients (as in Lambda): the same notes.
-	local.FunctionAPIOptions = append([]func(*middleware.Stack) error{marks.claimed.firstStatusWrite, marks.trace.middleware}, m.apiOptions()...)
+	local.FunctionAPIOptions = append([]func(*middleware.Stack) error{marks.claimed.firstStatusWrite, marks.trace.Middleware}, m.apiOptions()...)
 	local.Table, local.JobsQueue = "genjobs-bench-runs", "genjobs-bench-runs-jobs"
 	local.ResultsBucket, local.AssetsBucket = "genjobs-bench-runs-results", "genjobs-bench-runs-assets"
 	st := store.New(clients.DynamoDB, local.Table)
@@ -210,18 +211,18 @@ func measureQueue(ctx context.Context, c *restClient, st *store.Store, marks *jo
 				queuePhaseLimit, i, queueJobs, ctx.Err()))
 			return
 		}
-		traced := tracing() && i == queueJobs-1
+		traced := timeline.Enabled() && i == queueJobs-1
 		sent := time.Now()
 		if traced {
-			marks.trace.start()
+			marks.trace.Start()
 		}
 		id, answered, err := c.createEnhance(ctx, assetURL)
-		marks.trace.mark("creation answered", answered)
+		marks.trace.Mark("creation answered", answered)
 		if err == nil {
 			err = awaitEnd(ctx, st, id)
 		}
 		if traced {
-			marks.trace.print(os.Stderr, "the last queue job, sent to seen completed", sent)
+			marks.trace.Print(os.Stderr, "the last queue job, sent to seen completed", sent)
 		}
 		if err == nil {
 			err = marks.since(id, answered, &rep.delivered, &rep.claimed)
@@ -401,9 +402,9 @@ func stringAttr(item map[string]types.AttributeValue, name string) string {
 
 // jobMarks are what the bench notes of each job inside the stack.
 type jobMarks struct {
-	delivered stamps // the worker's handler received its message
-	claimed   stamps // the worker's first status write was acknowledged
-	trace     tracer // BENCH_TRACE: the last queue job's timeline
+	delivered stamps            // the worker's handler received its message
+	claimed   stamps            // the worker's first status write was acknowledged
+	trace     timeline.Timeline // BENCH_TRACE: the last queue job's timeline
 }
 
 // since appends to delivered and claimed the time from t to each mark of

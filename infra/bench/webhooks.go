@@ -20,6 +20,7 @@ import (
 	"genjobs/infra/local/sam"
 	"genjobs/internal/job"
 	"genjobs/internal/store"
+	"genjobs/internal/testenv/timeline"
 )
 
 // webhookJobs is how many jobs' webhooks are timed, one at a time.
@@ -52,12 +53,12 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 	// The functions' calls are metered (KMS's too); the bench's own (the
 	// jobs' creations and ends) are not.
 	m := newMeter(clients.DynamoDB)
-	var tr tracer // BENCH_TRACE: the last timed webhook's timeline
-	local.FunctionAPIOptions = append(m.apiOptions(), tr.middleware)
-	local.SQS = sqs.New(clients.SQS.Options(), func(o *sqs.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), tr.middleware) })
+	var tr timeline.Timeline // BENCH_TRACE: the last timed webhook's timeline
+	local.FunctionAPIOptions = append(m.apiOptions(), tr.Middleware)
+	local.SQS = sqs.New(clients.SQS.Options(), func(o *sqs.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), tr.Middleware) })
 	if local.Streams != nil {
 		local.Streams = dynamodbstreams.New(local.Streams.Options(), func(o *dynamodbstreams.Options) {
-			o.APIOptions = append(slices.Clone(o.APIOptions), tr.middleware)
+			o.APIOptions = append(slices.Clone(o.APIOptions), tr.Middleware)
 		})
 	}
 	st := store.New(clients.DynamoDB, local.Table)
@@ -89,7 +90,7 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 	arrived := map[string]chan time.Time{}
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		at := time.Now()
-		tr.mark("receiver's request", at)
+		tr.Mark("receiver's request", at)
 		var rec struct {
 			ID string `json:"job_id"`
 		}
@@ -126,22 +127,22 @@ func measureWebhooks(ctx context.Context, tpl *sam.Template, clients *devstack.S
 		mu.Lock()
 		arrived[j.ID] = ch
 		mu.Unlock()
-		traced := tracing() && len(rep.lat) == webhookJobs-1
+		traced := timeline.Enabled() && len(rep.lat) == webhookJobs-1
 		if traced {
-			tr.start()
+			tr.Start()
 		}
 		if _, err := st.Transition(pctx, j, job.Change{To: job.Completed}, time.Now()); err != nil {
 			rep.errs = append(rep.errs, err.Error())
 			return
 		}
 		written := time.Now()
-		tr.mark("terminal write acknowledged", written)
+		tr.Mark("terminal write acknowledged", written)
 		select {
 		case at := <-ch:
 			rep.lat = append(rep.lat, at.Sub(written))
 			if traced {
 				time.Sleep(100 * time.Millisecond) // the deliverer's record of the attempt
-				tr.print(os.Stderr, "the last timed webhook, from its terminal write", written)
+				tr.Print(os.Stderr, "the last timed webhook, from its terminal write", written)
 			}
 		case <-time.After(30 * time.Second):
 			rep.errs = append(rep.errs, "no webhook within 30 s of job "+j.ID)

@@ -27,6 +27,7 @@ import (
 	"genjobs/internal/provider/providertest"
 	"genjobs/internal/queue"
 	"genjobs/internal/store/assetsdb"
+	"genjobs/internal/testenv/timeline"
 	"genjobs/internal/worker"
 )
 
@@ -95,24 +96,24 @@ func BenchmarkCallbackToCompleted(b *testing.B) {
 					b.Fatalf("job %s after submission", got.Status)
 				}
 				cb := c.ready(b, e, j, out)
-				traced := benchTracing() && i == b.N-1
+				traced := timeline.Enabled() && i == b.N-1
 				if traced {
-					e.trace.start()
+					e.trace.Start()
 				}
 				b.StartTimer()
 				start := time.Now()
 				if code := providertest.Send(b, cb.url, cb.body, cb.h); code != 204 {
 					b.Fatalf("callback answered %d", code)
 				}
-				e.trace.mark("callback answered")
+				e.trace.Mark("callback answered", time.Now())
 				if got := e.steps(j.ID, 5); got.Status != job.Completed {
 					b.Fatalf("job %s", got.Status)
 				}
 				took = append(took, time.Since(start))
 				b.StopTimer()
 				if traced {
-					e.trace.mark("completed seen")
-					e.trace.print(os.Stderr, c.name+": the last callback, from its POST to the job seen completed", start)
+					e.trace.Mark("completed seen", time.Now())
+					e.trace.Print(os.Stderr, c.name+": the last callback, from its POST to the job seen completed", start)
 				}
 				e.drain()
 			}

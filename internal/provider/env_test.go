@@ -44,6 +44,7 @@ import (
 	"genjobs/internal/store/slotsdb"
 	"genjobs/internal/store/submissionsdb"
 	"genjobs/internal/testenv"
+	"genjobs/internal/testenv/timeline"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -74,7 +75,7 @@ type env struct {
 	files   *providertest.Files
 	cat     *catalog.Catalog
 	logs    *syncBuffer
-	trace   *callTrace // BENCH_TRACE: the AWS calls and HTTP requests of a timed iteration
+	trace   *timeline.Timeline // BENCH_TRACE: the AWS calls and HTTP requests of a timed iteration
 }
 
 type syncBuffer struct {
@@ -99,9 +100,9 @@ func (s *syncBuffer) String() string {
 func newEnv(t testing.TB, routes func(e *env) string) *env {
 	t.Helper()
 	ctx := context.Background()
-	tr := &callTrace{}
+	tr := &timeline.Timeline{}
 	db := testenv.DynamoDB(t)
-	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), tr.middleware) })
+	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), tr.Middleware) })
 	table := testenv.UniqueName(t, "prov")
 	if err := schema.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 		t.Fatal(err)
 	}
 	sq := testenv.SQS(t)
-	sq = sqs.New(sq.Options(), func(o *sqs.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), tr.middleware) })
+	sq = sqs.New(sq.Options(), func(o *sqs.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), tr.Middleware) })
 	pq, _, err := providerqueue.Create(ctx, sq, testenv.UniqueName(t, "prov"))
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +126,7 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 		t.Fatal(err)
 	}
 	s3c := testenv.S3(t)
-	s3c = s3.New(s3c.Options(), func(o *s3.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), tr.middleware) })
+	s3c = s3.New(s3c.Options(), func(o *s3.Options) { o.APIOptions = append(slices.Clone(o.APIOptions), tr.Middleware) })
 	results := testenv.NewBucket(t) // its clean-up fails the test if an upload was left open
 	e := &env{t: t, ctx: ctx, store: st, s3: s3c, results: results, blobs: blob.New(s3c, results, testenv.NewBucket(t)),
 		sqs: sq, pq: pq, jq: jq, clock: &clock.Fixed{T: now}, logs: &syncBuffer{}, trace: tr}
@@ -164,11 +165,11 @@ func newEnv(t testing.TB, routes func(e *env) string) *env {
 	guard := &netguard.Guard{AllowPrivate: true}
 	// The routes' clients as the functions build them, each reaching its
 	// own route's server.
-	clients := providerwire.RouteClients(rs, http.DefaultTransport, guard.Transport(), tr.transport, nil)
+	clients := providerwire.RouteClients(rs, http.DefaultTransport, guard.Transport(), tr.Transport, nil)
 	e.runner = &provider.Runner{
 		Store: st, Ender: e.life, Queue: providerqueue.New(sq, pq), Blobs: providerwire.Blobs{Store: e.blobs}, Assets: assetsdb.New(st.Store),
 		Secrets: sec, Clients: clients, Routes: rs, Catalog: e.cat,
-		Fetch: tr.transport(guard.Transport()), Trusted: tr.transport(http.DefaultTransport),
+		Fetch: tr.Transport(guard.Transport()), Trusted: tr.Transport(http.DefaultTransport),
 		Clock: e.clock, Log: log, Timings: timings,
 	}
 	e.cb = &provider.Callbacks{Store: st, Blobs: providerwire.Blobs{Store: e.blobs}, Queue: providerqueue.New(sq, pq),
@@ -229,8 +230,8 @@ func (e *env) step() bool {
 	if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &msg); err != nil {
 		e.t.Fatal(err)
 	}
-	e.trace.mark("step " + string(msg.Kind) + " begins")
-	defer e.trace.mark("step " + string(msg.Kind) + " deleted")
+	e.trace.Mark("step "+string(msg.Kind)+" begins", time.Now())
+	defer func() { e.trace.Mark("step "+string(msg.Kind)+" deleted", time.Now()) }()
 	if err := e.runner.Step(e.ctx, msg); err != nil {
 		e.t.Fatalf("step: %v\nlogs:\n%s", err, e.logs.String())
 	}

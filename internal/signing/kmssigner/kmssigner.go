@@ -152,17 +152,7 @@ func (k *Signer) load(ctx context.Context) (*kmsKey, error) {
 	if key := k.key.Load(); key != nil {
 		return key, nil
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if key := k.key.Load(); key != nil {
-		return key, nil
-	}
-	key, err := k.fetch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k.key.Store(key)
-	return key, nil
+	return k.refresh(ctx, nil) // none kept yet: any key another caller fetched meanwhile will do
 }
 
 func (k *Signer) fetch(ctx context.Context) (*kmsKey, error) {

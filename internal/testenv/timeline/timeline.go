@@ -1,4 +1,9 @@
-package provider_test
+// Package timeline notes where one request's time goes, for the benches'
+// BENCH_TRACE=1: while it is on, a Timeline records every AWS call of the
+// clients it is a middleware of, every HTTP request through its Transport,
+// and the marks its caller adds, then prints them in order of their start.
+// `go run ./infra/bench` and the provider benchmarks share it.
+package timeline
 
 import (
 	"context"
@@ -14,27 +19,23 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// callTrace notes, while it is on, every AWS call of the env's clients,
-// every HTTP request of the steps and the callbacks (to the providers'
-// fakes and the output files), and the marks the benchmarks add, so that
-// BENCH_TRACE=1 prints where the last timed iteration's time went, as
-// `BENCH_TRACE=1 go run ./infra/bench` does for the functions.
-type callTrace struct {
+// Enabled says whether BENCH_TRACE asks for the timelines.
+func Enabled() bool { return os.Getenv("BENCH_TRACE") != "" }
+
+// Timeline is one timeline; the zero value is off.
+type Timeline struct {
 	on    atomic.Bool
 	mu    sync.Mutex
-	spans []traceSpan
+	spans []span
 }
 
-type traceSpan struct {
+type span struct {
 	what       string
 	start, end time.Time
 }
 
-// benchTracing says whether BENCH_TRACE asks for the timelines.
-func benchTracing() bool { return os.Getenv("BENCH_TRACE") != "" }
-
-// middleware notes each AWS call's operation, start and end.
-func (t *callTrace) middleware(stack *middleware.Stack) error {
+// Middleware notes each AWS call's operation, start and end.
+func (t *Timeline) Middleware(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("BenchTrace",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			if !t.on.Load() {
@@ -47,9 +48,9 @@ func (t *callTrace) middleware(stack *middleware.Stack) error {
 		}), middleware.Before)
 }
 
-// transport wraps rt so that each request is noted, from its start to its
+// Transport wraps rt so that each request is noted, from its start to its
 // answer's headers.
-func (t *callTrace) transport(rt http.RoundTripper) http.RoundTripper {
+func (t *Timeline) Transport(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if !t.on.Load() {
 			return rt.RoundTrip(r)
@@ -65,33 +66,33 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// mark notes an instant of the benchmark's own.
-func (t *callTrace) mark(what string) {
+// Mark notes an instant of the caller's own (a creation answered, a
+// handler invoked).
+func (t *Timeline) Mark(what string, at time.Time) {
 	if t.on.Load() {
-		now := time.Now()
-		t.add(what, now, now)
+		t.add(what, at, at)
 	}
 }
 
-func (t *callTrace) add(what string, start, end time.Time) {
+func (t *Timeline) add(what string, start, end time.Time) {
 	t.mu.Lock()
-	t.spans = append(t.spans, traceSpan{what, start, end})
+	t.spans = append(t.spans, span{what, start, end})
 	t.mu.Unlock()
 }
 
-// start clears the timeline and turns the notes on.
-func (t *callTrace) start() {
+// Start clears the timeline and turns the notes on.
+func (t *Timeline) Start() {
 	t.mu.Lock()
 	t.spans = nil
 	t.mu.Unlock()
 	t.on.Store(true)
 }
 
-// print turns the notes off and writes the timeline, from origin, to w.
-func (t *callTrace) print(w io.Writer, title string, origin time.Time) {
+// Print turns the notes off and writes the timeline, from origin, to w.
+func (t *Timeline) Print(w io.Writer, title string, origin time.Time) {
 	t.on.Store(false)
 	t.mu.Lock()
-	spans := append([]traceSpan(nil), t.spans...)
+	spans := append([]span(nil), t.spans...)
 	t.mu.Unlock()
 	sort.SliceStable(spans, func(i, j int) bool { return spans[i].start.Before(spans[j].start) })
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
